@@ -1,0 +1,32 @@
+# intentq: `make run` starts the service on the embedded default, `make test` runs the checks.
+GO      ?= go
+BIN     ?= bin
+ARGS    ?=
+# Packages whose tests do not link the Temporal server: the race detector is affordable there.
+RACE_PKGS := ./config/... ./logging/... ./workflows/... ./activities/... ./ingest/... ./tclient/...
+
+.PHONY: run build test vet bench clean
+
+## run: the worker with the embedded Temporal server and Web UI (http://127.0.0.1:8233)
+run: build
+	./$(BIN)/worker $(ARGS)
+
+## build: bin/worker and bin/starter
+build:
+	$(GO) build -o $(BIN)/worker ./worker
+	$(GO) build -o $(BIN)/starter ./starter
+
+## test: go vet, then all tests (race detector where affordable)
+test: vet
+	$(GO) test -race -count=1 $(RACE_PKGS)
+	$(GO) test -count=1 -timeout 15m ./...
+
+vet:
+	$(GO) vet ./...
+
+## bench: benchmarks with their figures
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,155 @@
+// Package config holds intentq's whole configuration as one typed struct, loaded by viper from a
+// YAML file, INTENTQ_* environment variables and command-line flags (flags > env > file >
+// defaults). Unknown keys and invalid values are errors that name the key.
+package config
+
+import (
+	"time"
+)
+
+// Config is everything the worker and the starter can be told.
+type Config struct {
+	// DataDir holds the embedded server's database, history files and backups.
+	DataDir   string             `mapstructure:"data_dir"`
+	Log       Log                `mapstructure:"log"`
+	Temporal  Temporal           `mapstructure:"temporal"`
+	Ingest    Ingest             `mapstructure:"ingest"`
+	Telegram  Telegram           `mapstructure:"telegram"`
+	Ntfy      Ntfy               `mapstructure:"ntfy"`
+	Reminders Reminders          `mapstructure:"reminders"`
+	Sessions  map[string]Session `mapstructure:"sessions"`
+	CLIs      map[string]CLI     `mapstructure:"clis"`
+	Scheduler Scheduler          `mapstructure:"scheduler"`
+	Claude    Claude             `mapstructure:"claude"`
+}
+
+// Log sets how the processes log.
+type Log struct {
+	// Level is debug, info, warn or error.
+	Level string `mapstructure:"level"`
+	// Format is json, console, or auto (console when stderr is a terminal, else json).
+	Format string `mapstructure:"format"`
+}
+
+// Temporal says which Temporal cluster to use, or how to run the embedded one.
+type Temporal struct {
+	// Address of an external frontend (host:port). Empty: the worker runs the embedded server.
+	Address   string `mapstructure:"address"`
+	Namespace string `mapstructure:"namespace"`
+	TaskQueue string `mapstructure:"task_queue"`
+	// APIKey authenticates to Temporal Cloud (or any cluster that takes API keys).
+	APIKey     Secret   `mapstructure:"api_key"`
+	APIKeyFile string   `mapstructure:"api_key_file"`
+	TLS        TLS      `mapstructure:"tls"`
+	Embedded   Embedded `mapstructure:"embedded"`
+}
+
+// TLS configures the client connection to an external Temporal frontend.
+type TLS struct {
+	Enabled bool `mapstructure:"enabled"`
+	// CertFile and KeyFile are the client certificate for mTLS (both or neither).
+	CertFile string `mapstructure:"cert_file"`
+	KeyFile  string `mapstructure:"key_file"`
+	// CAFile verifies the server; empty uses the system roots.
+	CAFile     string `mapstructure:"ca_file"`
+	ServerName string `mapstructure:"server_name"`
+}
+
+// Embedded configures the in-process Temporal server and Web UI.
+type Embedded struct {
+	IP     string `mapstructure:"ip"`
+	Port   int    `mapstructure:"port"`
+	UIPort int    `mapstructure:"ui_port"`
+	// Retention is how long closed workflows are kept.
+	Retention time.Duration `mapstructure:"retention"`
+	// LogLevel is the embedded server's own log level (quiet by default).
+	LogLevel string `mapstructure:"log_level"`
+}
+
+// Ingest configures the HTTP ingest endpoint used by the patched plugin.
+type Ingest struct {
+	Listen    string `mapstructure:"listen"`
+	Token     Secret `mapstructure:"token"`
+	TokenFile string `mapstructure:"token_file"`
+	// MaxTextBytes caps the text accepted from the ingest and CLI doors.
+	MaxTextBytes int `mapstructure:"max_text_bytes"`
+}
+
+// Telegram configures the Bot API poller.
+type Telegram struct {
+	Token     Secret `mapstructure:"token"`
+	TokenFile string `mapstructure:"token_file"`
+	// APIEndpoint is telegram-bot-api's endpoint format, e.g. http://127.0.0.1:8081/bot%s/%s.
+	APIEndpoint    string  `mapstructure:"api_endpoint"`
+	AllowedChatIDs []int64 `mapstructure:"allowed_chat_ids"`
+	AllowedUserIDs []int64 `mapstructure:"allowed_user_ids"`
+}
+
+// Ntfy configures push notifications to the person's phone.
+type Ntfy struct {
+	URL       string `mapstructure:"url"`
+	Topic     string `mapstructure:"topic"`
+	Token     Secret `mapstructure:"token"`
+	TokenFile string `mapstructure:"token_file"`
+}
+
+// Reminders is the reminder policy of pending intents (SPEC I5, I6, I7).
+type Reminders struct {
+	FirstAfter   time.Duration `mapstructure:"first_after"`
+	RepeatEvery  time.Duration `mapstructure:"repeat_every"`
+	RetryAfter   time.Duration `mapstructure:"retry_after"`
+	OrphanAfter  time.Duration `mapstructure:"orphan_after"`
+	SnippetChars int           `mapstructure:"snippet_chars"`
+}
+
+// Session is one agent session that intents are delivered to.
+type Session struct {
+	TmuxTarget string `mapstructure:"tmux_target"`
+	// CLI is a key of Config.CLIs (claude, codex, copilot, kimi or a custom one).
+	CLI string `mapstructure:"cli"`
+	// Mode is tmux (type into a live pane) or headless (run the CLI per prompt).
+	Mode  string  `mapstructure:"mode"`
+	Chats []int64 `mapstructure:"chats"`
+	// Default receives allowed chats that no session lists.
+	Default   bool   `mapstructure:"default"`
+	NtfyTopic string `mapstructure:"ntfy_topic"`
+}
+
+// CLI describes how to drive one agent CLI kind (SPEC N4).
+type CLI struct {
+	Command      string   `mapstructure:"command"`
+	Model        string   `mapstructure:"model"`
+	Reset        string   `mapstructure:"reset"`
+	BusyPatterns []string `mapstructure:"busy_patterns"`
+	NewlineKey   string   `mapstructure:"newline_key"`
+}
+
+// Scheduler configures headless agent runs.
+type Scheduler struct {
+	MaxConcurrentSessions int `mapstructure:"max_concurrent_sessions"`
+}
+
+// Claude says where the secretary's Claude Code lives.
+type Claude struct {
+	Home     string `mapstructure:"home"`
+	Settings string `mapstructure:"settings"`
+}
+
+// Embedded reports whether the worker should run the in-process Temporal server.
+func (c *Config) EmbeddedServer() bool { return c.Temporal.Address == "" }
+
+// TemporalAddress is the frontend address clients dial: the external one, or the embedded one.
+func (c *Config) TemporalAddress() string {
+	if c.Temporal.Address != "" {
+		return c.Temporal.Address
+	}
+	return joinHostPort(c.Temporal.Embedded.IP, c.Temporal.Embedded.Port)
+}
+
+// UIAddress is the embedded Web UI's base URL, empty when an external cluster is used.
+func (c *Config) UIAddress() string {
+	if !c.EmbeddedServer() {
+		return ""
+	}
+	return "http://" + joinHostPort(c.Temporal.Embedded.IP, c.Temporal.Embedded.UIPort)
+}

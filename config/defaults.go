@@ -1,0 +1,99 @@
+package config
+
+import "time"
+
+// defaults are the values used when neither a flag, the environment nor the file sets a key.
+// Sessions and CLIs are maps and are filled in after decoding (see applyMapDefaults), so that a
+// user who defines their own sessions does not also get the default one.
+func defaults() map[string]any {
+	return map[string]any{
+		"data_dir":   "~/.intentq",
+		"log.level":  "info",
+		"log.format": "auto",
+
+		"temporal.address":            "",
+		"temporal.namespace":          "default",
+		"temporal.task_queue":         "intentq",
+		"temporal.api_key":            "",
+		"temporal.api_key_file":       "",
+		"temporal.tls.enabled":        false,
+		"temporal.tls.cert_file":      "",
+		"temporal.tls.key_file":       "",
+		"temporal.tls.ca_file":        "",
+		"temporal.tls.server_name":    "",
+		"temporal.embedded.ip":        "127.0.0.1",
+		"temporal.embedded.port":      7233,
+		"temporal.embedded.ui_port":   8233,
+		"temporal.embedded.retention": 30 * 24 * time.Hour,
+		"temporal.embedded.log_level": "warn",
+
+		"ingest.listen":         "127.0.0.1:8787",
+		"ingest.token":          "",
+		"ingest.token_file":     "",
+		"ingest.max_text_bytes": 64 << 10,
+
+		"telegram.token":            "",
+		"telegram.token_file":       "",
+		"telegram.api_endpoint":     "",
+		"telegram.allowed_chat_ids": []int64{},
+		"telegram.allowed_user_ids": []int64{},
+
+		"ntfy.url":        "",
+		"ntfy.topic":      "",
+		"ntfy.token":      "",
+		"ntfy.token_file": "",
+
+		"reminders.first_after":   30 * time.Second,
+		"reminders.repeat_every":  5 * time.Minute,
+		"reminders.retry_after":   60 * time.Second,
+		"reminders.orphan_after":  24 * time.Hour,
+		"reminders.snippet_chars": 40,
+
+		"scheduler.max_concurrent_sessions": 2,
+
+		"claude.home":     "~/.claude",
+		"claude.settings": "~/.claude/secretary/settings.json",
+	}
+}
+
+// DefaultSessionName is the session configured when the file defines none.
+const DefaultSessionName = "secretary"
+
+func defaultSessions() map[string]Session {
+	return map[string]Session{
+		DefaultSessionName: {TmuxTarget: "secretary:0", CLI: "claude", Mode: ModeTmux, Default: true},
+	}
+}
+
+// BuiltinCLIs is the adapter table for the agent CLIs intentq knows (SPEC N4). A user's entry
+// for one of these kinds overrides field by field; other kinds may be added in the file.
+func BuiltinCLIs() map[string]CLI {
+	return map[string]CLI{
+		"claude": {
+			Command:      "claude",
+			Reset:        "/clear",
+			BusyPatterns: []string{"Working", "Thinking", "Planning", "Sending", "esc to interrupt"},
+		},
+		"codex": {
+			Command:      "codex",
+			Reset:        "/new",
+			BusyPatterns: []string{"Working", "esc to interrupt"},
+		},
+		"copilot": {
+			Command:      "copilot",
+			Reset:        "C-c",
+			BusyPatterns: []string{"Thinking", "Esc to cancel"},
+		},
+		"kimi": {
+			Command:      "kimi",
+			Reset:        "/clear",
+			BusyPatterns: []string{"Thinking", "Working"},
+		},
+	}
+}
+
+// Session modes.
+const (
+	ModeTmux     = "tmux"
+	ModeHeadless = "headless"
+)

@@ -1,0 +1,277 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// EnvPrefix starts every environment variable intentq reads.
+const EnvPrefix = "INTENTQ"
+
+// EnvConfigFile names the config file when --config is not given.
+const EnvConfigFile = EnvPrefix + "_CONFIG"
+
+// nonConfigEnv are INTENTQ_* variables that are not config keys and must not be reported as
+// unknown ones.
+var nonConfigEnv = map[string]bool{
+	EnvConfigFile:           true,
+	EnvPrefix + "_AGENT_ID": true, // the Stop hook's agent override (SPEC S1)
+}
+
+// flagKeys maps the command-line flags shared by the worker and the starter to config keys.
+var flagKeys = map[string]string{
+	"data-dir":         "data_dir",
+	"log-level":        "log.level",
+	"log-format":       "log.format",
+	"temporal-address": "temporal.address",
+	"namespace":        "temporal.namespace",
+	"task-queue":       "temporal.task_queue",
+}
+
+// RegisterFlags adds --config and the flags that override config keys to fs.
+func RegisterFlags(fs *pflag.FlagSet) {
+	fs.String("config", "", "config file (YAML); default $"+EnvConfigFile+", else ~/.intentq/config.yaml when present")
+	fs.String("data-dir", "", "directory for the embedded server's database and history (data_dir)")
+	fs.String("log-level", "", "log level: debug, info, warn, error (log.level)")
+	fs.String("log-format", "", "log format: json, console, auto (log.format)")
+	fs.String("temporal-address", "", "external Temporal frontend host:port; empty runs the embedded server (temporal.address)")
+	fs.String("namespace", "", "Temporal namespace (temporal.namespace)")
+	fs.String("task-queue", "", "Temporal task queue (temporal.task_queue)")
+}
+
+// Load reads the configuration: flags (when fs is not nil and a flag was set) over INTENTQ_*
+// environment variables over the YAML file over defaults. It fails on unknown keys, invalid
+// values and unreadable secret files, naming the key.
+func Load(fs *pflag.FlagSet) (*Config, error) {
+	v := viper.New()
+	for key, value := range defaults() {
+		v.SetDefault(key, value)
+	}
+	v.SetEnvPrefix(EnvPrefix)
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+	v.AutomaticEnv()
+
+	if fs != nil {
+		for flagName, key := range flagKeys {
+			if f := fs.Lookup(flagName); f != nil {
+				if err := v.BindPFlag(key, f); err != nil {
+					return nil, fmt.Errorf("config: bind flag --%s: %w", flagName, err)
+				}
+			}
+		}
+	}
+
+	path, err := configPath(fs)
+	if err != nil {
+		return nil, err
+	}
+	if path != "" {
+		v.SetConfigFile(path)
+		v.SetConfigType("yaml")
+		if err := v.ReadInConfig(); err != nil {
+			return nil, fmt.Errorf("config: read %s: %w", path, err)
+		}
+	}
+
+	if err := checkKnownKeys(v.AllKeys()); err != nil {
+		return nil, withFile(err, path)
+	}
+	if err := CheckEnv(os.Environ()); err != nil {
+		return nil, err
+	}
+
+	var cfg Config
+	if err := v.UnmarshalExact(&cfg); err != nil {
+		return nil, withFile(fmt.Errorf("config: %w", cleanDecodeError(err)), path)
+	}
+	if err := cfg.finish(); err != nil {
+		return nil, withFile(err, path)
+	}
+	return &cfg, nil
+}
+
+func withFile(err error, path string) error {
+	if path == "" {
+		return err
+	}
+	return fmt.Errorf("%w (file %s)", err, path)
+}
+
+// configPath picks the config file: --config, then INTENTQ_CONFIG, then ~/.intentq/config.yaml
+// when it exists. A file named explicitly must exist.
+func configPath(fs *pflag.FlagSet) (string, error) {
+	if fs != nil {
+		if f := fs.Lookup("config"); f != nil && f.Value.String() != "" {
+			return expandHome(f.Value.String()), nil
+		}
+	}
+	if p := os.Getenv(EnvConfigFile); p != "" {
+		return expandHome(p), nil
+	}
+	p := expandHome("~/.intentq/config.yaml")
+	if _, err := os.Stat(p); err == nil {
+		return p, nil
+	}
+	return "", nil
+}
+
+// finish resolves secrets and paths, fills map defaults and validates.
+func (c *Config) finish() error {
+	for _, s := range []struct {
+		key   string
+		value *Secret
+		file  string
+	}{
+		{"temporal.api_key", &c.Temporal.APIKey, c.Temporal.APIKeyFile},
+		{"ingest.token", &c.Ingest.Token, c.Ingest.TokenFile},
+		{"telegram.token", &c.Telegram.Token, c.Telegram.TokenFile},
+		{"ntfy.token", &c.Ntfy.Token, c.Ntfy.TokenFile},
+	} {
+		if err := resolveSecret(s.key, s.value, s.file); err != nil {
+			return err
+		}
+	}
+	c.DataDir = expandHome(c.DataDir)
+	c.Claude.Home = expandHome(c.Claude.Home)
+	c.Claude.Settings = expandHome(c.Claude.Settings)
+	c.Temporal.TLS.CertFile = expandHome(c.Temporal.TLS.CertFile)
+	c.Temporal.TLS.KeyFile = expandHome(c.Temporal.TLS.KeyFile)
+	c.Temporal.TLS.CAFile = expandHome(c.Temporal.TLS.CAFile)
+	c.applyMapDefaults()
+	return c.Validate()
+}
+
+func (c *Config) applyMapDefaults() {
+	if len(c.Sessions) == 0 {
+		c.Sessions = defaultSessions()
+	}
+	builtin := BuiltinCLIs()
+	if c.CLIs == nil {
+		c.CLIs = map[string]CLI{}
+	}
+	for kind, def := range builtin {
+		user, ok := c.CLIs[kind]
+		if !ok {
+			c.CLIs[kind] = def
+			continue
+		}
+		if user.Command == "" {
+			user.Command = def.Command
+		}
+		if user.Reset == "" {
+			user.Reset = def.Reset
+		}
+		if user.BusyPatterns == nil {
+			user.BusyPatterns = def.BusyPatterns
+		}
+		if user.NewlineKey == "" {
+			user.NewlineKey = def.NewlineKey
+		}
+		c.CLIs[kind] = user
+	}
+	for name, s := range c.Sessions {
+		if s.Mode == "" {
+			s.Mode = ModeTmux
+		}
+		if s.CLI == "" {
+			s.CLI = "claude"
+		}
+		c.Sessions[name] = s
+	}
+}
+
+// checkKnownKeys reports every key that does not name a field of Config.
+func checkKnownKeys(keys []string) error {
+	var unknown []string
+	for _, k := range keys {
+		if !knownKey(reflect.TypeOf(Config{}), strings.Split(k, ".")) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	return fmt.Errorf("config: unknown key %s", strings.Join(quoteAll(unknown), ", "))
+}
+
+// knownKey walks t by mapstructure tags; a map consumes one path segment (its key).
+func knownKey(t reflect.Type, path []string) bool {
+	if len(path) == 0 {
+		return true
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if strings.EqualFold(f.Tag.Get("mapstructure"), path[0]) {
+				return knownKey(f.Type, path[1:])
+			}
+		}
+		return false
+	case reflect.Map:
+		return knownKey(t.Elem(), path[1:])
+	default:
+		return false
+	}
+}
+
+// CheckEnv rejects INTENTQ_* variables that match no config key, so a typo is not silently
+// ignored. Map sections (sessions, clis) are set in the file only.
+func CheckEnv(environ []string) error {
+	known := map[string]bool{}
+	for key := range defaults() {
+		known[EnvPrefix+"_"+strings.ToUpper(strings.ReplaceAll(key, ".", "_"))] = true
+	}
+	var unknown []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, EnvPrefix+"_") || nonConfigEnv[name] || known[name] {
+			continue
+		}
+		unknown = append(unknown, name)
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	return fmt.Errorf("config: unknown environment variable %s (config keys map to %s_ + the key in upper case with . as _)",
+		strings.Join(unknown, ", "), EnvPrefix)
+}
+
+// cleanDecodeError drops mapstructure's preamble so the message starts with the key.
+func cleanDecodeError(err error) error {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "decoding failed due to the following error(s):")
+	msg = strings.TrimSpace(msg)
+	msg = strings.ReplaceAll(msg, "\n\n", "; ")
+	return errors.New(msg)
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = fmt.Sprintf("%q", s)
+	}
+	return out
+}
+
+// expandHome turns a leading ~ into the user's home directory.
+func expandHome(p string) string {
+	if p != "~" && !strings.HasPrefix(p, "~/") {
+		return p
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return p
+	}
+	return filepath.Join(home, strings.TrimPrefix(p, "~"))
+}

@@ -1,0 +1,185 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+var (
+	logLevels  = []string{"debug", "info", "warn", "error"}
+	logFormats = []string{"auto", "json", "console"}
+	modes      = []string{ModeTmux, ModeHeadless}
+)
+
+// Validate checks every value and returns all problems at once, each naming its key.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("config: %s: %s", key, fmt.Sprintf(format, args...)))
+	}
+
+	if c.DataDir == "" {
+		bad("data_dir", "must not be empty")
+	}
+	if !oneOf(c.Log.Level, logLevels) {
+		bad("log.level", "%q is not one of %s", c.Log.Level, strings.Join(logLevels, ", "))
+	}
+	if !oneOf(c.Log.Format, logFormats) {
+		bad("log.format", "%q is not one of %s", c.Log.Format, strings.Join(logFormats, ", "))
+	}
+
+	t := c.Temporal
+	if t.Namespace == "" {
+		bad("temporal.namespace", "must not be empty")
+	}
+	if t.TaskQueue == "" {
+		bad("temporal.task_queue", "must not be empty")
+	}
+	if t.Address != "" {
+		if _, _, err := net.SplitHostPort(t.Address); err != nil {
+			bad("temporal.address", "%q is not host:port", t.Address)
+		}
+	}
+	if (t.TLS.CertFile == "") != (t.TLS.KeyFile == "") {
+		bad("temporal.tls", "set both cert_file and key_file, or neither")
+	}
+	e := t.Embedded
+	if ip := net.ParseIP(e.IP); ip == nil {
+		bad("temporal.embedded.ip", "%q is not an IP address", e.IP)
+	}
+	if e.Port < 1 || e.Port > 65535-1 {
+		bad("temporal.embedded.port", "%d is not a port", e.Port)
+	}
+	if e.UIPort < 0 || e.UIPort > 65535 {
+		bad("temporal.embedded.ui_port", "%d is not a port (0 turns the Web UI off)", e.UIPort)
+	}
+	if e.UIPort != 0 && e.UIPort == e.Port {
+		bad("temporal.embedded.ui_port", "must differ from temporal.embedded.port")
+	}
+	if e.Retention < 24*time.Hour {
+		bad("temporal.embedded.retention", "%s is shorter than Temporal's minimum of 24h", e.Retention)
+	}
+	if !oneOf(e.LogLevel, logLevels) {
+		bad("temporal.embedded.log_level", "%q is not one of %s", e.LogLevel, strings.Join(logLevels, ", "))
+	}
+
+	if _, port, err := net.SplitHostPort(c.Ingest.Listen); err != nil {
+		bad("ingest.listen", "%q is not host:port", c.Ingest.Listen)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		bad("ingest.listen", "%q has no valid port", c.Ingest.Listen)
+	}
+	if c.Ingest.MaxTextBytes < 4096 {
+		bad("ingest.max_text_bytes", "%d is below Telegram's own 4096-character limit", c.Ingest.MaxTextBytes)
+	}
+
+	if ep := c.Telegram.APIEndpoint; ep != "" && strings.Count(ep, "%s") != 2 {
+		bad("telegram.api_endpoint", "must contain %%s twice (token, method), e.g. http://127.0.0.1:8081/bot%%s/%%s")
+	}
+	if c.Telegram.Token.IsSet() && len(c.Telegram.AllowedChatIDs) == 0 && len(c.Telegram.AllowedUserIDs) == 0 {
+		bad("telegram.allowed_chat_ids", "a bot token is set but nobody is allowed; list chat or user IDs")
+	}
+
+	if c.Ntfy.URL != "" {
+		if u, err := url.Parse(c.Ntfy.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("ntfy.url", "%q is not an http(s) URL", c.Ntfy.URL)
+		}
+		if c.Ntfy.Topic == "" {
+			bad("ntfy.topic", "must be set when ntfy.url is")
+		}
+	}
+
+	r := c.Reminders
+	for key, d := range map[string]time.Duration{
+		"reminders.first_after":  r.FirstAfter,
+		"reminders.repeat_every": r.RepeatEvery,
+		"reminders.retry_after":  r.RetryAfter,
+		"reminders.orphan_after": r.OrphanAfter,
+	} {
+		if d <= 0 {
+			bad(key, "%s must be positive", d)
+		}
+	}
+	if r.SnippetChars < 1 || r.SnippetChars > 4096 {
+		bad("reminders.snippet_chars", "%d is not between 1 and 4096", r.SnippetChars)
+	}
+
+	for kind, cli := range c.CLIs {
+		if cli.Command == "" {
+			bad("clis."+kind+".command", "must not be empty")
+		}
+	}
+	c.validateSessions(bad)
+
+	if c.Scheduler.MaxConcurrentSessions < 1 {
+		bad("scheduler.max_concurrent_sessions", "%d must be at least 1", c.Scheduler.MaxConcurrentSessions)
+	}
+
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+	return errors.Join(errs...)
+}
+
+func (c *Config) validateSessions(bad func(key, format string, args ...any)) {
+	names := make([]string, 0, len(c.Sessions))
+	for name := range c.Sessions {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var defaults []string
+	chatOwner := map[int64]string{}
+	for _, name := range names {
+		s := c.Sessions[name]
+		key := "sessions." + name
+		if strings.ContainsAny(name, "/ ") || name == "" {
+			bad(key, "a session name may not contain '/' or spaces")
+		}
+		if !oneOf(s.Mode, modes) {
+			bad(key+".mode", "%q is not one of %s", s.Mode, strings.Join(modes, ", "))
+		}
+		if s.Mode == ModeTmux && s.TmuxTarget == "" {
+			bad(key+".tmux_target", "must be set for mode tmux (e.g. secretary:0)")
+		}
+		if _, ok := c.CLIs[s.CLI]; !ok {
+			bad(key+".cli", "unknown CLI kind %q (known: %s)", s.CLI, strings.Join(c.cliKinds(), ", "))
+		}
+		if s.Default {
+			defaults = append(defaults, name)
+		}
+		for _, chat := range s.Chats {
+			if other, ok := chatOwner[chat]; ok {
+				bad(key+".chats", "chat %d is already mapped to session %q", chat, other)
+			}
+			chatOwner[chat] = name
+		}
+	}
+	if len(defaults) > 1 {
+		bad("sessions", "more than one default session: %s", strings.Join(defaults, ", "))
+	}
+}
+
+func (c *Config) cliKinds() []string {
+	kinds := make([]string, 0, len(c.CLIs))
+	for k := range c.CLIs {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	return kinds
+}
+
+func oneOf(s string, options []string) bool {
+	for _, o := range options {
+		if s == o {
+			return true
+		}
+	}
+	return false
+}
+
+func joinHostPort(host string, port int) string {
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}

@@ -1,0 +1,350 @@
+// Package embedded runs a real Temporal server in-process on a SQLite file, with the Temporal
+// Web UI, both on loopback: the default deployment of intentq, which needs nothing installed.
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	uiserver "github.com/temporalio/ui-server/v2/server"
+	uiconfig "github.com/temporalio/ui-server/v2/server/config"
+	uioptions "github.com/temporalio/ui-server/v2/server/server_options"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/server/common/authorization"
+	"go.temporal.io/server/common/cluster"
+	serverconfig "go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/dynamicconfig"
+	serverlog "go.temporal.io/server/common/log"
+	"go.temporal.io/server/common/membership/static"
+	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	"go.temporal.io/server/common/primitives"
+	"go.temporal.io/server/schema/sqlite"
+	"go.temporal.io/server/temporal"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// DBFile is the SQLite database's name inside the data directory.
+const DBFile = "temporal.db"
+
+const clusterName = "active"
+
+// Options configures the embedded server.
+type Options struct {
+	// DataDir holds the SQLite database; it is created when missing.
+	DataDir string
+	// IP is the address both the frontend and the UI bind to (loopback by default).
+	IP string
+	// Port is the gRPC frontend port; UIPort the Web UI's (0: no UI).
+	Port, UIPort int
+	// Namespace is created on first start, with Retention and SearchAttributes.
+	Namespace        string
+	Retention        time.Duration
+	SearchAttributes map[string]enumspb.IndexedValueType
+	// Logger receives the server's own logs, already restricted to the wanted level.
+	Logger *zap.Logger
+}
+
+// Server is a running embedded Temporal server and Web UI.
+type Server struct {
+	server   temporal.Server
+	ui       *uiserver.Server
+	uiDone   chan struct{}
+	frontend string
+	uiAddr   string
+}
+
+// PortInUseError says which configured port is taken, and by which key it is set.
+type PortInUseError struct {
+	Addr string
+	Key  string
+	Err  error
+}
+
+func (e *PortInUseError) Error() string {
+	return fmt.Sprintf("%s is already in use (%s): stop what listens there or set %s / INTENTQ_%s to a free port: %v",
+		e.Addr, e.Key, e.Key, envName(e.Key), e.Err)
+}
+
+func (e *PortInUseError) Unwrap() error { return e.Err }
+
+// Start checks the ports, creates the database and namespace when they are new, and starts the
+// server and the UI. It returns once the frontend answers and the UI serves HTTP.
+func Start(ctx context.Context, opts Options) (*Server, error) {
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	frontend := net.JoinHostPort(opts.IP, strconv.Itoa(opts.Port))
+	if err := checkFree(frontend, "temporal.embedded.port"); err != nil {
+		return nil, err
+	}
+	var uiAddr string
+	if opts.UIPort != 0 {
+		uiAddr = net.JoinHostPort(opts.IP, strconv.Itoa(opts.UIPort))
+		if err := checkFree(uiAddr, "temporal.embedded.ui_port"); err != nil {
+			return nil, err
+		}
+	}
+
+	sqlCfg, err := prepareDatabase(opts)
+	if err != nil {
+		return nil, err
+	}
+	serverOpts, err := serverOptions(opts, sqlCfg)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := temporal.NewServer(serverOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("embedded temporal: build server: %w", err)
+	}
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("embedded temporal: start server on %s: %w", frontend, err)
+	}
+	s := &Server{server: srv, frontend: frontend}
+
+	if uiAddr != "" {
+		s.uiAddr = uiAddr
+		s.ui = uiserver.NewServer(uioptions.WithConfigProvider(&uiconfig.Config{
+			Host:                opts.IP,
+			Port:                opts.UIPort,
+			TemporalGRPCAddress: frontend,
+			EnableUI:            true,
+			DefaultNamespace:    opts.Namespace,
+			HideLogs:            true,
+			DisableNewsFetch:    true,
+			CORS:                uiconfig.CORS{CookieInsecure: true},
+		}))
+		s.uiDone = make(chan struct{})
+		go func() {
+			defer close(s.uiDone)
+			// Start blocks until Stop; a bind error exits the process inside the UI server,
+			// which checkFree makes unlikely.
+			_ = s.ui.Start()
+		}()
+		if err := waitHTTP(ctx, "http://"+uiAddr+"/healthz"); err != nil {
+			_ = s.Stop()
+			return nil, fmt.Errorf("embedded temporal: web UI on %s: %w", uiAddr, err)
+		}
+	}
+	return s, nil
+}
+
+// FrontendAddress is the gRPC address clients dial.
+func (s *Server) FrontendAddress() string { return s.frontend }
+
+// UIURL is the Web UI's base URL, empty when the UI is off.
+func (s *Server) UIURL() string {
+	if s.uiAddr == "" {
+		return ""
+	}
+	return "http://" + s.uiAddr
+}
+
+// Stop stops the UI, then the server. Workers using the server should be stopped first.
+func (s *Server) Stop() error {
+	if s.ui != nil {
+		s.ui.Stop()
+		<-s.uiDone
+		s.ui = nil
+	}
+	if s.server == nil {
+		return nil
+	}
+	err := s.server.Stop()
+	s.server = nil
+	if err != nil {
+		return fmt.Errorf("embedded temporal: stop: %w", err)
+	}
+	return nil
+}
+
+// prepareDatabase creates the data directory and, on a new file, the schema; it creates the
+// namespace when missing (an existing one is left as it is; the caller reconciles retention and
+// search attributes through the API).
+func prepareDatabase(opts Options) (*serverconfig.SQL, error) {
+	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("embedded temporal: data_dir: %w", err)
+	}
+	dbPath := filepath.Join(opts.DataDir, DBFile)
+	sqlCfg := &serverconfig.SQL{
+		PluginName:   sqliteplugin.PluginName,
+		DatabaseName: dbPath,
+		ConnectAttributes: map[string]string{
+			"mode":         "rwc",
+			"journal_mode": "wal",
+			// full: a commit is on disk before the frontend acknowledges it, so a message whose
+			// Telegram offset has advanced survives a power loss, not just a crash.
+			"synchronous":  "full",
+			"busy_timeout": "10000",
+		},
+		MaxConns:     4,
+		MaxIdleConns: 4,
+	}
+	if _, err := os.Stat(dbPath); errors.Is(err, os.ErrNotExist) {
+		if err := sqlite.SetupSchema(sqlCfg); err != nil {
+			_ = os.Remove(dbPath)
+			return nil, fmt.Errorf("embedded temporal: create schema in %s: %w", dbPath, err)
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("embedded temporal: %w", err)
+	}
+	ns, err := sqlite.NewNamespaceConfig(clusterName, opts.Namespace, false, opts.SearchAttributes)
+	if err != nil {
+		return nil, fmt.Errorf("embedded temporal: namespace %q: %w", opts.Namespace, err)
+	}
+	ns.Detail.Config.Retention = durationpb.New(opts.Retention)
+	if err := sqlite.CreateNamespaces(sqlCfg, ns); err != nil {
+		return nil, fmt.Errorf("embedded temporal: create namespace %q in %s: %w", opts.Namespace, dbPath, err)
+	}
+	return sqlCfg, nil
+}
+
+func serverOptions(opts Options, sqlCfg *serverconfig.SQL) ([]temporal.ServerOption, error) {
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, fmt.Errorf("embedded temporal: pick internal ports: %w", err)
+	}
+	host := func(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+	frontendSelf := net.JoinHostPort(loopbackFor(opts.IP), strconv.Itoa(opts.Port))
+
+	cfg := &serverconfig.Config{}
+	cfg.Global.Membership.MaxJoinDuration = 30 * time.Second
+	cfg.Global.Membership.BroadcastAddress = "127.0.0.1"
+	cfg.Persistence = serverconfig.Persistence{
+		DefaultStore:     "sqlite",
+		VisibilityStore:  "sqlite",
+		NumHistoryShards: 1,
+		DataStores:       map[string]serverconfig.DataStore{"sqlite": {SQL: sqlCfg}},
+	}
+	cfg.ClusterMetadata = &cluster.Config{
+		EnableGlobalNamespace:    false,
+		FailoverVersionIncrement: 10,
+		MasterClusterName:        clusterName,
+		CurrentClusterName:       clusterName,
+		ClusterInformation: map[string]cluster.ClusterInformation{
+			clusterName: {Enabled: true, InitialFailoverVersion: 1, RPCAddress: frontendSelf},
+		},
+	}
+	cfg.DCRedirectionPolicy.Policy = "noop"
+	cfg.Services = map[string]serverconfig.Service{
+		"frontend": {RPC: serverconfig.RPC{GRPCPort: opts.Port, BindOnIP: opts.IP}},
+		"history":  {RPC: serverconfig.RPC{GRPCPort: ports[0], BindOnLocalHost: true}},
+		"matching": {RPC: serverconfig.RPC{GRPCPort: ports[1], BindOnLocalHost: true}},
+		"worker":   {RPC: serverconfig.RPC{GRPCPort: ports[2], BindOnLocalHost: true}},
+	}
+	cfg.Archival.History.State = "disabled"
+	cfg.Archival.Visibility.State = "disabled"
+	cfg.NamespaceDefaults.Archival.History.State = "disabled"
+	cfg.NamespaceDefaults.Archival.Visibility.State = "disabled"
+	cfg.PublicClient.HostPort = frontendSelf
+
+	logger := serverlog.NewZapLogger(opts.Logger)
+	authorizer, err := authorization.GetAuthorizerFromConfig(&cfg.Global.Authorization)
+	if err != nil {
+		return nil, fmt.Errorf("embedded temporal: authorizer: %w", err)
+	}
+	claimMapper, err := authorization.GetClaimMapperFromConfig(&cfg.Global.Authorization, logger)
+	if err != nil {
+		return nil, fmt.Errorf("embedded temporal: claim mapper: %w", err)
+	}
+	dyn := dynamicconfig.StaticClient{
+		// Search attributes added at start are visible to the next query at once.
+		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): true,
+	}
+	return []temporal.ServerOption{
+		temporal.WithConfig(cfg),
+		temporal.ForServices(temporal.DefaultServices),
+		temporal.WithStaticHosts(map[primitives.ServiceName]static.Hosts{
+			primitives.FrontendService: static.SingleLocalHost(frontendSelf),
+			primitives.HistoryService:  static.SingleLocalHost(host(ports[0])),
+			primitives.MatchingService: static.SingleLocalHost(host(ports[1])),
+			primitives.WorkerService:   static.SingleLocalHost(host(ports[2])),
+		}),
+		temporal.WithLogger(logger),
+		temporal.WithAuthorizer(authorizer),
+		temporal.WithClaimMapper(func(*serverconfig.Config) authorization.ClaimMapper { return claimMapper }),
+		temporal.WithDynamicConfigClient(dyn),
+	}, nil
+}
+
+// checkFree fails with a PortInUseError when addr cannot be bound.
+func checkFree(addr, key string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return &PortInUseError{Addr: addr, Key: key, Err: err}
+	}
+	return l.Close()
+}
+
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	var listeners []net.Listener
+	defer func() {
+		for _, l := range listeners {
+			_ = l.Close()
+		}
+	}()
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// loopbackFor turns an unspecified bind address into one that can be dialled.
+func loopbackFor(ip string) string {
+	if parsed := net.ParseIP(ip); parsed == nil || parsed.IsUnspecified() {
+		return "127.0.0.1"
+	}
+	return ip
+}
+
+// waitHTTP polls url until it answers 200 or ctx ends.
+func waitHTTP(ctx context.Context, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	ticker := time.NewTicker(50 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not answering at %s: %w", url, ctx.Err())
+		case <-ticker.C:
+		}
+	}
+}
+
+func envName(key string) string {
+	out := make([]byte, 0, len(key))
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		switch {
+		case c == '.':
+			c = '_'
+		case c >= 'a' && c <= 'z':
+			c -= 'a' - 'A'
+		}
+		out = append(out, c)
+	}
+	return string(out)
+}
