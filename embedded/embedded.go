@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	uiserver "github.com/temporalio/ui-server/v2/server"
@@ -59,6 +60,7 @@ type Server struct {
 	uiDone   chan struct{}
 	frontend string
 	uiAddr   string
+	stopping *atomic.Bool
 }
 
 // PortInUseError says which configured port is taken, and by which key it is set.
@@ -93,6 +95,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		}
 	}
 
+	stopping := new(atomic.Bool)
+	opts.Logger = quietLogger(opts.Logger, stopping)
 	sqlCfg, err := prepareDatabase(opts)
 	if err != nil {
 		return nil, err
@@ -108,7 +112,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("embedded temporal: start server on %s: %w", frontend, err)
 	}
-	s := &Server{server: srv, frontend: frontend}
+	s := &Server{server: srv, frontend: frontend, stopping: stopping}
 
 	if uiAddr != "" {
 		s.uiAddr = uiAddr
@@ -158,6 +162,7 @@ func (s *Server) Stop() error {
 	if s.server == nil {
 		return nil
 	}
+	s.stopping.Store(true)
 	err := s.server.Stop()
 	s.server = nil
 	if err != nil {

@@ -78,10 +78,12 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 		return nil, err
 	}
 
+	identity := workerIdentity()
 	s.worker = worker.New(s.client, cfg.Temporal.TaskQueue, worker.Options{
+		Identity:          identity,
 		WorkerStopTimeout: 10 * time.Second,
 	})
-	Register(s.worker, Deps{Identity: workerIdentity()})
+	Register(s.worker, Deps{Identity: identity})
 	if err := s.worker.Start(); err != nil {
 		return nil, fmt.Errorf("start worker on task queue %q: %w", cfg.Temporal.TaskQueue, err)
 	}
