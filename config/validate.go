@@ -125,14 +125,9 @@ func (c *Config) Validate() error {
 }
 
 func (c *Config) validateSessions(bad func(key, format string, args ...any)) {
-	names := make([]string, 0, len(c.Sessions))
-	for name := range c.Sessions {
-		names = append(names, name)
-	}
-	sort.Strings(names)
 	var defaults []string
 	chatOwner := map[int64]string{}
-	for _, name := range names {
+	for _, name := range c.SessionNames() {
 		s := c.Sessions[name]
 		key := "sessions." + name
 		if strings.ContainsAny(name, "/ ") || name == "" {

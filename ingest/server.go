@@ -13,44 +13,60 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/intentq/intentq/config"
 )
 
 // Health reports whether the process behind the endpoint can do its job.
 type Health func(ctx context.Context) error
+
+// Options configure the ingest server.
+type Options struct {
+	// Addr is ingest.listen.
+	Addr string
+	// Token is the bearer token POST requests must carry; unset closes the POST endpoints.
+	Token config.Secret
+	// MaxTextBytes is ingest.max_text_bytes; bodies may be that plus room for the envelope.
+	MaxTextBytes int
+	Recorder     Recorder
+	Health       Health
+	Logger       *zap.Logger
+}
 
 // Server is the ingest HTTP server.
 type Server struct {
 	http     *http.Server
 	listener net.Listener
 	done     chan error
+	token    config.Secret
+	maxBody  int64
+	recorder Recorder
+	health   Health
+	log      *zap.Logger
 }
 
-// Listen binds addr (config key ingest.listen) and serves until Shutdown.
-func Listen(addr string, health Health, logger *zap.Logger) (*Server, error) {
-	l, err := net.Listen("tcp", addr)
+// Listen binds opts.Addr (config key ingest.listen) and serves until Shutdown.
+func Listen(opts Options) (*Server, error) {
+	l, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("ingest.listen: cannot listen on %s: %w", addr, err)
+		return nil, fmt.Errorf("ingest.listen: cannot listen on %s: %w", opts.Addr, err)
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
-		defer cancel()
-		if err := health(ctx); err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unhealthy", "error": err.Error()})
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
+	logger := opts.Logger.Named("ingest")
 	s := &Server{
-		http: &http.Server{
-			Handler:           mux,
-			ReadHeaderTimeout: 5 * time.Second,
-			ReadTimeout:       30 * time.Second,
-			WriteTimeout:      30 * time.Second,
-			ErrorLog:          zap.NewStdLog(logger.Named("ingest")),
-		},
 		listener: l,
 		done:     make(chan error, 1),
+		token:    opts.Token,
+		maxBody:  int64(opts.MaxTextBytes) + envelopeBytes,
+		recorder: opts.Recorder,
+		health:   opts.Health,
+		log:      logger,
+	}
+	s.http = &http.Server{
+		Handler:           s.routes(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		ErrorLog:          zap.NewStdLog(logger),
 	}
 	go func() {
 		err := s.http.Serve(l)
@@ -60,6 +76,23 @@ func Listen(addr string, health Health, logger *zap.Logger) (*Server, error) {
 		s.done <- err
 	}()
 	return s, nil
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", s.handleHealth)
+	mux.HandleFunc("POST /v1/intents", s.handleIntents)
+	return mux
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer cancel()
+	if err := s.health(ctx); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unhealthy", "error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 // Addr is the address the server listens on.

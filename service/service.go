@@ -21,7 +21,9 @@ import (
 	"github.com/intentq/intentq/embedded"
 	"github.com/intentq/intentq/ingest"
 	"github.com/intentq/intentq/logging"
+	"github.com/intentq/intentq/recorder"
 	"github.com/intentq/intentq/tclient"
+	"github.com/intentq/intentq/telegram"
 	"github.com/intentq/intentq/workflows"
 )
 
@@ -33,6 +35,9 @@ type Service struct {
 	client client.Client
 	worker worker.Worker
 	ingest *ingest.Server
+	// stopPoller ends the Telegram poller; pollerDone closes when it has.
+	stopPoller context.CancelFunc
+	pollerDone chan struct{}
 }
 
 // Start brings everything up in dependency order and returns once all parts serve. On error,
@@ -83,28 +88,83 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 		Identity:          identity,
 		WorkerStopTimeout: 10 * time.Second,
 	})
-	Register(s.worker, Deps{Identity: identity})
+	Register(s.worker, Deps{
+		Identity: identity,
+		Tmux:     &activities.Tmux{},
+		Ntfy:     &activities.Ntfy{URL: cfg.Ntfy.URL, Token: cfg.Ntfy.Token.Reveal()},
+	})
 	if err := s.worker.Start(); err != nil {
 		return nil, fmt.Errorf("start worker on task queue %q: %w", cfg.Temporal.TaskQueue, err)
 	}
+	if err := EnsureSessions(ctx, s.client, cfg); err != nil {
+		return nil, err
+	}
 
-	s.ingest, err = ingest.Listen(cfg.Ingest.Listen, s.health, logger)
+	rec := recorder.New(s.client, cfg)
+	s.ingest, err = ingest.Listen(ingest.Options{
+		Addr:         cfg.Ingest.Listen,
+		Token:        cfg.Ingest.Token,
+		MaxTextBytes: cfg.Ingest.MaxTextBytes,
+		Recorder:     rec,
+		Health:       s.health,
+		Logger:       logger,
+	})
 	if err != nil {
 		return nil, err
 	}
+
+	if cfg.Telegram.Token.IsSet() {
+		poller := telegram.New(telegram.Options{
+			Token:        cfg.Telegram.Token,
+			Endpoint:     cfg.Telegram.APIEndpoint,
+			AllowedChats: cfg.Telegram.AllowedChatIDs,
+			AllowedUsers: cfg.Telegram.AllowedUserIDs,
+			Recorder:     rec,
+			Logger:       logger,
+		})
+		pollCtx, cancel := context.WithCancel(context.Background())
+		s.stopPoller = cancel
+		s.pollerDone = make(chan struct{})
+		go func() {
+			defer close(s.pollerDone)
+			_ = poller.Run(pollCtx)
+		}()
+	}
 	return s, nil
+}
+
+// EnsureSessions starts the workflow `session/<name>` of every configured session, or hands a
+// running one the current config.
+func EnsureSessions(ctx context.Context, c client.Client, cfg *config.Config) error {
+	for _, name := range cfg.SessionNames() {
+		sc := cfg.Sessions[name]
+		conf := workflows.SessionConfig{Name: name, TmuxTarget: sc.TmuxTarget, CLI: sc.CLI, Mode: sc.Mode}
+		_, err := c.SignalWithStartWorkflow(ctx, workflows.SessionWorkflowID(name), workflows.SignalConfigure, conf,
+			client.StartWorkflowOptions{TaskQueue: cfg.Temporal.TaskQueue},
+			workflows.SessionWorkflowName, workflows.SessionInput{Config: conf})
+		if err != nil {
+			return fmt.Errorf("start session workflow %s: %w", workflows.SessionWorkflowID(name), err)
+		}
+	}
+	return nil
 }
 
 // Deps are what the registered activities need from the process.
 type Deps struct {
 	Identity string
+	Tmux     *activities.Tmux
+	Ntfy     *activities.Ntfy
 }
 
 // Register adds every intentq workflow and activity to a worker.
 func Register(r worker.Registry, deps Deps) {
 	r.RegisterWorkflowWithOptions(workflows.Probe, workflow.RegisterOptions{Name: "Probe"})
+	r.RegisterWorkflowWithOptions(workflows.IntentWorkflow, workflow.RegisterOptions{Name: workflows.IntentWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.SessionWorkflow, workflow.RegisterOptions{Name: workflows.SessionWorkflowName})
 	prober := &activities.Prober{Identity: deps.Identity, StartedAt: time.Now()}
 	r.RegisterActivityWithOptions(prober.Probe, activity.RegisterOptions{Name: activities.ProbeActivityName})
+	r.RegisterActivityWithOptions(deps.Tmux.Inject, activity.RegisterOptions{Name: activities.TmuxInjectName})
+	r.RegisterActivityWithOptions(deps.Ntfy.Publish, activity.RegisterOptions{Name: activities.NtfyPublishName})
 }
 
 // Fields describe where the service can be reached, for the `ready` log line.
@@ -133,18 +193,23 @@ func (s *Service) health(ctx context.Context) error {
 	return nil
 }
 
-// Stop shuts down in reverse order: the worker drains running tasks, then the ingest endpoint,
-// the client, the Web UI and the server.
+// Stop shuts down in reverse order: the doors stop taking messages (Telegram poller, ingest),
+// the worker drains running tasks, then the client, the Web UI and the server stop.
 func (s *Service) Stop(ctx context.Context) {
-	if s.worker != nil {
-		s.worker.Stop()
-		s.worker = nil
+	if s.stopPoller != nil {
+		s.stopPoller()
+		<-s.pollerDone
+		s.stopPoller = nil
 	}
 	if s.ingest != nil {
 		if err := s.ingest.Shutdown(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			s.log.Warn("ingest shutdown", zap.Error(err))
 		}
 		s.ingest = nil
+	}
+	if s.worker != nil {
+		s.worker.Stop()
+		s.worker = nil
 	}
 	if s.client != nil {
 		s.client.Close()

@@ -1,0 +1,9 @@
+package activities
+
+// Registered names of the activities workflows call by name.
+const (
+	// TmuxInjectName is Tmux.Inject.
+	TmuxInjectName = "TmuxInject"
+	// NtfyPublishName is Ntfy.Publish.
+	NtfyPublishName = "NtfyPublish"
+)

@@ -1,0 +1,231 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.temporal.io/sdk/temporal"
+)
+
+// Error types of the tmux activities, as seen by workflows in ApplicationError.Type().
+const (
+	// ErrTypeTmuxTargetMissing: the tmux server is not running, or the session, window or pane
+	// named by the target does not exist (or its program has exited). Not retryable.
+	ErrTypeTmuxTargetMissing = "TmuxTargetMissing"
+	// ErrTypeEmptyText: Inject was asked to type nothing. Not retryable.
+	ErrTypeEmptyText = "EmptyText"
+	// ErrTypeInvalidText: the text holds a NUL byte or is not valid UTF-8, which cannot be typed
+	// faithfully (an argv cannot carry NUL; tmux silently drops invalid UTF-8). Not retryable.
+	ErrTypeInvalidText = "InvalidText"
+)
+
+const (
+	defaultTmuxBin        = "tmux"
+	defaultTmuxEnterDelay = 300 * time.Millisecond
+	// tmuxChunkBytes bounds one send-keys argument. tmux 3.3a refuses a whole command over
+	// about 16 KB with "command too long"; 1000 bytes leaves ample room.
+	tmuxChunkBytes = 1000
+	// tmuxPaneFormat is what resolve asks tmux about the target pane.
+	tmuxPaneFormat = "#{pane_id} #{pane_dead} #{pane_in_mode}"
+)
+
+// Tmux types into tmux panes. Zero value works: Bin "tmux", default server, EnterDelay 300ms.
+//
+// A target is an ordinary tmux target ("session", "session:window.pane", "%3", ...) and is
+// resolved by tmux's own rules, which include prefix and glob matching of session and window
+// names: "claude" also matches a session "claude-old" when no session "claude" exists. Prefix a
+// name with "=" ("=claude:0.0") to demand an exact match.
+type Tmux struct {
+	Bin        string        // tmux binary, default "tmux"
+	Socket     string        // optional: -L socket name (tests use a private server)
+	EnterDelay time.Duration // pause between the text and Enter, default 300ms
+}
+
+// InjectRequest is the input of Tmux.Inject: the text to type into the target pane, followed
+// by Enter.
+type InjectRequest struct {
+	Target string `json:"target"`
+	Text   string `json:"text"`
+}
+
+// paneInfo is what resolve learnt about a target.
+type paneInfo struct {
+	id     string // "%N", stable for the pane's lifetime
+	dead   bool   // the pane's program has exited (remain-on-exit keeps the pane)
+	inMode bool   // copy mode or another mode: keys would go to the mode, not the program
+}
+
+// Inject types req.Text into the pane req.Target literally, waits EnterDelay and presses Enter.
+//
+// The text goes to tmux as an argv element of `send-keys -l`, never through a shell, so `;`,
+// key names such as C-c, $(...), quotes, a leading '-' and newlines all arrive as typed
+// (a newline inside the text arrives as a line feed; it does not press Enter). The target is
+// resolved once to its pane id, so the text and the Enter reach the same pane even if the user
+// switches windows meanwhile. A pane in copy mode is taken out of it first; otherwise tmux would
+// feed the text to copy mode as commands and the program would never see it.
+//
+// A missing server, session, window or pane (or a pane whose program has exited) gives a
+// non-retryable ErrTypeTmuxTargetMissing error naming the target. Other tmux failures are
+// retryable. A retry after a failure between the text and the Enter types the text again.
+func (t *Tmux) Inject(ctx context.Context, req InjectRequest) error {
+	if req.Text == "" {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("tmux inject to %q: text is empty", req.Target), ErrTypeEmptyText, nil)
+	}
+	if strings.IndexByte(req.Text, 0) >= 0 || !utf8.ValidString(req.Text) {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("tmux inject to %q: text holds a NUL byte or invalid UTF-8", req.Target),
+			ErrTypeInvalidText, nil)
+	}
+	pane, err := t.resolve(ctx, req.Target)
+	if err != nil {
+		return err
+	}
+	if pane.inMode {
+		if _, err := t.run(ctx, req.Target, "copy-mode", "-q", "-t", pane.id); err != nil {
+			return err
+		}
+	}
+	for _, chunk := range splitUTF8(req.Text, tmuxChunkBytes) {
+		if _, err := t.run(ctx, req.Target, "send-keys", "-t", pane.id, "-l", "--", escapeTrailingSemicolon(chunk)); err != nil {
+			return err
+		}
+	}
+	delay := t.EnterDelay
+	if delay <= 0 {
+		delay = defaultTmuxEnterDelay
+	}
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("tmux send-keys to %s: waiting to press Enter: %w", req.Target, ctx.Err())
+	case <-timer.C:
+	}
+	_, err = t.run(ctx, req.Target, "send-keys", "-t", pane.id, "Enter")
+	return err
+}
+
+// TargetExists returns nil when target names a live pane on the tmux server, a non-retryable
+// ErrTypeTmuxTargetMissing error naming the target when the server, session, window or pane is
+// missing or the pane's program has exited, and a retryable error when tmux itself fails.
+func (t *Tmux) TargetExists(ctx context.Context, target string) error {
+	_, err := t.resolve(ctx, target)
+	return err
+}
+
+// resolve checks that target is a live pane and returns its id.
+//
+// `display-message -p -t` cannot do the check: in tmux 3.3a it exits 0 for a missing target,
+// printing nothing or the values of some other pane. send-keys with an empty literal string
+// fails exactly when a real send would, without typing anything; display-message runs in the
+// same command list only when it succeeded, so both see the same target.
+func (t *Tmux) resolve(ctx context.Context, target string) (paneInfo, error) {
+	if target == "" || strings.HasSuffix(target, ";") || strings.ContainsFunc(target, isControl) {
+		return paneInfo{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("tmux target %q is not a valid target", target), ErrTypeTmuxTargetMissing, nil)
+	}
+	out, err := t.run(ctx, target,
+		"send-keys", "-t", target, "-l", "--", "", ";",
+		"display-message", "-p", "-t", target, tmuxPaneFormat)
+	if err != nil {
+		return paneInfo{}, err
+	}
+	f := strings.Fields(out)
+	if len(f) != 3 || !strings.HasPrefix(f[0], "%") {
+		return paneInfo{}, fmt.Errorf("tmux display-message for %s: unexpected output %q", target, out)
+	}
+	p := paneInfo{id: f[0], dead: f[1] == "1", inMode: f[2] == "1"}
+	if p.dead {
+		return paneInfo{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("tmux target %q: pane %s is dead (its program has exited)", target, p.id),
+			ErrTypeTmuxTargetMissing, nil)
+	}
+	return p, nil
+}
+
+// run runs tmux with args and returns its standard output. A failure that means the target is
+// missing becomes a non-retryable ErrTypeTmuxTargetMissing error naming target; any other
+// failure is a plain (retryable) error with tmux's standard error.
+func (t *Tmux) run(ctx context.Context, target string, args ...string) (string, error) {
+	bin := t.Bin
+	if bin == "" {
+		bin = defaultTmuxBin
+	}
+	argv := make([]string, 0, len(args)+2)
+	if t.Socket != "" {
+		argv = append(argv, "-L", t.Socket)
+	}
+	argv = append(argv, args...)
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, argv...)
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if err == nil {
+		return stdout.String(), nil
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return "", fmt.Errorf("tmux %s to %s: %w", args[0], target, ctxErr)
+	}
+	msg := strings.TrimSpace(stderr.String())
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) && tmuxTargetMissing(msg) {
+		return "", temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("tmux target %q not found: %s", target, msg), ErrTypeTmuxTargetMissing, err)
+	}
+	return "", fmt.Errorf("tmux %s to %s: %w: %s", args[0], target, err, msg)
+}
+
+// tmuxTargetMissing reports whether tmux's error output says the server or the target is
+// missing (tmux 3.3a wording).
+func tmuxTargetMissing(stderr string) bool {
+	for _, s := range []string{
+		"no server running on", // no socket, or a socket left behind by a dead server
+		"error connecting to",  // socket missing, refusing or not ours
+		"can't find session",   // also an ambiguous session prefix
+		"can't find window",    // also an ambiguous window name
+		"can't find pane",      // including a pane id that no longer exists
+		"no current target",    // a target that resolves to nothing
+	} {
+		if strings.Contains(stderr, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// escapeTrailingSemicolon protects an argument from tmux's command-line parser. tmux reads an
+// argv element ending in ';' as "this argument, then the end of the command" (even after --),
+// and an element ending in "\;" as ending in a literal ';'. Inserting a backslash before the
+// final ';' therefore makes tmux see exactly s, for any s.
+func escapeTrailingSemicolon(s string) string {
+	if strings.HasSuffix(s, ";") {
+		return s[:len(s)-1] + `\;`
+	}
+	return s
+}
+
+// splitUTF8 cuts s into pieces of at most max bytes without splitting a rune. s must be valid
+// UTF-8 and max at least utf8.UTFMax.
+func splitUTF8(s string, max int) []string {
+	var out []string
+	for len(s) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		out = append(out, s[:cut])
+		s = s[cut:]
+	}
+	return append(out, s)
+}
+
+// isControl reports ASCII control characters, which never belong in a tmux target.
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }

@@ -1,0 +1,343 @@
+package activities
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"go.temporal.io/sdk/temporal"
+)
+
+// tmuxServer is a private tmux server for one test.
+type tmuxServer struct {
+	t      *testing.T
+	socket string
+	dir    string
+}
+
+// newTmuxServer returns a private server name; the server itself starts with the first
+// session. t.Cleanup kills it and removes its socket, which kill-server leaves behind.
+func newTmuxServer(t *testing.T) *tmuxServer {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not on PATH")
+	}
+	s := &tmuxServer{t: t, socket: randomSocketName(t), dir: t.TempDir()}
+	t.Cleanup(func() {
+		_ = exec.Command("tmux", "-L", s.socket, "kill-server").Run()
+		dir := os.Getenv("TMUX_TMPDIR")
+		if dir == "" {
+			dir = "/tmp"
+		}
+		_ = os.Remove(filepath.Join(dir, fmt.Sprintf("tmux-%d", os.Getuid()), s.socket))
+	})
+	return s
+}
+
+func randomSocketName(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return "intentq-test-" + hex.EncodeToString(b)
+}
+
+// tmux runs a tmux command on the private server (ignoring any ~/.tmux.conf) and fails the
+// test if it fails.
+func (s *tmuxServer) tmux(args ...string) string {
+	s.t.Helper()
+	argv := append([]string{"-f", "/dev/null", "-L", s.socket}, args...)
+	out, err := exec.Command("tmux", argv...).CombinedOutput()
+	if err != nil {
+		s.t.Fatalf("tmux %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// injector returns a Tmux for this server with a short EnterDelay.
+func (s *tmuxServer) injector() *Tmux {
+	return &Tmux{Socket: s.socket, EnterDelay: 20 * time.Millisecond}
+}
+
+// reader starts a detached session whose pane appends all it reads to a file, and returns the
+// file's path. The tty stays in cooked mode, so Enter (CR) arrives as "\n".
+func (s *tmuxServer) reader(session, sttyFlags string) string {
+	s.t.Helper()
+	out := filepath.Join(s.dir, session+".out")
+	s.tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "50", "--",
+		"/bin/sh", "-c", "stty "+sttyFlags+"; exec cat >\"$1\"", "sh", out)
+	return out
+}
+
+// waitFile polls path until it holds want or a deadline passes.
+func waitFile(t *testing.T, path, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	var got []byte
+	for time.Now().Before(deadline) {
+		got, _ = os.ReadFile(path)
+		if string(got) == want {
+			return
+		}
+		if len(got) > len(want) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("reader got\n%q\nwant\n%q", got, want)
+}
+
+func TestTmuxInjectDeliversTextLiterally(t *testing.T) {
+	srv := newTmuxServer(t)
+	tm := srv.injector()
+
+	long := longTmuxText()
+	cases := map[string]string{
+		"semicolon":            "echo a; echo b",
+		"ends with semicolon":  "rm -rf /;",
+		"only semicolon":       ";",
+		"escaped semicolon":    `ends with \;`,
+		"key names":            "C-c C-d Enter Escape M-x",
+		"command substitution": "$(echo pwned) ${HOME} $HOME",
+		"quotes":               `'single' "double"`,
+		"backticks":            "`id` and `echo pwned`",
+		"emoji":                "ok 🙂 👍🏽 ❤️",
+		"japanese":             "【未対応メッセージ】テストです",
+		"leading option":       "-n",
+		"leading double dash":  "-- -t x",
+		"trailing backslash":   `path\`,
+		"newlines":             "line one\nline two\n\nline four",
+		"tmux syntax":          "#{pane_id} { } %1 ~ \\; #[fg=red]",
+		"tab":                  "a\tb",
+		"long":                 long,
+	}
+	for name, text := range cases {
+		t.Run(name, func(t *testing.T) {
+			session := "case-" + strings.ReplaceAll(name, " ", "-")
+			out := srv.reader(session, "-echo")
+			if err := tm.Inject(context.Background(), InjectRequest{Target: session, Text: text}); err != nil {
+				t.Fatalf("Inject: %v", err)
+			}
+			waitFile(t, out, text+"\n")
+		})
+	}
+}
+
+// longTmuxText is several chunks long, has a chunk that ends in ';' and multi-byte runes that
+// straddle chunk boundaries, and keeps lines short for the cooked tty (4095 bytes a line).
+func longTmuxText() string {
+	var b strings.Builder
+	b.WriteString(strings.Repeat("x", tmuxChunkBytes-1) + ";")
+	b.WriteString("\n")
+	for i := 0; b.Len() < 6*tmuxChunkBytes; i++ {
+		b.WriteString("ab【未対応】🙂;")
+		if i%10 == 9 {
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
+func TestSplitUTF8(t *testing.T) {
+	text := longTmuxText()
+	chunks := splitUTF8(text, tmuxChunkBytes)
+	if len(chunks) < 6 {
+		t.Fatalf("got %d chunks, want at least 6", len(chunks))
+	}
+	if !strings.HasSuffix(chunks[0], ";") {
+		t.Errorf("first chunk should end in ';' to exercise escaping")
+	}
+	for i, c := range chunks {
+		if len(c) > tmuxChunkBytes || c == "" || !utf8.ValidString(c) {
+			t.Errorf("chunk %d: %d bytes, valid UTF-8 %v", i, len(c), utf8.ValidString(c))
+		}
+	}
+	if strings.Join(chunks, "") != text {
+		t.Error("chunks do not join back to the text")
+	}
+	if got := splitUTF8("short", tmuxChunkBytes); len(got) != 1 || got[0] != "short" {
+		t.Errorf("splitUTF8(short) = %q", got)
+	}
+}
+
+func TestTmuxInjectDoesNotRunShell(t *testing.T) {
+	srv := newTmuxServer(t)
+	out := srv.reader("reader", "-echo")
+	marker := filepath.Join(srv.dir, "pwned")
+	text := "$(touch " + marker + ") `touch " + marker + "2`; touch " + marker + "3"
+	if err := srv.injector().Inject(context.Background(), InjectRequest{Target: "reader", Text: text}); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, out, text+"\n")
+	for _, p := range []string{marker, marker + "2", marker + "3"} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s exists (or stat failed: %v): the text was run by a shell", p, err)
+		}
+	}
+}
+
+func TestTmuxInjectLeavesCopyMode(t *testing.T) {
+	srv := newTmuxServer(t)
+	out := srv.reader("reader", "-echo")
+	srv.tmux("copy-mode", "-t", "reader")
+	if got := srv.tmux("display-message", "-p", "-t", "reader", "#{pane_in_mode}"); got != "1" {
+		t.Fatalf("pane_in_mode = %q, want 1", got)
+	}
+	// In copy mode "q" would leave the mode and the rest would be copy-mode commands.
+	text := "quit? no: jjkk G g q"
+	if err := srv.injector().Inject(context.Background(), InjectRequest{Target: "reader", Text: text}); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, out, text+"\n")
+}
+
+func TestTmuxInjectSameTargetTwice(t *testing.T) {
+	srv := newTmuxServer(t)
+	out := srv.reader("reader", "-echo")
+	tm := srv.injector()
+	for _, text := range []string{"first", "second"} {
+		if err := tm.Inject(context.Background(), InjectRequest{Target: "reader:0.0", Text: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFile(t, out, "first\nsecond\n")
+}
+
+func requireTargetMissing(t *testing.T, err error, target string) {
+	t.Helper()
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) {
+		t.Fatalf("error %v (%T) is not an ApplicationError", err, err)
+	}
+	if appErr.Type() != ErrTypeTmuxTargetMissing || !appErr.NonRetryable() {
+		t.Errorf("type %q non-retryable %v, want %q non-retryable", appErr.Type(), appErr.NonRetryable(), ErrTypeTmuxTargetMissing)
+	}
+	if !strings.Contains(appErr.Error(), strconv.Quote(target)) {
+		t.Errorf("error %q does not name target %q", appErr.Error(), target)
+	}
+}
+
+func TestTmuxTargetMissing(t *testing.T) {
+	srv := newTmuxServer(t)
+	out := srv.reader("reader", "-echo")
+	srv.tmux("set-option", "-g", "remain-on-exit", "on")
+	srv.tmux("new-window", "-d", "-t", "reader:3", "true")
+	deadline := time.Now().Add(5 * time.Second)
+	for srv.tmux("display-message", "-p", "-t", "reader:3", "#{pane_dead}") != "1" {
+		if time.Now().After(deadline) {
+			t.Fatal("pane reader:3 did not die")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tm := srv.injector()
+
+	for _, target := range []string{
+		"nosuch",       // missing session
+		"reader:7",     // missing window (display-message would answer with pane %0 here)
+		"reader:0.5",   // missing pane
+		"%999",         // missing pane id
+		"=reade",       // exact match only; plain "reade" would match "reader"
+		"reader:3",     // pane whose program has exited
+		"",             // no target at all
+		"reader;",      // would end the tmux command early
+		"reader\nkill", // control characters
+	} {
+		err := tm.Inject(context.Background(), InjectRequest{Target: target, Text: "hello"})
+		requireTargetMissing(t, err, target)
+		requireTargetMissing(t, tm.TargetExists(context.Background(), target), target)
+	}
+	if err := tm.TargetExists(context.Background(), "reader"); err != nil {
+		t.Errorf("TargetExists(reader) = %v", err)
+	}
+	if err := tm.TargetExists(context.Background(), "reade"); err != nil {
+		t.Errorf("TargetExists(reade) = %v; tmux should match the session prefix", err)
+	}
+	// Nothing of the failed attempts reached the reader.
+	if err := tm.Inject(context.Background(), InjectRequest{Target: "reader", Text: "only this"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, out, "only this\n")
+}
+
+func TestTmuxNoServer(t *testing.T) {
+	srv := newTmuxServer(t) // never started
+	tm := srv.injector()
+	err := tm.Inject(context.Background(), InjectRequest{Target: "reader", Text: "hello"})
+	requireTargetMissing(t, err, "reader")
+	requireTargetMissing(t, tm.TargetExists(context.Background(), "reader"), "reader")
+
+	// A server that has gone away leaves its socket behind: still "missing", not retryable.
+	// While it is still exiting, tmux may say "server exited unexpectedly", a retryable error;
+	// retry as Temporal would.
+	srv.reader("reader", "-echo")
+	srv.tmux("kill-server")
+	deadline := time.Now().Add(5 * time.Second)
+	err = tm.TargetExists(context.Background(), "reader")
+	for ; time.Now().Before(deadline); err = tm.TargetExists(context.Background(), "reader") {
+		var appErr *temporal.ApplicationError
+		if err == nil || errors.As(err, &appErr) {
+			break
+		}
+		t.Logf("retryable while the server exits: %v", err)
+		time.Sleep(20 * time.Millisecond)
+	}
+	requireTargetMissing(t, err, "reader")
+}
+
+func TestTmuxInvalidText(t *testing.T) {
+	tm := &Tmux{Bin: "/nonexistent/tmux"} // never reached
+	for text, typ := range map[string]string{
+		"":          ErrTypeEmptyText,
+		"a\x00b":    ErrTypeInvalidText,
+		"bad \xff!": ErrTypeInvalidText,
+	} {
+		err := tm.Inject(context.Background(), InjectRequest{Target: "x", Text: text})
+		var appErr *temporal.ApplicationError
+		if !errors.As(err, &appErr) || appErr.Type() != typ || !appErr.NonRetryable() {
+			t.Errorf("Inject(%q) = %v, want non-retryable %s", text, err, typ)
+		}
+	}
+}
+
+func TestTmuxOtherFailuresAreRetryable(t *testing.T) {
+	tm := &Tmux{Bin: filepath.Join(t.TempDir(), "no-tmux-here")}
+	err := tm.Inject(context.Background(), InjectRequest{Target: "target-xyz", Text: "hello"})
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		t.Fatalf("got ApplicationError %v, want a plain retryable error", err)
+	}
+	if !strings.Contains(err.Error(), "target-xyz") {
+		t.Errorf("error %q does not name the target", err)
+	}
+}
+
+func TestTmuxInjectRespectsContextDuringEnterDelay(t *testing.T) {
+	srv := newTmuxServer(t)
+	out := srv.reader("reader", "-echo -icanon") // -icanon: text without Enter still reaches cat
+	tm := &Tmux{Socket: srv.socket, EnterDelay: time.Minute}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := tm.Inject(ctx, InjectRequest{Target: "reader", Text: "typed"})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want context.DeadlineExceeded", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("Inject took %v after the context ended", d)
+	}
+	waitFile(t, out, "typed") // no Enter
+}

@@ -1,0 +1,49 @@
+package config
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+)
+
+// SessionFor names the session a chat's messages go to: the session that lists the chat, else
+// the default session.
+func (c *Config) SessionFor(chatID string) (string, error) {
+	id, err := strconv.ParseInt(chatID, 10, 64)
+	if err == nil {
+		for _, name := range c.SessionNames() {
+			for _, chat := range c.Sessions[name].Chats {
+				if chat == id {
+					return name, nil
+				}
+			}
+		}
+	}
+	for _, name := range c.SessionNames() {
+		if c.Sessions[name].Default {
+			return name, nil
+		}
+	}
+	return "", fmt.Errorf("chat %s is mapped to no session and no session is marked default (sessions.<name>.default)", chatID)
+}
+
+// SessionNames lists the configured sessions in name order.
+func (c *Config) SessionNames() []string {
+	names := make([]string, 0, len(c.Sessions))
+	for name := range c.Sessions {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// NtfyTopicFor is the topic a session's pushes go to, empty when ntfy is not configured.
+func (c *Config) NtfyTopicFor(session string) string {
+	if c.Ntfy.URL == "" {
+		return ""
+	}
+	if t := c.Sessions[session].NtfyTopic; t != "" {
+		return t
+	}
+	return c.Ntfy.Topic
+}

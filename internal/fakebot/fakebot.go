@@ -1,0 +1,1281 @@
+// Package fakebot is a local HTTP server that speaks enough of the Telegram
+// Bot API for tests and benchmarks of a long-polling bot.
+//
+// It serves /bot<token>/<method> for getMe, getUpdates (long polling with
+// offset, limit and timeout), sendMessage, sendChatAction, setMyCommands,
+// deleteWebhook and getWebhookInfo. Parameters may come as a query string, a
+// form-encoded or multipart body (what github.com/go-telegram-bot-api sends)
+// or a JSON body (what grammY and most other clients send). Every answer has
+// the Bot API's shape: {"ok":true,"result":...} or
+// {"ok":false,"error_code":N,"description":"...","parameters":{...}}.
+//
+// The getUpdates semantics follow the open-source Bot API server
+// (github.com/tdlib/telegram-bot-api, Client::do_get_updates):
+//   - updates with update_id >= offset are returned in order, at most limit
+//     (1-100, default 100) per call;
+//   - a call with a positive offset confirms, and drops, every update whose
+//     update_id is below it; without an offset the earliest unconfirmed update
+//     comes first, so unconfirmed updates are served again on the next call;
+//   - a negative offset -k returns the last k updates and forgets the others;
+//   - an offset more than 10 past the next update_id is ignored (updates come
+//     from the earliest unconfirmed one again, nothing is confirmed);
+//   - timeout (seconds, at most 50) makes an empty call wait until an update
+//     arrives, the timeout passes (then it returns []), or the client leaves;
+//   - when a long poll is waiting and another getUpdates call arrives that has
+//     a timeout and finds nothing to return, the waiting one is the call that
+//     is terminated: it gets 409 "Conflict: terminated by other getUpdates
+//     request; make sure that only one bot instance is running", and the newer
+//     call goes on waiting. As on the real server, at most one such 409 is
+//     answered immediately in any 3 seconds; later ones are answered after a
+//     3 second delay (see SetConflictDelay).
+//
+// Update ids start at FirstUpdateID, not at 1, as real ones are large numbers.
+//
+// Not emulated: the real server's 3-second minimum wait for repeated short
+// polls with the same offset, webhooks, allowed_updates filtering, expiry of
+// updates after 24 hours, "chat not found" and "message to be replied not
+// found" errors, and parsing markup out of sent texts (a sent message comes
+// back with its text as sent). sendMessage rejects, as Telegram does, only
+// the commonest markup mistakes: unescaped reserved characters in MarkdownV2,
+// unclosed entities in Markdown, unknown tags in HTML.
+package fakebot
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// FirstUpdateID is the update_id of the first update a new Server enqueues.
+const FirstUpdateID = 100000001
+
+// firstSentMessageID is the message_id of the first message the bot sends;
+// high enough not to collide with the ids tests give incoming messages.
+const firstSentMessageID = 900001
+
+// maxLongPollTimeout is the real server's cap on getUpdates' timeout.
+const maxLongPollTimeout = 50 * time.Second
+
+// conflictText is the description of the 409 a terminated long poll gets.
+const conflictText = "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"
+
+// SentMessage is a message the bot sent with sendMessage.
+type SentMessage struct {
+	// MessageID is the id the server gave the message.
+	MessageID int
+	// ChatID is the chat_id parameter.
+	ChatID int64
+	// Text is the text parameter, as sent (markup is not parsed out).
+	Text string
+	// ReplyTo is reply_to_message_id, or reply_parameters.message_id; 0 if neither.
+	ReplyTo int
+	// ParseMode is the parse_mode parameter.
+	ParseMode string
+	// Params holds every parameter of the request as received.
+	Params url.Values
+	// At is when the server handled the request.
+	At time.Time
+}
+
+// User is a Telegram user as the Bot API serialises it.
+type User struct {
+	ID           int64  `json:"id"`
+	IsBot        bool   `json:"is_bot"`
+	FirstName    string `json:"first_name"`
+	LastName     string `json:"last_name,omitempty"`
+	Username     string `json:"username,omitempty"`
+	LanguageCode string `json:"language_code,omitempty"`
+}
+
+// Chat is a Telegram chat as the Bot API serialises it inside a Message.
+type Chat struct {
+	ID        int64  `json:"id"`
+	Type      string `json:"type"` // private, group, supergroup or channel
+	Title     string `json:"title,omitempty"`
+	Username  string `json:"username,omitempty"`
+	FirstName string `json:"first_name,omitempty"`
+	LastName  string `json:"last_name,omitempty"`
+}
+
+// MessageEntity is a special part of a text (a bot command, a URL, ...).
+// Offset and Length count UTF-16 code units, as in the Bot API.
+type MessageEntity struct {
+	Type   string `json:"type"`
+	Offset int    `json:"offset"`
+	Length int    `json:"length"`
+	URL    string `json:"url,omitempty"`
+}
+
+// PhotoSize is one size of a photo.
+type PhotoSize struct {
+	FileID       string `json:"file_id"`
+	FileUniqueID string `json:"file_unique_id"`
+	Width        int    `json:"width"`
+	Height       int    `json:"height"`
+	FileSize     int    `json:"file_size,omitempty"`
+}
+
+// Document is a general file.
+type Document struct {
+	FileID       string `json:"file_id"`
+	FileUniqueID string `json:"file_unique_id"`
+	FileName     string `json:"file_name,omitempty"`
+	MimeType     string `json:"mime_type,omitempty"`
+	FileSize     int    `json:"file_size,omitempty"`
+}
+
+// Sticker is a sticker.
+type Sticker struct {
+	FileID       string `json:"file_id"`
+	FileUniqueID string `json:"file_unique_id"`
+	Type         string `json:"type"`
+	Width        int    `json:"width"`
+	Height       int    `json:"height"`
+	IsAnimated   bool   `json:"is_animated"`
+	IsVideo      bool   `json:"is_video"`
+	Emoji        string `json:"emoji,omitempty"`
+	SetName      string `json:"set_name,omitempty"`
+	FileSize     int    `json:"file_size,omitempty"`
+}
+
+// Message is a Telegram message with the fields tests commonly need.
+type Message struct {
+	MessageID       int             `json:"message_id"`
+	From            *User           `json:"from,omitempty"`
+	SenderChat      *Chat           `json:"sender_chat,omitempty"`
+	Date            int64           `json:"date"`
+	Chat            Chat            `json:"chat"`
+	EditDate        int64           `json:"edit_date,omitempty"`
+	ReplyToMessage  *Message        `json:"reply_to_message,omitempty"`
+	MediaGroupID    string          `json:"media_group_id,omitempty"`
+	Text            string          `json:"text,omitempty"`
+	Entities        []MessageEntity `json:"entities,omitempty"`
+	Caption         string          `json:"caption,omitempty"`
+	CaptionEntities []MessageEntity `json:"caption_entities,omitempty"`
+	Photo           []PhotoSize     `json:"photo,omitempty"`
+	Document        *Document       `json:"document,omitempty"`
+	Sticker         *Sticker        `json:"sticker,omitempty"`
+}
+
+// Update is an incoming update. AddUpdate overwrites UpdateID.
+type Update struct {
+	UpdateID          int      `json:"update_id"`
+	Message           *Message `json:"message,omitempty"`
+	EditedMessage     *Message `json:"edited_message,omitempty"`
+	ChannelPost       *Message `json:"channel_post,omitempty"`
+	EditedChannelPost *Message `json:"edited_channel_post,omitempty"`
+}
+
+// NewUser returns a human user with the given id, first name "User<id>" and
+// username "user<id>".
+func NewUser(id int64) User {
+	return User{ID: id, FirstName: fmt.Sprintf("User%d", id), Username: fmt.Sprintf("user%d", id), LanguageCode: "en"}
+}
+
+// ChatFor returns the chat a message with this chat id is in, as Telegram
+// shows it: a positive id is the private chat with that user (from supplies
+// the names), an id of -100xxxxxxxxxx is a supergroup, another negative id a
+// basic group.
+func ChatFor(chatID int64, from User) Chat {
+	switch {
+	case chatID > 0:
+		return Chat{ID: chatID, Type: "private", FirstName: from.FirstName, LastName: from.LastName, Username: from.Username}
+	case chatID <= -1000000000000:
+		return Chat{ID: chatID, Type: "supergroup", Title: fmt.Sprintf("Supergroup %d", -chatID)}
+	default:
+		return Chat{ID: chatID, Type: "group", Title: fmt.Sprintf("Group %d", -chatID)}
+	}
+}
+
+func baseMessage(chatID, fromID int64, messageID int) Message {
+	from := NewUser(fromID)
+	return Message{MessageID: messageID, From: &from, Date: time.Now().Unix(), Chat: ChatFor(chatID, from)}
+}
+
+// TextMessage returns a text message from user fromID in chat chatID, dated
+// now, with bot_command entities for commands such as /start or /new@bot, as
+// Telegram adds them (github.com/go-telegram-bot-api's IsCommand needs them).
+func TextMessage(chatID, fromID int64, messageID int, text string) Message {
+	m := baseMessage(chatID, fromID, messageID)
+	m.Text = text
+	m.Entities = CommandEntities(text)
+	return m
+}
+
+// PhotoMessage returns a photo message with a caption (may be empty) and the
+// usual three sizes, smallest first.
+func PhotoMessage(chatID, fromID int64, messageID int, caption string) Message {
+	m := baseMessage(chatID, fromID, messageID)
+	m.Caption = caption
+	m.CaptionEntities = CommandEntities(caption)
+	for i, wh := range [][2]int{{90, 67}, {320, 240}, {1280, 960}} {
+		m.Photo = append(m.Photo, PhotoSize{
+			FileID:       fmt.Sprintf("AgACAgIAAxkBAAI%08d%c", messageID, 'a'+i),
+			FileUniqueID: fmt.Sprintf("AQAD%08d%c", messageID, 'a'+i),
+			Width:        wh[0], Height: wh[1], FileSize: wh[0] * wh[1] / 8,
+		})
+	}
+	return m
+}
+
+// DocumentMessage returns a message carrying a file, with a caption (may be
+// empty).
+func DocumentMessage(chatID, fromID int64, messageID int, fileName, mimeType, caption string) Message {
+	m := baseMessage(chatID, fromID, messageID)
+	m.Caption = caption
+	m.CaptionEntities = CommandEntities(caption)
+	m.Document = &Document{
+		FileID:       fmt.Sprintf("BQACAgIAAxkBAAI%08d", messageID),
+		FileUniqueID: fmt.Sprintf("AgAD%08d", messageID),
+		FileName:     fileName, MimeType: mimeType, FileSize: 12345,
+	}
+	return m
+}
+
+// StickerMessage returns a message carrying a static sticker.
+func StickerMessage(chatID, fromID int64, messageID int, emoji string) Message {
+	m := baseMessage(chatID, fromID, messageID)
+	m.Sticker = &Sticker{
+		FileID:       fmt.Sprintf("CAACAgIAAxkBAAI%08d", messageID),
+		FileUniqueID: fmt.Sprintf("AgADs%08d", messageID),
+		Type:         "regular", Width: 512, Height: 512, Emoji: emoji, SetName: "FakeStickers", FileSize: 23456,
+	}
+	return m
+}
+
+// ChannelPost returns a post in a channel: no from, sender_chat is the channel.
+func ChannelPost(chatID int64, messageID int, text string) Message {
+	c := Chat{ID: chatID, Type: "channel", Title: fmt.Sprintf("Channel %d", -chatID)}
+	return Message{MessageID: messageID, SenderChat: &c, Date: time.Now().Unix(), Chat: c, Text: text, Entities: CommandEntities(text)}
+}
+
+// Edited returns m as Telegram sends it after an edit: the new text (or the
+// new caption, for a message with media) and edit_date set to now.
+func Edited(m Message, newText string) Message {
+	if m.Photo != nil || m.Document != nil || m.Caption != "" {
+		m.Caption = newText
+		m.CaptionEntities = CommandEntities(newText)
+	} else {
+		m.Text = newText
+		m.Entities = CommandEntities(newText)
+	}
+	m.EditDate = time.Now().Unix()
+	if m.EditDate <= m.Date {
+		m.EditDate = m.Date + 1
+	}
+	return m
+}
+
+// MessageUpdate wraps m as a "message" update.
+func MessageUpdate(m Message) Update { return Update{Message: &m} }
+
+// EditedMessageUpdate wraps m as an "edited_message" update; see Edited.
+func EditedMessageUpdate(m Message) Update { return Update{EditedMessage: &m} }
+
+// ChannelPostUpdate wraps m as a "channel_post" update; see ChannelPost.
+func ChannelPostUpdate(m Message) Update { return Update{ChannelPost: &m} }
+
+// CommandEntities returns the bot_command entities of text: every /command
+// (optionally @botname) that starts the text or follows whitespace.
+func CommandEntities(text string) []MessageEntity {
+	var out []MessageEntity
+	u16 := 0 // offset in UTF-16 code units
+	prevSpace := true
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRuneInString(text[i:])
+		if r == '/' && prevSpace {
+			j := i + 1
+			for j < len(text) && isCmdChar(text[j]) {
+				j++
+			}
+			if j > i+1 && j-i-1 <= 32 {
+				if j < len(text) && text[j] == '@' {
+					k := j + 1
+					for k < len(text) && isCmdChar(text[k]) {
+						k++
+					}
+					if k > j+1 {
+						j = k
+					}
+				}
+				if j == len(text) || !isCmdTail(text[j]) {
+					out = append(out, MessageEntity{Type: "bot_command", Offset: u16, Length: j - i})
+				}
+			}
+		}
+		prevSpace = r == ' ' || r == '\n' || r == '\t' || r == '\r'
+		u16 += utf16.RuneLen(r) // 2 above U+FFFF, else 1
+		i += size
+	}
+	return out
+}
+
+func isCmdChar(b byte) bool {
+	return b == '_' || '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
+}
+
+// isCmdTail reports whether b, right after a command, makes it something else
+// (as in a path like /usr/bin).
+func isCmdTail(b byte) bool { return b == '/' }
+
+type entry struct {
+	id          int
+	raw         json.RawMessage
+	firstServed time.Time
+}
+
+type redelivery struct {
+	e      *entry
+	served bool
+}
+
+type poller struct {
+	terminated chan struct{}
+}
+
+type failure struct {
+	method string // "" for any method
+	status int
+	body   []byte // nil: the standard JSON body for status
+	n      int
+}
+
+// Server is a fake Telegram Bot API server. Its methods are safe for
+// concurrent use.
+type Server struct {
+	token string
+	bot   User
+	srv   *httptest.Server
+
+	closeOnce sync.Once
+	done      chan struct{}
+
+	mu            sync.Mutex
+	changed       chan struct{} // closed and replaced on every change of state
+	nextID        int
+	all           map[int]*entry
+	queue         []*entry // unconfirmed updates, by id
+	redeliveries  []*redelivery
+	confirmed     int
+	longPoll      *poller
+	conflictDelay time.Duration
+	nextConflict  time.Time
+	failures      []*failure
+	calls         map[string]int
+	sent          []SentMessage
+	nextMessageID int
+	messages      map[[2]int64]json.RawMessage // (chat id, message id) -> message, for reply_to_message
+	chats         map[int64]json.RawMessage
+}
+
+// New starts a server that accepts the given bot token. Close it when done.
+// The bot's user id is the token's number before the colon, if it has one.
+func New(token string) *Server {
+	id := int64(1234567890)
+	if i := strings.IndexByte(token, ':'); i > 0 {
+		if n, err := strconv.ParseInt(token[:i], 10, 64); err == nil && n > 0 {
+			id = n
+		}
+	}
+	s := &Server{
+		token:         token,
+		bot:           User{ID: id, IsBot: true, FirstName: "Fake Bot", Username: "fake_test_bot"},
+		done:          make(chan struct{}),
+		changed:       make(chan struct{}),
+		nextID:        FirstUpdateID,
+		all:           make(map[int]*entry),
+		conflictDelay: 3 * time.Second,
+		calls:         make(map[string]int),
+		nextMessageID: firstSentMessageID,
+		messages:      make(map[[2]int64]json.RawMessage),
+		chats:         make(map[int64]json.RawMessage),
+	}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
+	return s
+}
+
+// Endpoint returns the API endpoint format string for
+// tgbotapi.NewBotAPIWithClient: "http://127.0.0.1:PORT/bot%s/%s".
+func (s *Server) Endpoint() string { return s.srv.URL + "/bot%s/%s" }
+
+// URL returns the server's base URL, "http://127.0.0.1:PORT".
+func (s *Server) URL() string { return s.srv.URL }
+
+// Bot returns the bot user getMe answers with.
+func (s *Server) Bot() User { return s.bot }
+
+// Close answers waiting long polls with an empty result and shuts the
+// server down. It may be called more than once.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		close(s.done)
+		s.srv.Close()
+	})
+}
+
+// SetConflictDelay sets how long a 409 for a terminated long poll is held
+// back when another one was answered less than 3 seconds before (3 seconds,
+// as on the real server, by default; 0 answers every conflict at once).
+func (s *Server) SetConflictDelay(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.conflictDelay = d
+}
+
+// notifyLocked wakes everything waiting for a change of state. s.mu is held.
+func (s *Server) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// AddMessage enqueues a "message" update with a text message (see
+// TextMessage) and returns its update_id.
+func (s *Server) AddMessage(chatID, fromID int64, messageID int, text string) int {
+	return s.AddUpdate(MessageUpdate(TextMessage(chatID, fromID, messageID, text)))
+}
+
+// AddUpdate enqueues an arbitrary update and returns the update_id it got.
+// u is an Update, a json.RawMessage, []byte or string holding a JSON object,
+// or any value that marshals to a JSON object. Its update_id, if any, is
+// replaced by the next one in sequence. The object may be malformed for the
+// Bot API (say, {"message":{"message_id":"x"}}) as long as it is valid JSON.
+// AddUpdate panics if u is not a JSON object.
+func (s *Server) AddUpdate(u any) int {
+	var raw []byte
+	switch v := u.(type) {
+	case json.RawMessage:
+		raw = v
+	case []byte:
+		raw = v
+	case string:
+		raw = []byte(v)
+	default:
+		b, err := json.Marshal(u)
+		if err != nil {
+			panic("fakebot: AddUpdate: " + err.Error())
+		}
+		raw = b
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		panic(fmt.Sprintf("fakebot: AddUpdate: not a JSON object: %.200s", raw))
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := s.nextID
+	s.nextID++
+	obj["update_id"] = json.RawMessage(strconv.Itoa(id))
+	b, err := json.Marshal(obj)
+	if err != nil {
+		panic("fakebot: AddUpdate: " + err.Error())
+	}
+	e := &entry{id: id, raw: b}
+	s.all[id] = e
+	s.queue = append(s.queue, e)
+	s.rememberLocked(obj)
+	s.notifyLocked()
+	return id
+}
+
+// rememberLocked keeps the messages and chats of an update, so that a reply
+// to them carries reply_to_message and the right chat.
+func (s *Server) rememberLocked(obj map[string]json.RawMessage) {
+	for _, k := range []string{"message", "channel_post"} {
+		raw, ok := obj[k]
+		if !ok {
+			continue
+		}
+		var m struct {
+			MessageID int `json:"message_id"`
+			Chat      struct {
+				ID int64 `json:"id"`
+			} `json:"chat"`
+		}
+		var chat struct {
+			Chat json.RawMessage `json:"chat"`
+		}
+		if json.Unmarshal(raw, &m) != nil || json.Unmarshal(raw, &chat) != nil || m.Chat.ID == 0 {
+			continue
+		}
+		s.messages[[2]int64{m.Chat.ID, int64(m.MessageID)}] = raw
+		s.chats[m.Chat.ID] = chat.Chat
+	}
+}
+
+// Redeliver serves an update that was already served once more, with the
+// same update_id and content, as Telegram does when it did not register the
+// confirmation (after a crash, say): the next getUpdates call returns it,
+// whatever its offset, in update_id order with anything else due. A later
+// call with an offset above updateID confirms it again. It panics if
+// updateID was never added.
+func (s *Server) Redeliver(updateID int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.all[updateID]
+	if !ok {
+		panic(fmt.Sprintf("fakebot: Redeliver: unknown update %d", updateID))
+	}
+	for _, r := range s.redeliveries {
+		if r.e == e {
+			r.served = false
+			s.notifyLocked()
+			return
+		}
+	}
+	s.redeliveries = append(s.redeliveries, &redelivery{e: e})
+	s.notifyLocked()
+}
+
+// Duplicate enqueues a copy of an update's content under a new update_id (a
+// duplicate delivery of the same message, the same message_id included) and
+// returns the new update_id. It panics if updateID was never added.
+func (s *Server) Duplicate(updateID int) int {
+	s.mu.Lock()
+	e, ok := s.all[updateID]
+	s.mu.Unlock()
+	if !ok {
+		panic(fmt.Sprintf("fakebot: Duplicate: unknown update %d", updateID))
+	}
+	return s.AddUpdate(e.raw)
+}
+
+// FailNext makes the next n requests, of any method, fail with status and
+// the body Telegram gives for it: 409 is the getUpdates conflict, 429 "Too
+// Many Requests: retry after 1" with parameters.retry_after = 1, 5xx "Internal
+// Server Error", "Bad Gateway" and so on, all as {"ok":false,...} JSON. The
+// token is still checked first; a failed request has no other effect (a
+// failed getUpdates confirms nothing).
+func (s *Server) FailNext(status int, n int) { s.FailNextMethod("", status, n) }
+
+// FailNextMethod is FailNext for requests of one method only (say,
+// "sendMessage"); requests of other methods are not affected.
+func (s *Server) FailNextMethod(method string, status int, n int) {
+	s.addFailure(&failure{method: method, status: status, n: n})
+}
+
+// FailNextRaw makes the next n requests of method ("" for any) answer status
+// with body verbatim: HTML if it starts with '<' (as the 502 page of
+// Telegram's front end), JSON otherwise.
+func (s *Server) FailNextRaw(method string, status int, body string, n int) {
+	s.addFailure(&failure{method: method, status: status, body: []byte(body), n: n})
+}
+
+func (s *Server) addFailure(f *failure) {
+	if f.n <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failures = append(s.failures, f)
+}
+
+// Sent returns the messages sent so far, oldest first.
+func (s *Server) Sent() []SentMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]SentMessage(nil), s.sent...)
+}
+
+// WaitSent waits until at least n messages were sent and returns them all, or
+// returns what there is and ctx's error.
+func (s *Server) WaitSent(ctx context.Context, n int) ([]SentMessage, error) {
+	for {
+		s.mu.Lock()
+		sent, ch := append([]SentMessage(nil), s.sent...), s.changed
+		s.mu.Unlock()
+		if len(sent) >= n {
+			return sent, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return sent, ctx.Err()
+		}
+	}
+}
+
+// Confirmed returns the highest offset a getUpdates call has confirmed: all
+// updates with an update_id below it are confirmed. It is 0 before any.
+func (s *Server) Confirmed() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.confirmed
+}
+
+// WaitConfirmed waits until Confirmed() > updateID, that is until the client
+// has confirmed that update.
+func (s *Server) WaitConfirmed(ctx context.Context, updateID int) error {
+	for {
+		s.mu.Lock()
+		ok, ch := s.confirmed > updateID, s.changed
+		s.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Served returns when an update was first served to a poller, or the zero
+// time if it has not been. A redelivery does not change it.
+func (s *Server) Served(updateID int) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.all[updateID]; ok {
+		return e.firstServed
+	}
+	return time.Time{}
+}
+
+// Pending returns how many updates getUpdates would still return: those not
+// yet confirmed, served or not, plus pending redeliveries.
+func (s *Server) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pendingLocked()
+}
+
+func (s *Server) pendingLocked() int {
+	n := len(s.queue)
+	for _, r := range s.redeliveries {
+		if len(s.queue) == 0 || r.e.id < s.queue[0].id {
+			n++
+		}
+	}
+	return n
+}
+
+// Polling reports whether a getUpdates long poll is waiting for updates.
+func (s *Server) Polling() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.longPoll != nil
+}
+
+// Calls returns how many requests of method reached the server with the right
+// token, failed or not ("" counts all methods).
+func (s *Server) Calls(method string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if method == "" {
+		n := 0
+		for _, c := range s.calls {
+			n += c
+		}
+		return n
+	}
+	return s.calls[strings.ToLower(method)]
+}
+
+// ---- HTTP ----
+
+type apiError struct {
+	Ok          bool             `json:"ok"`
+	ErrorCode   int              `json:"error_code"`
+	Description string           `json:"description"`
+	Parameters  *json.RawMessage `json:"parameters,omitempty"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func writeResult(w http.ResponseWriter, result any) {
+	r, err := json.Marshal(result)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "Internal Server Error: "+err.Error())
+		return
+	}
+	writeRawResult(w, r)
+}
+
+func writeRawResult(w http.ResponseWriter, result []byte) {
+	var b bytes.Buffer
+	b.WriteString(`{"ok":true,"result":`)
+	b.Write(result)
+	b.WriteString(`}`)
+	writeJSON(w, http.StatusOK, b.Bytes())
+}
+
+func writeError(w http.ResponseWriter, code int, description string) {
+	e := apiError{ErrorCode: code, Description: description}
+	if code == http.StatusTooManyRequests {
+		p := json.RawMessage(`{"retry_after":1}`)
+		e.Parameters = &p
+		if description == "" {
+			e.Description = "Too Many Requests: retry after 1"
+		}
+	}
+	b, _ := json.Marshal(e)
+	writeJSON(w, code, b)
+}
+
+// standardDescription is the description Telegram gives with an error code.
+func standardDescription(code int) string {
+	switch code {
+	case 400:
+		return "Bad Request"
+	case 401:
+		return "Unauthorized"
+	case 403:
+		return "Forbidden: bot was blocked by the user"
+	case 404:
+		return "Not Found"
+	case 409:
+		return conflictText
+	case 429:
+		return "Too Many Requests: retry after 1"
+	case 500:
+		return "Internal Server Error"
+	}
+	if t := http.StatusText(code); t != "" {
+		return t
+	}
+	return fmt.Sprintf("Error %d", code)
+}
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
+	slash := strings.LastIndexByte(rest, '/')
+	if !ok || slash < 0 {
+		writeError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	token, method := rest[:slash], strings.ToLower(rest[slash+1:])
+	if token != s.token {
+		writeError(w, http.StatusUnauthorized, "Unauthorized")
+		return
+	}
+
+	s.mu.Lock()
+	s.calls[method]++
+	var fail *failure
+	for i, f := range s.failures {
+		if f.method == "" || strings.EqualFold(f.method, method) {
+			fail = f
+			f.n--
+			if f.n == 0 {
+				s.failures = append(s.failures[:i:i], s.failures[i+1:]...)
+			}
+			break
+		}
+	}
+	s.mu.Unlock()
+	if fail != nil {
+		if fail.body == nil {
+			writeError(w, fail.status, standardDescription(fail.status))
+			return
+		}
+		ct := "application/json"
+		if bytes.HasPrefix(bytes.TrimSpace(fail.body), []byte("<")) {
+			ct = "text/html"
+		}
+		w.Header().Set("Content-Type", ct)
+		w.WriteHeader(fail.status)
+		_, _ = w.Write(fail.body)
+		return
+	}
+
+	p, err := parseParams(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "Bad Request: "+err.Error())
+		return
+	}
+	switch method {
+	case "getme":
+		writeResult(w, s.bot)
+	case "getupdates":
+		s.getUpdates(w, r, p)
+	case "sendmessage":
+		s.sendMessage(w, p)
+	case "sendchataction", "setmycommands":
+		writeResult(w, true)
+	case "deletewebhook":
+		if b, _ := strconv.ParseBool(p.Get("drop_pending_updates")); b {
+			s.mu.Lock()
+			s.confirmLocked(s.nextID)
+			s.notifyLocked()
+			s.mu.Unlock()
+		}
+		writeJSON(w, http.StatusOK, []byte(`{"ok":true,"result":true,"description":"Webhook is already deleted"}`))
+	case "getwebhookinfo":
+		s.mu.Lock()
+		n := s.pendingLocked()
+		s.mu.Unlock()
+		writeResult(w, map[string]any{"url": "", "has_custom_certificate": false, "pending_update_count": n})
+	default:
+		writeError(w, http.StatusNotFound, "Not Found")
+	}
+}
+
+// parseParams reads the parameters of a request, whatever its encoding.
+func parseParams(r *http.Request) (url.Values, error) {
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch ct {
+	case "application/json":
+		v := r.URL.Query()
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		if len(bytes.TrimSpace(body)) == 0 {
+			return v, nil
+		}
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.UseNumber()
+		var obj map[string]any
+		if err := dec.Decode(&obj); err != nil {
+			return nil, fmt.Errorf("can't parse JSON object: %v", err)
+		}
+		for k, x := range obj {
+			switch x := x.(type) {
+			case string:
+				v.Set(k, x)
+			case json.Number:
+				v.Set(k, x.String())
+			case bool:
+				v.Set(k, strconv.FormatBool(x))
+			case nil:
+			default:
+				b, _ := json.Marshal(x)
+				v.Set(k, string(b))
+			}
+		}
+		return v, nil
+	case "multipart/form-data":
+		if err := r.ParseMultipartForm(32 << 20); err != nil {
+			return nil, err
+		}
+		return r.Form, nil
+	default:
+		if err := r.ParseForm(); err != nil {
+			return nil, err
+		}
+		return r.Form, nil
+	}
+}
+
+// intParam parses an integer parameter the lenient way the real server
+// does: absent or unparsable gives def, and the result is clamped to [lo, hi].
+func intParam(p url.Values, name string, def, lo, hi int) int {
+	n, err := strconv.Atoi(strings.TrimSpace(p.Get(name)))
+	if err != nil {
+		n = def
+	}
+	return min(max(n, lo), hi)
+}
+
+// ---- getUpdates ----
+
+// resolveOffsetLocked turns the offset parameter into the first update_id to
+// return and confirms what it confirms.
+func (s *Server) resolveOffsetLocked(offset int) (from int, confirms bool) {
+	head := s.nextID
+	if len(s.queue) > 0 {
+		head = s.queue[0].id
+	}
+	switch {
+	case offset == 0:
+		return head, false
+	case offset < 0:
+		from = max(s.nextID+offset, head)
+	case offset > s.nextID+10:
+		// The real server treats this as "from_id in the future" and serves
+		// from the earliest unconfirmed update, confirming nothing.
+		return head, false
+	default:
+		from = offset
+	}
+	s.confirmLocked(from)
+	return from, true
+}
+
+// confirmLocked drops every update below from, and served redeliveries.
+func (s *Server) confirmLocked(from int) {
+	i := sort.Search(len(s.queue), func(i int) bool { return s.queue[i].id >= from })
+	if i > 0 {
+		s.queue = append(s.queue[:0:0], s.queue[i:]...)
+	}
+	kept := s.redeliveries[:0]
+	for _, r := range s.redeliveries {
+		if !(r.served && r.e.id < from) {
+			kept = append(kept, r)
+		}
+	}
+	clear(s.redeliveries[len(kept):])
+	s.redeliveries = kept
+	if from > s.confirmed {
+		s.confirmed = from
+		s.notifyLocked()
+	}
+}
+
+// batchLocked returns the updates due for a call starting at from.
+func (s *Server) batchLocked(from, limit int) []*entry {
+	var out []*entry
+	seen := make(map[int]bool)
+	for _, r := range s.redeliveries {
+		out = append(out, r.e)
+		seen[r.e.id] = true
+	}
+	i := sort.Search(len(s.queue), func(i int) bool { return s.queue[i].id >= from })
+	for _, e := range s.queue[i:] {
+		if len(out) >= limit+len(seen) {
+			break
+		}
+		if !seen[e.id] {
+			out = append(out, e)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].id < out[b].id })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out
+}
+
+// serveLocked marks a batch as served and encodes it.
+func (s *Server) serveLocked(batch []*entry) []byte {
+	now := time.Now()
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i, e := range batch {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(e.raw)
+		if e.firstServed.IsZero() {
+			e.firstServed = now
+		}
+		for _, r := range s.redeliveries {
+			if r.e == e {
+				r.served = true
+			}
+		}
+	}
+	b.WriteByte(']')
+	return b.Bytes()
+}
+
+func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, p url.Values) {
+	offset := intParam(p, "offset", 0, -1<<31, 1<<31-1)
+	limit := intParam(p, "limit", 100, 1, 100)
+	timeout := time.Duration(intParam(p, "timeout", 0, 0, int(maxLongPollTimeout/time.Second))) * time.Second
+
+	var timer <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		timer = t.C
+	}
+	var me *poller
+	expired := false
+
+	s.mu.Lock()
+	from, confirms := s.resolveOffsetLocked(offset)
+	for {
+		batch := s.batchLocked(from, limit)
+		if len(batch) > 0 || timeout == 0 || expired {
+			body := s.serveLocked(batch)
+			if me != nil && s.longPoll == me {
+				s.longPoll = nil
+			}
+			s.notifyLocked()
+			s.mu.Unlock()
+			writeRawResult(w, body)
+			return
+		}
+		if me == nil {
+			if s.longPoll != nil {
+				close(s.longPoll.terminated)
+			}
+			me = &poller{terminated: make(chan struct{})}
+			s.longPoll = me
+			s.notifyLocked()
+		}
+		changed := s.changed
+		s.mu.Unlock()
+
+		select {
+		case <-changed:
+		case <-timer:
+			expired = true
+		case <-me.terminated:
+			s.answerConflict(w, r)
+			return
+		case <-r.Context().Done():
+			s.mu.Lock()
+			if s.longPoll == me {
+				s.longPoll = nil
+				s.notifyLocked()
+			}
+			s.mu.Unlock()
+			return
+		case <-s.done:
+			expired = true
+		}
+
+		s.mu.Lock()
+		if confirms {
+			// Updates that arrived below the offset are dropped, as on the
+			// real server, where every wake-up re-runs the query.
+			s.confirmLocked(from)
+		}
+	}
+}
+
+// answerConflict answers a terminated long poll with 409, held back if
+// another conflict was answered less than 3 seconds ago.
+func (s *Server) answerConflict(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	now := time.Now()
+	var delay time.Duration
+	if now.Before(s.nextConflict) {
+		delay = s.conflictDelay
+	} else {
+		s.nextConflict = now.Add(3 * time.Second)
+	}
+	s.mu.Unlock()
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			return
+		case <-s.done:
+		}
+	}
+	writeError(w, http.StatusConflict, conflictText)
+}
+
+// ---- sendMessage ----
+
+func (s *Server) sendMessage(w http.ResponseWriter, p url.Values) {
+	chatRef := strings.TrimSpace(p.Get("chat_id"))
+	if chatRef == "" {
+		writeError(w, http.StatusBadRequest, "Bad Request: chat_id is empty")
+		return
+	}
+	chatID, err := strconv.ParseInt(chatRef, 10, 64)
+	if err != nil || chatID == 0 {
+		writeError(w, http.StatusBadRequest, "Bad Request: chat not found")
+		return
+	}
+	text := p.Get("text")
+	if strings.TrimSpace(text) == "" {
+		writeError(w, http.StatusBadRequest, "Bad Request: message text is empty")
+		return
+	}
+	parseMode := p.Get("parse_mode")
+	if err := checkEntities(parseMode, text); err != nil {
+		writeError(w, http.StatusBadRequest, "Bad Request: "+err.Error())
+		return
+	}
+	if parseMode == "" && len(utf16.Encode([]rune(text))) > 4096 {
+		writeError(w, http.StatusBadRequest, "Bad Request: message is too long")
+		return
+	}
+	replyTo := 0
+	if v := p.Get("reply_to_message_id"); v != "" {
+		replyTo, _ = strconv.Atoi(v)
+	}
+	if v := p.Get("reply_parameters"); v != "" {
+		var rp struct {
+			MessageID int `json:"message_id"`
+		}
+		if err := json.Unmarshal([]byte(v), &rp); err != nil {
+			writeError(w, http.StatusBadRequest, "Bad Request: can't parse reply parameters JSON object")
+			return
+		}
+		replyTo = rp.MessageID
+	}
+
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := s.nextMessageID
+	s.nextMessageID++
+
+	msg := map[string]any{
+		"message_id": id,
+		"from":       s.bot,
+		"date":       now.Unix(),
+		"text":       text,
+	}
+	if c, ok := s.chats[chatID]; ok {
+		msg["chat"] = c
+	} else {
+		msg["chat"] = ChatFor(chatID, User{FirstName: "User"})
+	}
+	if ents := CommandEntities(text); parseMode == "" && ents != nil {
+		msg["entities"] = ents
+	}
+	if replyTo != 0 {
+		if m, ok := s.messages[[2]int64{chatID, int64(replyTo)}]; ok {
+			msg["reply_to_message"] = m
+		}
+	}
+	raw, err := json.Marshal(msg)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "Internal Server Error: "+err.Error())
+		return
+	}
+	s.messages[[2]int64{chatID, int64(id)}] = raw
+	params := make(url.Values, len(p))
+	for k, v := range p {
+		params[k] = append([]string(nil), v...)
+	}
+	s.sent = append(s.sent, SentMessage{
+		MessageID: id, ChatID: chatID, Text: text, ReplyTo: replyTo,
+		ParseMode: parseMode, Params: params, At: now,
+	})
+	s.notifyLocked()
+	writeRawResult(w, raw)
+}
+
+// checkEntities finds the markup errors Telegram rejects most often: in
+// MarkdownV2 an unescaped reserved character that can't be markup
+// (. ! # + - = { } ( ) outside code and link URLs); in Markdown an entity
+// (* _ ` ``` [) that is never closed; in HTML a tag Telegram does not know.
+// It does not validate everything Telegram does.
+func checkEntities(parseMode, text string) error {
+	switch strings.ToLower(parseMode) {
+	case "":
+		return nil
+	case "markdownv2":
+		return checkMarkdownV2(text)
+	case "markdown":
+		return checkMarkdown(text)
+	case "html":
+		return checkHTML(text)
+	default:
+		return fmt.Errorf("unsupported parse_mode")
+	}
+}
+
+func checkMarkdownV2(text string) error {
+	inCode, inPre, inURL := false, false, false
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch {
+		case c == '\\':
+			i++ // escapes the next character
+		case inPre:
+			if strings.HasPrefix(text[i:], "```") {
+				inPre = false
+				i += 2
+			}
+		case inCode:
+			if c == '`' {
+				inCode = false
+			}
+		case inURL:
+			if c == ')' {
+				inURL = false
+			}
+		case strings.HasPrefix(text[i:], "```"):
+			inPre = true
+			i += 2
+		case c == '`':
+			inCode = true
+		case c == ']' && i+1 < len(text) && text[i+1] == '(':
+			inURL = true
+			i++
+		case c == '!' && i+1 < len(text) && text[i+1] == '[':
+			// custom emoji: ![👍](tg://emoji?id=...)
+		case strings.IndexByte(".!#+-={}()", c) >= 0:
+			return fmt.Errorf("can't parse entities: Character '%c' is reserved and must be escaped with the preceding '\\'", c)
+		}
+	}
+	switch {
+	case inPre:
+		return fmt.Errorf("can't parse entities: Can't find end of Pre entity at byte offset %d", strings.LastIndex(text, "```"))
+	case inCode:
+		return fmt.Errorf("can't parse entities: Can't find end of Code entity at byte offset %d", strings.LastIndexByte(text, '`'))
+	}
+	return nil
+}
+
+func checkMarkdown(text string) error {
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		var end string
+		switch {
+		case c == '\\' && i+1 < len(text) && strings.IndexByte("_*`[", text[i+1]) >= 0:
+			i++
+			continue
+		case strings.HasPrefix(text[i:], "```"):
+			end = "```"
+		case c == '*' || c == '_' || c == '`':
+			end = string(c)
+		case c == '[':
+			end = "]"
+		default:
+			continue
+		}
+		j := strings.Index(text[i+len(end):], end)
+		if j < 0 {
+			return fmt.Errorf("can't parse entities: Can't find end of the entity starting at byte offset %d", i)
+		}
+		i += len(end) + j + len(end) - 1
+		if end == "]" && i+1 < len(text) && text[i+1] == '(' {
+			// the URL of [text](url) may hold _ and * freely
+			if k := strings.IndexByte(text[i+1:], ')'); k >= 0 {
+				i += 1 + k
+			}
+		}
+	}
+	return nil
+}
+
+var htmlTags = map[string]bool{
+	"b": true, "strong": true, "i": true, "em": true, "u": true, "ins": true, "s": true, "strike": true,
+	"del": true, "span": true, "tg-spoiler": true, "a": true, "code": true, "pre": true,
+	"blockquote": true, "tg-emoji": true,
+}
+
+func checkHTML(text string) error {
+	for i := 0; i < len(text); i++ {
+		if text[i] != '<' {
+			continue
+		}
+		j := i + 1
+		if j < len(text) && text[j] == '/' {
+			j++
+		}
+		k := j
+		for k < len(text) && (isCmdChar(text[k]) || text[k] == '-') {
+			k++
+		}
+		name := strings.ToLower(text[j:k])
+		if !htmlTags[name] {
+			if name == "" {
+				return fmt.Errorf("can't parse entities: Unsupported start tag \"\" at byte offset %d", i)
+			}
+			return fmt.Errorf("can't parse entities: Unsupported start tag \"%s\" at byte offset %d", name, i)
+		}
+	}
+	return nil
+}

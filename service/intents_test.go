@@ -1,0 +1,311 @@
+package service_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/intentapi"
+	"github.com/intentq/intentq/internal/fakebot"
+	"github.com/intentq/intentq/internal/fakentfy"
+	"github.com/intentq/intentq/internal/testenv"
+	"github.com/intentq/intentq/service"
+	"github.com/intentq/intentq/workflows"
+)
+
+const (
+	botToken    = "123456:test-token"
+	allowedChat = int64(1001)
+	allowedUser = int64(2002)
+	stranger    = int64(6666)
+)
+
+// startService runs the whole service on the embedded server with the given config changes and
+// returns it with an observer of its logs.
+func startService(t *testing.T, cfg *config.Config) (*service.Service, *observer.ObservedLogs) {
+	t.Helper()
+	core, logs := observer.New(zapcore.DebugLevel)
+	logger := zap.New(zapcore.NewTee(core, zapcore.NewNopCore()))
+	svc, err := service.Start(context.Background(), cfg, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Stop(context.Background()) })
+	return svc, logs
+}
+
+func waitUntil(t *testing.T, what string, timeout time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func listAll(t *testing.T, svc *service.Service) []intentapi.Summary {
+	t.Helper()
+	list, err := intentapi.List(context.Background(), svc.Client(), intentapi.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list
+}
+
+// I1, I4: a burst through the Bot API door, one message served twice and one from a stranger,
+// yields exactly the allowed messages as intents; then a burst of 500 yields 500 more.
+func TestI1TelegramBurst(t *testing.T) {
+	bot := fakebot.New(botToken)
+	defer bot.Close()
+	cfg := testenv.Config(t)
+	cfg.Telegram.Token = botToken
+	cfg.Telegram.APIEndpoint = bot.Endpoint()
+	cfg.Telegram.AllowedChatIDs = []int64{allowedChat}
+	cfg.Reminders.FirstAfter = time.Hour // no reminders during the test
+	svc, logs := startService(t, cfg)
+
+	var last int
+	for i := 1; i <= 4; i++ {
+		last = bot.AddMessage(allowedChat, allowedUser, i, fmt.Sprintf("burst message %d", i))
+	}
+	dup := bot.Duplicate(last - 1) // message 3 delivered twice, under a new update_id
+	strangerUpdate := bot.AddMessage(stranger, stranger, 99, "let me in")
+	bot.Redeliver(last) // and message 4 served again with its own update_id
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := bot.WaitConfirmed(ctx, max(dup, strangerUpdate)); err != nil {
+		t.Fatalf("poller did not confirm the burst: %v", err)
+	}
+	waitUntil(t, "4 intents", 10*time.Second, func() bool { return len(listAll(t, svc)) >= 4 })
+	list := listAll(t, svc)
+	if len(list) != 4 {
+		t.Fatalf("got %d intents, want 4: %+v", len(list), list)
+	}
+	for i, s := range list {
+		want := workflows.IntentID(fmt.Sprint(allowedChat), fmt.Sprint(i+1))
+		if s.ID != want || s.Status != workflows.StatusPending || s.Session != config.DefaultSessionName {
+			t.Errorf("intent %d = %+v, want %s pending in secretary", i, s, want)
+		}
+	}
+	rejected := logs.FilterMessageSnippet("not on the allowlist").All()
+	if len(rejected) != 1 {
+		t.Fatalf("rejections logged: %d, want 1", len(rejected))
+	}
+	if fields := rejected[0].ContextMap(); fields["chat"] != stranger || fields["user"] != stranger {
+		t.Errorf("rejection fields = %v, want the stranger's IDs", fields)
+	}
+	for _, e := range logs.All() {
+		if strings.Contains(fmt.Sprint(e.Message, e.ContextMap()), "let me in") || strings.Contains(fmt.Sprint(e.ContextMap()), "burst message") {
+			t.Errorf("message text in logs: %s %v", e.Message, e.ContextMap())
+		}
+	}
+
+	for i := 1; i <= 500; i++ {
+		last = bot.AddMessage(allowedChat, allowedUser, 1000+i, fmt.Sprintf("second burst %d", i))
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel2()
+	if err := bot.WaitConfirmed(ctx2, last); err != nil {
+		t.Fatalf("poller did not confirm the 500 burst: %v", err)
+	}
+	waitUntil(t, "504 intents", 30*time.Second, func() bool { return len(listAll(t, svc)) >= 504 })
+	if n := len(listAll(t, svc)); n != 504 {
+		t.Errorf("got %d intents after the 500 burst, want 504", n)
+	}
+}
+
+// I4: the HTTP ingest door: token, status codes, dedupe, limits, invalid UTF-8 repaired.
+func TestI4IngestDoor(t *testing.T) {
+	cfg := testenv.Config(t)
+	cfg.Ingest.Token = "ingest-secret"
+	cfg.Ingest.MaxTextBytes = 8192
+	cfg.Reminders.FirstAfter = time.Hour
+	svc, _ := startService(t, cfg)
+	url := "http://" + cfg.Ingest.Listen + "/v1/intents"
+
+	post := func(token, body string) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+
+	body := `{"chat_id":"5","message_id":17,"text":"hello from the plugin","user":"kento","ts":1763700000}`
+	if code, out := post("ingest-secret", body); code != http.StatusCreated || out["id"] != "intent/5/17" {
+		t.Fatalf("first POST = %d %v, want 201 intent/5/17", code, out)
+	}
+	if code, out := post("ingest-secret", body); code != http.StatusOK || out["created"] != false {
+		t.Fatalf("second POST = %d %v, want 200 already recorded", code, out)
+	}
+	if code, _ := post("", body); code != http.StatusUnauthorized {
+		t.Errorf("no token: %d, want 401", code)
+	}
+	if code, _ := post("wrong", body); code != http.StatusUnauthorized {
+		t.Errorf("wrong token: %d, want 401", code)
+	}
+	for _, bad := range []string{`{`, `[]`, `{"chat_id":"5","text":"x"}`, `{"chat_id":"a/b","message_id":1,"text":"x"}`,
+		`{"chat_id":"5","message_id":1}`, `{"chat_id":"5","message_id":1,"text":""}`, `{"chat_id":true,"message_id":1,"text":"x"}`} {
+		code, out := post("ingest-secret", bad)
+		if code != http.StatusBadRequest || out["error"] == "" {
+			t.Errorf("POST %s = %d %v, want 400 with a reason", bad, code, out)
+		}
+	}
+	big := fmt.Sprintf(`{"chat_id":"5","message_id":18,"text":%q}`, strings.Repeat("あ", 4000))
+	if code, _ := post("ingest-secret", big); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("12 KB text with an 8 KB cap: %d, want 413", code)
+	}
+	huge := fmt.Sprintf(`{"chat_id":"5","message_id":19,"text":%q}`, strings.Repeat("a", 64<<10))
+	if code, _ := post("ingest-secret", huge); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("64 KB body: %d, want 413", code)
+	}
+	if code, _ := post("ingest-secret", "{\"chat_id\":\"5\",\"message_id\":20,\"text\":\"bad \xff byte\"}"); code != http.StatusCreated {
+		t.Fatalf("invalid UTF-8: %d, want 201 (repaired)", code)
+	}
+	v, err := intentapi.Show(context.Background(), svc.Client(), "5/20")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Text != "bad \uFFFD byte" {
+		t.Errorf("repaired text = %q", v.Text)
+	}
+	if n := len(listAll(t, svc)); n != 2 {
+		t.Errorf("%d intents, want 2 (17 and 20)", n)
+	}
+}
+
+// tmuxReader starts a private tmux server whose session "secretary" appends what its pane
+// receives to a file.
+func tmuxReader(t *testing.T) (out string) {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux not installed")
+	}
+	dir, err := os.MkdirTemp("", "iq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMUX_TMPDIR", dir)
+	t.Setenv("TMUX", "")
+	out = filepath.Join(dir, "pane.out")
+	cmd := exec.Command("tmux", "new-session", "-d", "-s", "secretary", "-x", "200", "-y", "50", "stty -echo; cat > "+out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("tmux: %v %s", err, b)
+	}
+	t.Cleanup(func() {
+		_ = exec.Command("tmux", "kill-server").Run()
+		_ = os.RemoveAll(dir)
+	})
+	return out
+}
+
+// I6, I7 end to end: a pending intent is reminded in the real tmux pane and through ntfy (masked
+// snippet only); while ntfy fails, last_reminded_at stays put and the reminder is retried soon;
+// close stops it.
+func TestI6RemindersEndToEnd(t *testing.T) {
+	pane := tmuxReader(t)
+	ntfy := fakentfy.New()
+	defer ntfy.Close()
+
+	cfg := testenv.Config(t)
+	cfg.Ingest.Token = "tok"
+	cfg.Ntfy.URL = ntfy.URL()
+	cfg.Ntfy.Topic = "phone"
+	cfg.Reminders.FirstAfter = time.Second
+	cfg.Reminders.RepeatEvery = 4 * time.Second
+	cfg.Reminders.RetryAfter = time.Second
+	svc, _ := startService(t, cfg)
+	ctx := context.Background()
+
+	text := "deploy; C-c $(rm -rf ~) 'q' \"dq\" 🙂\nsecond line that is long enough to be cut off here"
+	req, _ := http.NewRequest(http.MethodPost, "http://"+cfg.Ingest.Listen+"/v1/intents",
+		strings.NewReader(fmt.Sprintf(`{"chat_id":"7","message_id":"70","text":%q}`, text)))
+	req.Header.Set("Authorization", "Bearer tok")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("record: %v %v", err, resp)
+	}
+	resp.Body.Close()
+
+	wantLine := "【未対応メッセージ】msg_id=70 chat=7: deploy; C-c $(rm -rf ~) 'q' \"dq\" 🙂 second line that…\n"
+	waitUntil(t, "the reminder in the pane", 20*time.Second, func() bool {
+		b, _ := os.ReadFile(pane)
+		return strings.Contains(string(b), wantLine)
+	})
+	waitUntil(t, "the ntfy push", 10*time.Second, func() bool { return len(ntfy.Messages()) > 0 })
+	push := ntfy.Messages()[0]
+	if push.Topic != "phone" || push.Message != "msg_id=70 chat=7: deploy; C-c $(rm -rf ~) 'q' \"dq\" 🙂 second line that…" {
+		t.Errorf("push = %+v", push)
+	}
+
+	show := func() workflows.IntentView {
+		v, err := intentapi.Show(ctx, svc.Client(), "intent/7/70")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	waitUntil(t, "the first reminder recorded", 10*time.Second, func() bool { return show().Reminders >= 1 })
+
+	// ntfy fails: reminders keep being tried every RetryAfter, last_reminded_at does not move.
+	ntfy.FailAlways(http.StatusInternalServerError)
+	before := show()
+	requests := ntfy.Requests()
+	waitUntil(t, "retries while ntfy fails", 30*time.Second, func() bool { return ntfy.Requests() >= requests+6 })
+	during := show()
+	if during.Reminders != before.Reminders || !during.LastRemindedAt.Equal(*before.LastRemindedAt) {
+		t.Errorf("last_reminded_at moved while ntfy failed: %v -> %v", before.LastRemindedAt, during.LastRemindedAt)
+	}
+	if during.FailedAttempts == 0 || !strings.Contains(during.LastError, "ntfy") {
+		t.Errorf("failure not recorded: %+v", during.IntentState)
+	}
+	ntfy.Recover()
+	waitUntil(t, "a reminder after ntfy recovered", 20*time.Second, func() bool { return show().Reminders > before.Reminders })
+
+	if _, err := intentapi.Update(ctx, svc.Client(), "7/70", workflows.UpdateClose, workflows.CloseRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := intentapi.Update(ctx, svc.Client(), "7/70", workflows.UpdateClose, workflows.CloseRequest{}); err == nil ||
+		!strings.Contains(err.Error(), "already closed") {
+		t.Errorf("second close: %v, want 'already closed'", err)
+	}
+	if _, err := intentapi.Update(ctx, svc.Client(), "7/71", workflows.UpdateClose, workflows.CloseRequest{}); err == nil {
+		t.Error("closing an unknown intent succeeded")
+	}
+	pending, err := intentapi.List(ctx, svc.Client(), intentapi.Filter{Status: workflows.StatusPending})
+	if err != nil || len(pending) != 0 {
+		t.Errorf("pending after close = %v %v", pending, err)
+	}
+	for _, m := range ntfy.Messages() {
+		if strings.Contains(m.Message, "enough to be cut") {
+			t.Errorf("text beyond the snippet left the machine: %q", m.Message)
+		}
+	}
+	var out bytes.Buffer
+	_ = json.NewEncoder(&out).Encode(ntfy.Messages())
+	t.Logf("ntfy got %d messages", len(ntfy.Messages()))
+}

@@ -1,0 +1,58 @@
+package workflows
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+)
+
+// Workflow ID prefixes. IDs carry meaning, so the Web UI and `starter show` read naturally, and
+// every caller derives the same ID from the same message: the ID is the dedupe key (SPEC I1).
+const (
+	IntentIDPrefix  = "intent/"
+	SessionIDPrefix = "session/"
+)
+
+// maxIDPartLen bounds chat and message IDs (Telegram's are 64-bit integers; other doors get room).
+const maxIDPartLen = 64
+
+// IntentID is the workflow ID of the intent for one message: `intent/<chat_id>/<message_id>`.
+func IntentID(chatID, messageID string) string {
+	return IntentIDPrefix + chatID + "/" + messageID
+}
+
+// SessionWorkflowID is the workflow ID of a session: `session/<name>`.
+func SessionWorkflowID(name string) string { return SessionIDPrefix + name }
+
+// ParseIntentID splits an intent workflow ID into chat and message IDs. It also accepts the
+// short form `<chat_id>/<message_id>`.
+func ParseIntentID(id string) (chatID, messageID string, err error) {
+	rest := strings.TrimPrefix(id, IntentIDPrefix)
+	chatID, messageID, ok := strings.Cut(rest, "/")
+	if !ok {
+		return "", "", fmt.Errorf("%q is not an intent ID (intent/<chat_id>/<message_id>)", id)
+	}
+	if err := CheckIDPart("chat_id", chatID); err != nil {
+		return "", "", err
+	}
+	if err := CheckIDPart("message_id", messageID); err != nil {
+		return "", "", err
+	}
+	return chatID, messageID, nil
+}
+
+// CheckIDPart validates a chat or message ID: 1-64 printable characters, no '/' and no spaces.
+func CheckIDPart(field, v string) error {
+	if v == "" {
+		return fmt.Errorf("%s is empty", field)
+	}
+	if len(v) > maxIDPartLen {
+		return fmt.Errorf("%s is longer than %d bytes", field, maxIDPartLen)
+	}
+	for _, r := range v {
+		if r == '/' || unicode.IsSpace(r) || !unicode.IsPrint(r) {
+			return fmt.Errorf("%s %q contains %q; use letters, digits, - _ . :", field, v, r)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,351 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/intentq/intentq/activities"
+)
+
+// fakeSession stands in for the session workflow: it answers each delivery request through the
+// delivery-result signal, succeeding or failing as told, and records when requests came.
+type fakeSession struct {
+	env   *testsuite.TestWorkflowEnvironment
+	start time.Time
+	mu    sync.Mutex
+	fail  func(n int, req DeliveryRequest) string // non-empty: fail with this error
+	reqs  []DeliveryRequest
+	at    []time.Duration
+}
+
+func (f *fakeSession) install(t *testing.T) {
+	f.env.OnSignalExternalWorkflow(mock.Anything, SessionWorkflowID("secretary"), "", SignalDeliver, mock.Anything).Return(
+		func(_, _, _, _ string, arg interface{}) error {
+			req := arg.(DeliveryRequest)
+			f.mu.Lock()
+			n := len(f.reqs)
+			f.reqs = append(f.reqs, req)
+			f.at = append(f.at, f.env.Now().Sub(f.start))
+			failure := ""
+			if f.fail != nil {
+				failure = f.fail(n, req)
+			}
+			f.mu.Unlock()
+			f.env.RegisterDelayedCallback(func() {
+				f.env.SignalWorkflow(SignalDeliveryResult, DeliveryResult{ID: req.ID, OK: failure == "", Error: failure, ErrorType: "Test"})
+			}, 100*time.Millisecond)
+			return nil
+		})
+}
+
+func (f *fakeSession) times(kind string) []time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []time.Duration
+	for i, r := range f.reqs {
+		if r.Kind == kind {
+			out = append(out, f.at[i].Round(time.Second))
+		}
+	}
+	return out
+}
+
+// fakeNtfy records pushes; fail decides per push whether it fails.
+type fakeNtfy struct {
+	mu     sync.Mutex
+	pushes []activities.Push
+	fail   func(p activities.Push) bool
+}
+
+func (n *fakeNtfy) publish(_ context.Context, p activities.Push) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.pushes = append(n.pushes, p)
+	if n.fail != nil && n.fail(p) {
+		return temporal.NewNonRetryableApplicationError("ntfy answered 500", "Test", nil)
+	}
+	return nil
+}
+
+func (n *fakeNtfy) all() []activities.Push {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]activities.Push(nil), n.pushes...)
+}
+
+type harness struct {
+	testsuite.WorkflowTestSuite
+	env     *testsuite.TestWorkflowEnvironment
+	session *fakeSession
+	ntfy    *fakeNtfy
+}
+
+func newHarness(t *testing.T) *harness {
+	h := &harness{}
+	h.env = h.NewTestWorkflowEnvironment()
+	h.env.RegisterWorkflowWithOptions(IntentWorkflow, workflow.RegisterOptions{Name: IntentWorkflowName})
+	h.ntfy = &fakeNtfy{}
+	h.env.RegisterActivityWithOptions(h.ntfy.publish, activity.RegisterOptions{Name: activities.NtfyPublishName})
+	h.session = &fakeSession{env: h.env, start: h.env.Now()}
+	h.session.install(t)
+	return h
+}
+
+func testPolicy() ReminderPolicy {
+	return ReminderPolicy{
+		FirstAfter:       30 * time.Second,
+		RepeatEvery:      5 * time.Minute,
+		RetryAfter:       60 * time.Second,
+		OrphanAfter:      24 * time.Hour,
+		SnippetChars:     40,
+		NtfyTopic:        "phone",
+		DeliveryTimeout:  2 * time.Minute,
+		MaxHistoryEvents: 100000,
+	}
+}
+
+func (h *harness) input(text string) IntentInput {
+	return IntentInput{
+		ChatID: "42", MessageID: "7", Text: text, User: "kento", Source: SourceIngest,
+		ReceivedAt: h.env.Now(), Session: "secretary", Policy: testPolicy(),
+	}
+}
+
+// update sends an update at a given workflow time and records its outcome.
+func (h *harness) update(at time.Duration, name string, arg interface{}, outcome *error) {
+	h.env.RegisterDelayedCallback(func() {
+		var args []interface{}
+		if arg != nil {
+			args = append(args, arg)
+		}
+		h.env.UpdateWorkflow(name, "", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { *outcome = err },
+			OnAccept: func() {},
+			OnComplete: func(_ interface{}, err error) {
+				*outcome = err
+			},
+		}, args...)
+	}, at)
+}
+
+func (h *harness) result(t *testing.T) IntentState {
+	t.Helper()
+	require.True(t, h.env.IsWorkflowCompleted())
+	require.NoError(t, h.env.GetWorkflowError())
+	var st IntentState
+	require.NoError(t, h.env.GetWorkflowResult(&st))
+	return st
+}
+
+// I6: first reminder 30 s after receipt, then every 5 min; tmux and ntfy each time.
+func TestI6ReminderSchedule(t *testing.T) {
+	h := newHarness(t)
+	var closeErr error
+	h.update(11*time.Minute+10*time.Second, UpdateClose, CloseRequest{}, &closeErr)
+	h.env.ExecuteWorkflow(IntentWorkflowName, h.input("please check the deploy"))
+	st := h.result(t)
+	require.NoError(t, closeErr)
+
+	want := []time.Duration{30 * time.Second, 5*time.Minute + 30*time.Second, 10*time.Minute + 30*time.Second}
+	require.Equal(t, want, h.session.times(KindReminder))
+	require.Equal(t, 3, st.Reminders)
+	require.Equal(t, StatusClosed, st.Status)
+	require.Len(t, h.ntfy.all(), 3)
+	require.Equal(t, "【未対応メッセージ】msg_id=7 chat=42: please check the deploy", h.session.reqs[0].Text)
+	require.Equal(t, "msg_id=7 chat=42: please check the deploy", h.ntfy.all()[0].Message)
+	require.Equal(t, []string{StatusPending, StatusClosed}, statuses(st))
+	require.Equal(t, ReasonReplied, st.Transitions[1].Reason)
+}
+
+// I6: a failed reminder is tried again 60 s later, not after 5 min; last_reminded_at moves
+// only when both tmux and ntfy succeeded.
+func TestI6FailedReminderRetriedAfter60s(t *testing.T) {
+	h := newHarness(t)
+	h.session.fail = func(n int, _ DeliveryRequest) string {
+		if n == 0 {
+			return "tmux target secretary:0 not found"
+		}
+		return ""
+	}
+	// ntfy fails on the second reminder attempt (the retry at 90 s), succeeds later.
+	var calls int
+	h.ntfy.fail = func(p activities.Push) bool {
+		if p.Tags[0] != "envelope" {
+			return false
+		}
+		calls++
+		return calls == 2
+	}
+	var closeErr error
+	h.update(8*time.Minute, UpdateClose, CloseRequest{}, &closeErr)
+	h.env.ExecuteWorkflow(IntentWorkflowName, h.input("hello"))
+	st := h.result(t)
+
+	// 30 s fails (tmux), 90 s fails (ntfy), 150 s succeeds, then 5 min later: 450 s.
+	require.Equal(t, []time.Duration{30 * time.Second, 90 * time.Second, 150 * time.Second, 450 * time.Second}, h.session.times(KindReminder))
+	require.Equal(t, 2, st.Reminders)
+	require.NotNil(t, st.LastRemindedAt)
+	require.Equal(t, 450*time.Second, st.LastRemindedAt.Sub(h.session.start).Round(time.Second))
+
+	// One failure alert for the streak, with IDs and the error, never the text.
+	var alerts []activities.Push
+	for _, p := range h.ntfy.all() {
+		if p.Tags[0] == "warning" {
+			alerts = append(alerts, p)
+		}
+	}
+	require.Len(t, alerts, 1)
+	require.Contains(t, alerts[0].Message, "intent=")
+	require.Contains(t, alerts[0].Message, "secretary:0 not found")
+	require.NotContains(t, alerts[0].Message, "hello")
+}
+
+func TestI5CloseStopsReminders(t *testing.T) {
+	h := newHarness(t)
+	var closeErr, again error
+	h.update(10*time.Second, UpdateClose, CloseRequest{}, &closeErr)
+	h.env.ExecuteWorkflow(IntentWorkflowName, h.input("hi"))
+	st := h.result(t)
+	require.NoError(t, closeErr)
+	require.Empty(t, h.session.times(KindReminder))
+	require.Equal(t, StatusClosed, st.Status)
+	require.Equal(t, 10*time.Second, st.Transitions[1].At.Sub(h.session.start))
+	_ = again
+}
+
+func TestI5LinkStopsRemindersUntilClosed(t *testing.T) {
+	h := newHarness(t)
+	var linkErr, remindErr, closeErr error
+	h.update(10*time.Second, UpdateLink, LinkRequest{Job: "job-9"}, &linkErr)
+	h.update(5*time.Minute, UpdateRemindNow, nil, &remindErr)
+	h.update(30*time.Minute, UpdateClose, CloseRequest{}, &closeErr)
+	h.env.ExecuteWorkflow(IntentWorkflowName, h.input("hi"))
+	st := h.result(t)
+	require.NoError(t, linkErr)
+	require.Error(t, remindErr, "remind-now on a linked intent must be refused")
+	require.NoError(t, closeErr)
+	require.Empty(t, h.session.times(KindReminder))
+	require.Equal(t, []string{StatusPending, StatusLinked, StatusClosed}, statuses(st))
+	require.Equal(t, "job-9", st.Job)
+}
+
+func TestI5OrphanedAfter24h(t *testing.T) {
+	h := newHarness(t)
+	h.env.ExecuteWorkflow(IntentWorkflowName, h.input("anyone?"))
+	st := h.result(t)
+	require.Equal(t, StatusIgnored, st.Status)
+	last := st.Transitions[len(st.Transitions)-1]
+	require.Equal(t, ReasonOrphaned, last.Reason)
+	require.Equal(t, 24*time.Hour, last.At.Sub(h.session.start))
+	// 30 s, then every 5 min until 24 h: 1 + floor((24h-30s)/5m) = 288.
+	require.Equal(t, 288, st.Reminders)
+}
+
+// I5: ignore by hand records reason manual and ends the intent; closing it afterwards is refused
+// by the server (see the end-to-end test in package service).
+func TestI5IgnoreByHand(t *testing.T) {
+	h := newHarness(t)
+	var ignoreErr error
+	h.update(5*time.Second, UpdateIgnore, IgnoreRequest{}, &ignoreErr)
+	h.env.ExecuteWorkflow(IntentWorkflowName, h.input("hi"))
+	st := h.result(t)
+	require.NoError(t, ignoreErr)
+	require.Equal(t, StatusIgnored, st.Status)
+	require.Equal(t, ReasonManual, st.Transitions[1].Reason)
+	require.Empty(t, h.session.times(KindReminder))
+}
+
+func TestRemindNow(t *testing.T) {
+	h := newHarness(t)
+	var remindErr, closeErr error
+	h.update(5*time.Second, UpdateRemindNow, nil, &remindErr)
+	h.update(40*time.Second, UpdateClose, CloseRequest{}, &closeErr)
+	h.env.ExecuteWorkflow(IntentWorkflowName, h.input("hi"))
+	st := h.result(t)
+	require.NoError(t, remindErr)
+	// remind-now at 5 s; the next is then due 5 min after it, so none at 30 s.
+	require.Equal(t, []time.Duration{5 * time.Second}, h.session.times(KindReminder))
+	require.Equal(t, 1, st.Reminders)
+}
+
+// I2: a Telegram-door intent delivers the message itself at once (full text), and is reminded
+// with the masked snippet on the usual schedule; a failed delivery is retried after 60 s.
+func TestI2DeliverThenRemind(t *testing.T) {
+	h := newHarness(t)
+	h.session.fail = func(n int, req DeliveryRequest) string {
+		if n == 0 {
+			return "pane busy"
+		}
+		return ""
+	}
+	var closeErr error
+	h.update(2*time.Minute, UpdateClose, CloseRequest{}, &closeErr)
+	in := h.input("line one\nline two " + strings.Repeat("x", 60))
+	in.Deliver = true
+	in.Source = SourceTelegram
+	h.env.ExecuteWorkflow(IntentWorkflowName, in)
+	st := h.result(t)
+	require.Equal(t, []time.Duration{0, 60 * time.Second}, h.session.times(KindMessage))
+	require.Equal(t, []time.Duration{30 * time.Second}, h.session.times(KindReminder))
+	require.NotNil(t, st.Delivered)
+	require.Contains(t, h.session.reqs[0].Text, "line one\nline two", "the delivery carries the full text")
+	for _, p := range h.ntfy.all() {
+		require.NotContains(t, p.Message, strings.Repeat("x", 60), "ntfy must only get the snippet")
+	}
+	require.True(t, strings.HasSuffix(h.ntfy.all()[len(h.ntfy.all())-1].Message, "…"))
+}
+
+// History stays bounded: the workflow continues as new when the server suggests it, and the
+// next run carries the state and continues the schedule where it was.
+func TestContinueAsNewKeepsState(t *testing.T) {
+	h := newHarness(t)
+	in := h.input("hi")
+	h.env.RegisterDelayedCallback(func() { h.env.SetContinueAsNewSuggested(true) }, 12*time.Minute)
+	h.env.ExecuteWorkflow(IntentWorkflowName, in)
+	require.True(t, h.env.IsWorkflowCompleted())
+	var can *workflow.ContinueAsNewError
+	require.True(t, errors.As(h.env.GetWorkflowError(), &can), "want continue-as-new, got %v", h.env.GetWorkflowError())
+
+	var next IntentInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	require.NotNil(t, next.State)
+	require.Equal(t, StatusPending, next.State.Status)
+	require.Equal(t, 3, next.State.Reminders, "reminders at 30 s, 5m30s and 10m30s before the suggestion")
+	require.Equal(t, in.Text, next.Text)
+	require.True(t, in.ReceivedAt.Equal(next.ReceivedAt))
+
+	// The next run continues the schedule from the carried state: the reminder due at 15m30s
+	// comes at once, then 5 min later.
+	h2 := newHarness(t)
+	last := *next.State.LastRemindedAt
+	h2.env.SetStartTime(last.Add(5 * time.Minute))
+	h2.session.start = last.Add(5 * time.Minute)
+	var closeErr error
+	h2.update(6*time.Minute, UpdateClose, CloseRequest{}, &closeErr)
+	h2.env.ExecuteWorkflow(IntentWorkflowName, next)
+	st := h2.result(t)
+	require.Equal(t, []time.Duration{0, 5 * time.Minute}, h2.session.times(KindReminder))
+	require.Equal(t, 5, st.Reminders)
+	require.Equal(t, 1, st.Runs)
+	require.Equal(t, []string{StatusPending, StatusClosed}, statuses(st))
+}
+
+func statuses(st IntentState) []string {
+	var out []string
+	for _, tr := range st.Transitions {
+		out = append(out, tr.Status)
+	}
+	return out
+}
