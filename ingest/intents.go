@@ -46,7 +46,9 @@ func DecodeIntent(body []byte) (recorder.Message, error) {
 	if err := dec.Decode(&req); err != nil {
 		return recorder.Message{}, &recorder.InvalidError{Field: "body", Reason: "is not a JSON object: " + jsonReason(err)}
 	}
-	if dec.More() {
+	// dec.More alone misses a stray '}' or ']' after the object; Token reports EOF only when
+	// nothing but whitespace follows.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return recorder.Message{}, &recorder.InvalidError{Field: "body", Reason: "has data after the JSON object"}
 	}
 	chat, err := idField("chat_id", req.ChatID)
@@ -74,6 +76,8 @@ func jsonReason(err error) string {
 	switch {
 	case errors.As(err, &syntax):
 		return fmt.Sprintf("syntax error at byte %d", syntax.Offset)
+	case errors.As(err, &typ) && typ.Field == "":
+		return "got " + typ.Value // the body itself is not an object; don't name the Go type
 	case errors.As(err, &typ):
 		return fmt.Sprintf("field %s must be %s, not %s", typ.Field, typ.Type, typ.Value)
 	case errors.Is(err, io.EOF):

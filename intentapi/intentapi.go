@@ -187,6 +187,9 @@ func Update(ctx context.Context, c client.Client, id, name string, arg any) (wor
 	}
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) {
+		if appErr.Type() == workflows.ErrTypeIntentNotOpen {
+			return st, fmt.Errorf("%w: %s", ErrNotOpen, appErr.Message())
+		}
 		return st, errors.New(appErr.Message())
 	}
 	var notFound *serviceerror.NotFound
@@ -196,13 +199,33 @@ func Update(ctx context.Context, c client.Client, id, name string, arg any) (wor
 		if serr != nil {
 			return st, serr
 		}
-		return st, fmt.Errorf("intent %s is already %s; cannot %s it", id, status, name)
+		return st, fmt.Errorf("%w: intent %s is already %s; cannot %s it", ErrNotOpen, id, status, name)
 	}
 	return st, fmt.Errorf("%s %s: %w", name, id, err)
 }
 
-// OldestPending returns the oldest pending intent of a chat, for closing by chat when a reply
-// names no message.
+// ErrNotOpen is returned when an update meets an intent that has already ended.
+var ErrNotOpen = errors.New("intent has ended")
+
+// CloseOldestPending closes the oldest pending intent of a chat, for a reply that names no
+// message: N replies close N intents. Visibility lags a moment behind, so an intent that turns
+// out to be closed already is passed over for the next one.
+func CloseOldestPending(ctx context.Context, c client.Client, chatID string, req workflows.CloseRequest) (string, workflows.IntentState, error) {
+	list, err := List(ctx, c, Filter{Status: workflows.StatusPending, ChatID: chatID})
+	if err != nil {
+		return "", workflows.IntentState{}, err
+	}
+	for _, s := range list {
+		st, err := Update(ctx, c, s.ID, workflows.UpdateClose, req)
+		if errors.Is(err, ErrNotOpen) {
+			continue
+		}
+		return s.ID, st, err
+	}
+	return "", workflows.IntentState{}, fmt.Errorf("%w: chat %s has no pending intent", ErrNotFound, chatID)
+}
+
+// OldestPending returns the oldest pending intent of a chat as visibility sees it.
 func OldestPending(ctx context.Context, c client.Client, chatID string) (Summary, error) {
 	list, err := List(ctx, c, Filter{Status: workflows.StatusPending, ChatID: chatID})
 	if err != nil {

@@ -40,6 +40,8 @@ type Result struct {
 	Session string `json:"session"`
 	// Repaired: invalid UTF-8 in the text was replaced with U+FFFD.
 	Repaired bool `json:"repaired,omitempty"`
+	// DeliveryQueued: the message was queued for delivery to the session's pane.
+	DeliveryQueued bool `json:"delivery_queued,omitempty"`
 }
 
 // InvalidError is a message that cannot be recorded as it is; the reason is safe to show the
@@ -133,12 +135,19 @@ func (r *Recorder) Record(ctx context.Context, m Message) (Result, error) {
 		return Result{}, fmt.Errorf("start intent %s: %w", id, err)
 	}
 	res.Created = true
+	if in.DeliveryQueued {
+		// The intent exists, so its answer has somewhere to go. If this signal is lost, the
+		// intent asks the session itself once its wait times out.
+		err := r.client.SignalWorkflow(ctx, workflows.SessionWorkflowID(session), "", workflows.SignalDeliver, workflows.DoorDeliveryRequest(in))
+		res.DeliveryQueued = err == nil
+	}
 	return res, nil
 }
 
 // input builds the workflow input: message, session and the reminder policy from config.
 func (r *Recorder) input(m Message, session string) workflows.IntentInput {
 	rem := r.cfg.Reminders
+	deliver := m.Source == workflows.SourceTelegram && r.cfg.Sessions[session].Mode == config.ModeTmux
 	return workflows.IntentInput{
 		ChatID:     m.ChatID,
 		MessageID:  m.MessageID,
@@ -148,7 +157,9 @@ func (r *Recorder) input(m Message, session string) workflows.IntentInput {
 		ReceivedAt: r.now().UTC().Truncate(time.Millisecond),
 		SentAt:     m.SentAt,
 		Session:    session,
-		Deliver:    m.Source == workflows.SourceTelegram && r.cfg.Sessions[session].Mode == config.ModeTmux,
+		Deliver:    deliver,
+		// Record runs in arrival order per door, so the door queues the delivery itself.
+		DeliveryQueued: deliver,
 		Policy: workflows.ReminderPolicy{
 			FirstAfter:      rem.FirstAfter,
 			RepeatEvery:     rem.RepeatEvery,

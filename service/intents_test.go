@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -24,6 +26,7 @@ import (
 	"github.com/intentq/intentq/msgtext"
 	"github.com/intentq/intentq/service"
 	"github.com/intentq/intentq/workflows"
+	"google.golang.org/protobuf/encoding/protojson"
 )
 
 const (
@@ -199,7 +202,7 @@ func TestI4IngestDoor(t *testing.T) {
 }
 
 // tmuxReader starts a private tmux server whose session "secretary" appends what its pane
-// receives to a file.
+// receives to a file. Call it after testenv.Config, which points tmux elsewhere.
 func tmuxReader(t *testing.T) (out string) {
 	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
@@ -227,11 +230,10 @@ func tmuxReader(t *testing.T) (out string) {
 // snippet only); while ntfy fails, last_reminded_at stays put and the reminder is retried soon;
 // close stops it.
 func TestI6RemindersEndToEnd(t *testing.T) {
-	pane := tmuxReader(t)
 	ntfy := fakentfy.New()
 	defer ntfy.Close()
-
 	cfg := testenv.Config(t)
+	pane := tmuxReader(t)
 	cfg.Ingest.Token = "tok"
 	cfg.Ntfy.URL = ntfy.URL()
 	cfg.Ntfy.Topic = "phone"
@@ -316,5 +318,88 @@ func TestI6RemindersEndToEnd(t *testing.T) {
 		if strings.Contains(m.Message, "second line") {
 			t.Errorf("text beyond the snippet left the machine: %q", m.Message)
 		}
+	}
+}
+
+// I2: messages through the Telegram door are typed into the session's pane in full, in order,
+// and each closes when the agent answers it (here: by chat, oldest first, as the hook does).
+func TestI2TelegramDeliveredAndClosed(t *testing.T) {
+	bot := fakebot.New(botToken)
+	defer bot.Close()
+	cfg := testenv.Config(t)
+	pane := tmuxReader(t)
+	cfg.Telegram.Token = botToken
+	cfg.Telegram.APIEndpoint = bot.Endpoint()
+	cfg.Telegram.AllowedUserIDs = []int64{allowedUser}
+	cfg.Reminders.FirstAfter = time.Hour
+	svc, _ := startService(t, cfg)
+	ctx := context.Background()
+
+	texts := []string{"first; C-c", "second $(echo no)\nwith a second line", "third 🙂"}
+	for i, text := range texts {
+		bot.AddMessage(allowedChat, allowedUser, 10+i, text)
+	}
+	var want strings.Builder
+	for i, text := range texts {
+		fmt.Fprintf(&want, "【新着メッセージ】msg_id=%d chat=%d from=@user%d: %s\n", 10+i, allowedChat, allowedUser, text)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, _ := os.ReadFile(pane)
+		if string(b) == want.String() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pane has %q, want %q", b, want.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	chat := fmt.Sprint(allowedChat)
+	for i := range texts {
+		id, _, err := intentapi.CloseOldestPending(ctx, svc.Client(), chat, workflows.CloseRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := workflows.IntentID(chat, fmt.Sprint(10+i)); id != want {
+			t.Fatalf("closed %s, want the oldest pending %s", id, want)
+		}
+		v, err := intentapi.Show(ctx, svc.Client(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Status != workflows.StatusClosed || v.Delivered == nil {
+			t.Errorf("%s: status %s delivered %v", id, v.Status, v.Delivered)
+		}
+	}
+	waitUntil(t, "visibility to show no pending intent", 10*time.Second, func() bool {
+		_, err := intentapi.OldestPending(ctx, svc.Client(), chat)
+		return err != nil
+	})
+	if os.Getenv("WRITE_REPLAY_HISTORY") != "" {
+		writeHistory(t, svc, workflows.IntentID(chat, "11"), "../workflows/testdata/intent_delivered_closed.json")
+		writeHistory(t, svc, workflows.SessionWorkflowID(config.DefaultSessionName), "../workflows/testdata/session.json")
+	}
+}
+
+// writeHistory saves a workflow's history for the replay tests in package workflows
+// (WRITE_REPLAY_HISTORY=1 go test ./service/ regenerates them after a workflow change).
+func writeHistory(t *testing.T, svc *service.Service, id, path string) {
+	t.Helper()
+	iter := svc.Client().GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var hist historypb.History
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hist.Events = append(hist.Events, ev)
+	}
+	data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(&hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -230,13 +230,15 @@ func newChange(use, short, update string, flags func(*cobra.Command) func(cmd *c
 		}
 		defer c.Close()
 		id, arg, err := resolve(cmd, args)
-		if err == nil && !strings.HasPrefix(id, workflows.IntentIDPrefix) {
-			id, err = c2id(cmd.Context(), c, id)
-		}
 		if err != nil {
 			return err
 		}
-		st, err := intentapi.Update(cmd.Context(), c, id, update, arg)
+		var st workflows.IntentState
+		if chat, ok := strings.CutPrefix(id, "chat:"); ok {
+			id, st, err = intentapi.CloseOldestPending(cmd.Context(), c, chat, arg.(workflows.CloseRequest))
+		} else {
+			st, err = intentapi.Update(cmd.Context(), c, id, update, arg)
+		}
 		if err != nil {
 			return err
 		}
@@ -248,16 +250,6 @@ func newChange(use, short, update string, flags func(*cobra.Command) func(cmd *c
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
-}
-
-// c2id turns `<chat>/<msg>` into an intent ID, and a bare chat (`chat:<id>`) into its oldest
-// pending intent.
-func c2id(ctx context.Context, c client.Client, id string) (string, error) {
-	if chat, ok := strings.CutPrefix(id, "chat:"); ok {
-		s, err := intentapi.OldestPending(ctx, c, chat)
-		return s.ID, err
-	}
-	return intentapi.ResolveID(id)
 }
 
 func idArg(cmd *cobra.Command, args []string) (string, error) {

@@ -37,6 +37,9 @@ const (
 	QueryState      = "state"
 )
 
+// ErrTypeIntentNotOpen is the error type of an update refused because the intent has ended.
+const ErrTypeIntentNotOpen = "IntentNotOpen"
+
 // IntentWorkflowName is the registered name of IntentWorkflow.
 const IntentWorkflowName = "Intent"
 
@@ -75,8 +78,11 @@ type IntentInput struct {
 	Session string    `json:"session"`
 	// Deliver: the message itself must be typed into the session (the Telegram door, where
 	// intentq is the poller). The plugin door delivers through Claude Code itself.
-	Deliver bool           `json:"deliver"`
-	Policy  ReminderPolicy `json:"policy"`
+	Deliver bool `json:"deliver"`
+	// DeliveryQueued: the door already asked the session to deliver the message (request
+	// DoorDeliveryID), in the order messages arrived; the intent only waits for the result.
+	DeliveryQueued bool           `json:"delivery_queued,omitempty"`
+	Policy         ReminderPolicy `json:"policy"`
 	// State is carried over by continue-as-new; nil on the first run.
 	State *IntentState `json:"state,omitempty"`
 }
@@ -233,7 +239,7 @@ func (w *intent) registerHandlers(ctx workflow.Context) error {
 		case StatusPending, StatusLinked:
 			return nil
 		default:
-			return temporal.NewApplicationError(fmt.Sprintf("intent %s is already %s; cannot %s it", w.id, w.st.Status, action), "IntentNotOpen")
+			return temporal.NewApplicationError(fmt.Sprintf("intent %s is already %s; cannot %s it", w.id, w.st.Status, action), ErrTypeIntentNotOpen)
 		}
 	}
 	handlers := []struct {
@@ -380,7 +386,7 @@ func (w *intent) deliveryPending() bool { return w.in.Deliver && w.st.Delivered 
 
 // deliver types the message itself into the session.
 func (w *intent) deliver(ctx workflow.Context) {
-	err := w.askSession(ctx, KindMessage, DeliveryText(w.in))
+	err := w.askSession(ctx, KindMessage, DeliveryText(w.in), w.in.DeliveryQueued && w.st.Attempts == 0)
 	now := workflow.Now(ctx)
 	w.st.LastDeliveryAttemptAt = &now
 	if err != nil {
@@ -406,7 +412,7 @@ func (w *intent) remind(ctx workflow.Context) {
 			Tags:     []string{"envelope"},
 		})
 	}
-	tmuxErr := w.askSession(ctx, KindReminder, ReminderText(w.in.MessageID, w.in.ChatID, snippet))
+	tmuxErr := w.askSession(ctx, KindReminder, ReminderText(w.in.MessageID, w.in.ChatID, snippet), false)
 	var pushErr error
 	if push != nil {
 		pushErr = push.Get(ctx, nil)
@@ -432,6 +438,9 @@ func (w *intent) remind(ctx workflow.Context) {
 func (w *intent) failed(ctx workflow.Context, streak int, what string, err error) {
 	w.st.LastError = err.Error()
 	workflow.GetLogger(ctx).Warn("intent attempt failed", "intent", w.id, "session", w.in.Session, "action", what, "streak", streak, "error", err)
+	if appErr, ok := asApplicationError(err); ok && appErr.Type() == ErrTypeDeliveryTimeout {
+		return // a long queue is not a failure worth a push
+	}
 	if streak != 1 || w.in.Policy.NtfyTopic == "" {
 		return
 	}
@@ -453,16 +462,27 @@ func wrapErr(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// askSession asks the session workflow to deliver text and waits for its answer.
-func (w *intent) askSession(ctx workflow.Context, kind, text string) error {
+// askSession asks the session workflow to deliver text and waits for its answer; queued means
+// the door already sent this first request.
+func (w *intent) askSession(ctx workflow.Context, kind, text string, queued bool) error {
 	w.st.Attempts++
 	req := DeliveryRequest{
-		ID:      fmt.Sprintf("%s#%d", w.id, w.st.Attempts),
+		ID:      DeliveryID(w.id, w.st.Attempts),
 		ReplyTo: w.id,
 		Kind:    kind,
 		Text:    text,
 	}
-	return RequestDelivery(ctx, w.in.Session, req, w.in.Policy.DeliveryTimeout)
+	return RequestDelivery(ctx, w.in.Session, req, w.in.Policy.DeliveryTimeout, queued)
+}
+
+// DeliveryID names an intent's n-th delivery request; the door's request is number 1.
+func DeliveryID(intentID string, n int) string { return fmt.Sprintf("%s#%d", intentID, n) }
+
+// DoorDeliveryRequest is the request a door sends the session right after starting a Deliver
+// intent, so messages reach the pane in the order they arrived.
+func DoorDeliveryRequest(in IntentInput) DeliveryRequest {
+	id := IntentID(in.ChatID, in.MessageID)
+	return DeliveryRequest{ID: DeliveryID(id, 1), ReplyTo: id, Kind: KindMessage, Text: DeliveryText(in)}
 }
 
 func (w *intent) historyTooLong(ctx workflow.Context) bool {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -44,7 +45,7 @@ func (f *fakeSession) install(t *testing.T) {
 			}
 			f.mu.Unlock()
 			f.env.RegisterDelayedCallback(func() {
-				f.env.SignalWorkflow(SignalDeliveryResult, DeliveryResult{ID: req.ID, OK: failure == "", Error: failure, ErrorType: "Test"})
+				f.env.SignalWorkflow(SignalDeliveryResult, DeliveryResult{ID: req.ID, Kind: req.Kind, OK: failure == "", Error: failure, ErrorType: "Test"})
 			}, 100*time.Millisecond)
 			return nil
 		})
@@ -98,6 +99,7 @@ func newHarness(t *testing.T) *harness {
 	h.env.RegisterWorkflowWithOptions(IntentWorkflow, workflow.RegisterOptions{Name: IntentWorkflowName})
 	h.ntfy = &fakeNtfy{}
 	h.env.RegisterActivityWithOptions(h.ntfy.publish, activity.RegisterOptions{Name: activities.NtfyPublishName})
+	h.env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: IntentID("42", "7")})
 	h.session = &fakeSession{env: h.env, start: h.env.Now()}
 	h.session.install(t)
 	return h
@@ -305,6 +307,40 @@ func TestI2DeliverThenRemind(t *testing.T) {
 		require.NotContains(t, p.Message, strings.Repeat("x", 60), "ntfy must only get the snippet")
 	}
 	require.True(t, strings.HasSuffix(h.ntfy.all()[len(h.ntfy.all())-1].Message, "…"))
+}
+
+// The Telegram door queues the first delivery itself (arrival order); the intent only waits for
+// its result. If that result never comes, the intent asks the session itself, without an alert.
+func TestDoorQueuedDelivery(t *testing.T) {
+	h := newHarness(t)
+	in := h.input("queued by the door")
+	in.Deliver, in.DeliveryQueued, in.Source = true, true, SourceTelegram
+	h.env.RegisterDelayedCallback(func() {
+		h.env.SignalWorkflow(SignalDeliveryResult, DeliveryResult{ID: DoorDeliveryRequest(in).ID, Kind: KindMessage, OK: true})
+	}, 2*time.Second)
+	var closeErr error
+	h.update(10*time.Second, UpdateClose, CloseRequest{}, &closeErr)
+	h.env.ExecuteWorkflow(IntentWorkflowName, in)
+	st := h.result(t)
+	require.Empty(t, h.session.times(KindMessage), "the intent must not ask again")
+	require.NotNil(t, st.Delivered)
+	require.Equal(t, 2*time.Second, st.Delivered.Sub(h.session.start))
+	require.Equal(t, "intent/42/7#1", DoorDeliveryRequest(in).ID)
+
+	h = newHarness(t)
+	in = h.input("the door's signal was lost")
+	in.Deliver, in.DeliveryQueued, in.Source = true, true, SourceTelegram
+	in.Policy.FirstAfter = time.Hour
+	h.update(4*time.Minute, UpdateClose, CloseRequest{}, &closeErr)
+	h.env.ExecuteWorkflow(IntentWorkflowName, in)
+	st = h.result(t)
+	// Waits DeliveryTimeout (2 min), then RetryAfter (60 s), then asks the session itself.
+	require.Equal(t, []time.Duration{3 * time.Minute}, h.session.times(KindMessage))
+	require.Equal(t, "intent/42/7#2", h.session.reqs[0].ID)
+	require.NotNil(t, st.Delivered)
+	for _, p := range h.ntfy.all() {
+		require.NotEqual(t, "warning", p.Tags[0], "a delivery timeout raises no alert")
+	}
 }
 
 // History stays bounded: the workflow continues as new when the server suggests it, and the

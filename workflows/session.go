@@ -49,6 +49,7 @@ type DeliveryRequest struct {
 // DeliveryResult answers a DeliveryRequest.
 type DeliveryResult struct {
 	ID        string    `json:"id"`
+	Kind      string    `json:"kind"`
 	OK        bool      `json:"ok"`
 	Error     string    `json:"error,omitempty"`
 	ErrorType string    `json:"error_type,omitempty"`
@@ -143,11 +144,11 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	}
 }
 
-// enqueue adds a request unless the same request is already waiting (an intent that timed out
-// and asked again).
+// enqueue adds a request unless the same intent already waits for a delivery of the same kind
+// (an intent that timed out in a long queue and asked again): the waiting one answers both.
 func (s *SessionInput) enqueue(req DeliveryRequest) {
 	for _, q := range s.Queue {
-		if q.ID == req.ID {
+		if q.ReplyTo == req.ReplyTo && q.Kind == req.Kind {
 			return
 		}
 	}
@@ -172,7 +173,7 @@ func (s *SessionInput) deliver(ctx workflow.Context, req DeliveryRequest) Delive
 	} else {
 		err = workflow.ExecuteActivity(ctx, activities.TmuxInjectName, activities.InjectRequest{Target: s.Config.TmuxTarget, Text: req.Text}).Get(ctx, nil)
 	}
-	res := DeliveryResult{ID: req.ID, OK: err == nil, At: workflow.Now(ctx)}
+	res := DeliveryResult{ID: req.ID, Kind: req.Kind, OK: err == nil, At: workflow.Now(ctx)}
 	if err != nil {
 		res.Error = err.Error()
 		if appErr, ok := asApplicationError(err); ok {
@@ -191,14 +192,21 @@ func (s *SessionInput) historyTooLong(ctx workflow.Context) bool {
 	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= max
 }
 
-// RequestDelivery is the intent's side of the signal pair: it signals the session and waits for
-// the matching result, up to timeout. Results of earlier, timed-out requests are skipped.
-func RequestDelivery(ctx workflow.Context, session string, req DeliveryRequest, timeout time.Duration) error {
+// ErrTypeDeliveryTimeout marks a delivery the session did not report in time (a long queue, or
+// no session workflow): not a failure of the pane, so it raises no alert.
+const ErrTypeDeliveryTimeout = "DeliveryTimeout"
+
+// RequestDelivery is the intent's side of the signal pair: it signals the session (unless the
+// door already queued the request) and waits up to timeout for a result of the same kind for
+// this intent. A late result of an earlier attempt counts: that delivery did happen.
+func RequestDelivery(ctx workflow.Context, session string, req DeliveryRequest, timeout time.Duration, alreadyQueued bool) error {
 	if timeout <= 0 {
 		timeout = 2 * time.Minute
 	}
-	if err := workflow.SignalExternalWorkflow(ctx, SessionWorkflowID(session), "", SignalDeliver, req).Get(ctx, nil); err != nil {
-		return fmt.Errorf("session %s is not running: %w", session, err)
+	if !alreadyQueued {
+		if err := workflow.SignalExternalWorkflow(ctx, SessionWorkflowID(session), "", SignalDeliver, req).Get(ctx, nil); err != nil {
+			return fmt.Errorf("session %s is not running: %w", session, err)
+		}
 	}
 	results := workflow.GetSignalChannel(ctx, SignalDeliveryResult)
 	timerCtx, cancel := workflow.WithCancel(ctx)
@@ -212,9 +220,9 @@ func RequestDelivery(ctx workflow.Context, session string, req DeliveryRequest, 
 		sel.AddFuture(timer, func(workflow.Future) { timedOut = true })
 		sel.Select(ctx)
 		if timedOut {
-			return fmt.Errorf("session %s did not report delivery %s within %s", session, req.ID, timeout)
+			return temporal.NewApplicationError(fmt.Sprintf("session %s did not report delivery %s within %s", session, req.ID, timeout), ErrTypeDeliveryTimeout)
 		}
-		if res.ID != req.ID {
+		if res.Kind != req.Kind {
 			continue
 		}
 		if !res.OK {

@@ -24,7 +24,8 @@ func FreePort(t testing.TB) int {
 }
 
 // Config loads the default configuration with HOME and data_dir in a temporary directory, no
-// INTENTQ_* variables from the caller, and the embedded server, UI and ingest on free ports.
+// INTENTQ_* variables from the caller, a private tmux server (TMUX_TMPDIR), and the embedded
+// server, UI and ingest on free ports.
 func Config(t testing.TB) *config.Config {
 	t.Helper()
 	home := t.TempDir()
@@ -36,6 +37,9 @@ func Config(t testing.TB) *config.Config {
 			_ = os.Unsetenv(name)
 		}
 	}
+	// Tests never type into the developer's own tmux sessions.
+	t.Setenv("TMUX_TMPDIR", t.TempDir())
+	t.Setenv("TMUX", "")
 	cfg, err := config.Load(nil)
 	if err != nil {
 		t.Fatal(err)

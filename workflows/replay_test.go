@@ -1,0 +1,24 @@
+package workflows
+
+import (
+	"testing"
+
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+)
+
+// TestReplayRecordedHistories replays histories recorded from a real server (see writeHistory
+// in service/intents_test.go) against the current workflow code: a change that would break
+// running intents or sessions fails here. Regenerate after an intended change with
+// `WRITE_REPLAY_HISTORY=1 go test -run TestI2 ./service/`, and keep old files for workflows
+// that may still be running (use workflow.GetVersion for such changes).
+func TestReplayRecordedHistories(t *testing.T) {
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflowWithOptions(IntentWorkflow, workflow.RegisterOptions{Name: IntentWorkflowName})
+	r.RegisterWorkflowWithOptions(SessionWorkflow, workflow.RegisterOptions{Name: SessionWorkflowName})
+	for _, file := range []string{"testdata/intent_delivered_closed.json", "testdata/session.json"} {
+		if err := r.ReplayWorkflowHistoryFromJSONFile(nil, file); err != nil {
+			t.Errorf("replay %s: %v", file, err)
+		}
+	}
+}
