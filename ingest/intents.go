@@ -178,8 +178,9 @@ func (s *Server) authorized(r *http.Request) bool {
 	if !s.token.IsSet() {
 		return false
 	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(s.token.Reveal())) == 1
+	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	return ok && strings.EqualFold(scheme, "Bearer") &&
+		subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(s.token.Reveal())) == 1
 }
 
 func (s *Server) authProblem() string {

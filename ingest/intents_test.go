@@ -234,6 +234,19 @@ func textValues(body []byte) []string {
 	}
 }
 
+func TestTextValues(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"a":{"text":"inner"},"text":"outer one","b":[{"text":"no"}],"text":"two"}`: "[outer one two]",
+		`{"text":"cut before the end","chat_id":`:                                    "[cut before the end]",
+		`{"text":5,"x":"text","text":{"text":"deep"}}`:                               "[]",
+		`["text","nope"]`: "[]",
+	} {
+		if got := fmt.Sprint(textValues([]byte(body))); got != want {
+			t.Errorf("textValues(%s) = %s, want %s", body, got, want)
+		}
+	}
+}
+
 // errorAlphabet holds every character DecodeIntent's fixed error wording can use: a text made only
 // of these could match the wording by chance ("must be a string"), so only texts with some other
 // character are checked.

@@ -15,7 +15,7 @@ func newDoctor() *cobra.Command {
 		Short: "check config, Temporal, the namespace, a worker on the task queue, the Web UI and ingest",
 		Long: "doctor prints one line per check with ok or FAIL and a hint, and exits 1 when a check fails.\n" +
 			"It runs a probe workflow, so it proves that a worker really executes tasks.",
-		Args: cobra.NoArgs,
+		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var report doctor.Report
 			cfg, logger, err := load(cmd)

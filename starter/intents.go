@@ -47,8 +47,11 @@ func newRecord() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "record --chat C --msg M --text T",
 		Short: "record a message as an intent (text from stdin with --text -); the same message twice is one intent",
-		Args:  cobra.NoArgs,
+		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := requireFlags(cmd, "chat", "msg", "text"); err != nil {
+				return err
+			}
 			if text == "-" {
 				data, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), 64<<20))
 				if err != nil {
@@ -86,9 +89,6 @@ func newRecord() *cobra.Command {
 	cmd.Flags().StringVar(&text, "text", "", "message text, or - to read it from stdin (required)")
 	cmd.Flags().StringVar(&user, "user", "", "sender")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
-	for _, f := range []string{"chat", "msg", "text"} {
-		_ = cmd.MarkFlagRequired(f)
-	}
 	return cmd
 }
 
@@ -98,7 +98,7 @@ func newPending() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "pending",
 		Short: "list pending intents, oldest first (id, chat, age, reminders, last reminded, snippet)",
-		Args:  cobra.NoArgs,
+		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, c, err := connect(cmd)
 			if err != nil {
@@ -164,7 +164,7 @@ func newShow() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show ID",
 		Short: "show one intent: text, status, transitions, reminders (ID: intent/<chat>/<msg> or <chat>/<msg>)",
-		Args:  cobra.ExactArgs(1),
+		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, c, err := connect(cmd)
 			if err != nil {
@@ -224,15 +224,15 @@ func newChange(use, short, update string, flags func(*cobra.Command) func(cmd *c
 	cmd := &cobra.Command{Use: use, Short: short}
 	resolve := flags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		id, arg, err := resolve(cmd, args)
+		if err != nil {
+			return err
+		}
 		_, c, err := connect(cmd)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
-		id, arg, err := resolve(cmd, args)
-		if err != nil {
-			return err
-		}
 		var st workflows.IntentState
 		if chat, ok := strings.CutPrefix(id, "chat:"); ok {
 			id, st, err = intentapi.CloseOldestPending(cmd.Context(), c, chat, arg.(workflows.CloseRequest))
@@ -254,7 +254,7 @@ func newChange(use, short, update string, flags func(*cobra.Command) func(cmd *c
 
 func idArg(cmd *cobra.Command, args []string) (string, error) {
 	if len(args) != 1 {
-		return "", &exitError{code: 2, err: fmt.Errorf("%s needs one intent ID (intent/<chat>/<msg>)", cmd.Name())}
+		return "", usage(cmd, fmt.Errorf("%s needs one intent ID (intent/<chat>/<msg>)", cmd.Name()))
 	}
 	return args[0], nil
 }
@@ -277,7 +277,7 @@ func newClose() *cobra.Command {
 				case len(args) == 0 && chat != "":
 					return "chat:" + chat, req, nil
 				default:
-					return "", nil, &exitError{code: 2, err: errors.New("close takes an intent ID, or --chat with an optional --reply-to")}
+					return "", nil, usage(cmd, errors.New("close takes an intent ID, or --chat with an optional --reply-to"))
 				}
 			}
 		})
@@ -288,8 +288,10 @@ func newLink() *cobra.Command {
 	return newChange("link ID --job J", "tie an intent to a job; its reminders stop", workflows.UpdateLink,
 		func(cmd *cobra.Command) func(*cobra.Command, []string) (string, any, error) {
 			cmd.Flags().StringVar(&job, "job", "", "job ID (required)")
-			_ = cmd.MarkFlagRequired("job")
 			return func(cmd *cobra.Command, args []string) (string, any, error) {
+				if err := requireFlags(cmd, "job"); err != nil {
+					return "", nil, err
+				}
 				id, err := idArg(cmd, args)
 				return id, workflows.LinkRequest{Job: job}, err
 			}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -53,6 +54,35 @@ func newRoot() *cobra.Command {
 	})
 	root.AddCommand(newDoctor(), newRecord(), newPending(), newShow(), newClose(), newLink(), newIgnore(), newRemindNow())
 	return root
+}
+
+// usage marks err as a usage error (exit 2) and shows the command's usage line.
+func usage(cmd *cobra.Command, err error) error {
+	return &exitError{code: 2, err: fmt.Errorf("%w\nusage: %s", err, cmd.UseLine())}
+}
+
+// args wraps a positional-argument check so that a wrong count is a usage error.
+func args(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		if err := check(cmd, a); err != nil {
+			return usage(cmd, err)
+		}
+		return nil
+	}
+}
+
+// requireFlags fails with a usage error when a required flag was not given.
+func requireFlags(cmd *cobra.Command, names ...string) error {
+	var missing []string
+	for _, n := range names {
+		if !cmd.Flags().Changed(n) {
+			missing = append(missing, "--"+n)
+		}
+	}
+	if len(missing) > 0 {
+		return usage(cmd, fmt.Errorf("missing %s", strings.Join(missing, ", ")))
+	}
+	return nil
 }
 
 // load reads the configuration with the command's flags, and a logger for a CLI: warnings and

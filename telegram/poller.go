@@ -59,6 +59,8 @@ func New(opts Options) *Poller {
 	if opts.PollTimeout <= 0 {
 		opts.PollTimeout = 30 * time.Second
 	}
+	// Telegram takes whole seconds; below one second would be a busy short-poll loop.
+	opts.PollTimeout = max(opts.PollTimeout, time.Second)
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 60 * time.Second
 	}
@@ -256,9 +258,9 @@ func Text(m *tgbotapi.Message) string {
 	case m.VideoNote != nil:
 		placeholder = "(video note)"
 	case m.Document != nil:
-		placeholder = "(document " + m.Document.FileName + ")"
+		placeholder = strings.TrimSpace("(document "+m.Document.FileName) + ")"
 	case m.Sticker != nil:
-		placeholder = "(sticker " + m.Sticker.Emoji + ")"
+		placeholder = strings.TrimSpace("(sticker "+m.Sticker.Emoji) + ")"
 	case m.Location != nil:
 		placeholder = fmt.Sprintf("(location %.5f,%.5f)", m.Location.Latitude, m.Location.Longitude)
 	case m.Contact != nil:
@@ -272,7 +274,7 @@ func Text(m *tgbotapi.Message) string {
 	}
 	switch {
 	case placeholder != "" && body != "":
-		return strings.TrimSpace(placeholder) + " " + body
+		return placeholder + " " + body
 	case placeholder != "":
 		return placeholder
 	case body != "":

@@ -86,6 +86,8 @@ func TestWorkerProcess(t *testing.T) {
 		t.Fatalf("doctor --json = %s (%v)", out.String(), err)
 	}
 
+	starterCommands(t, filepath.Join(bin, "starter"), env)
+
 	if err := worker.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -123,5 +125,86 @@ func waitFor(t *testing.T, lines <-chan map[string]any, msg string, timeout time
 		case <-deadline:
 			t.Fatalf("no %q within %s; worker logged:\n%s", msg, timeout, strings.Join(seen, "\n"))
 		}
+	}
+}
+
+// run runs the starter and returns its output and exit code.
+func run(t *testing.T, starter string, env []string, stdin string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(starter, args...)
+	cmd.Env = env
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if exit, ok := err.(*exec.ExitError); ok {
+		code = exit.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), code
+}
+
+// starterCommands drives record, pending, show, close, link and ignore through the binary.
+func starterCommands(t *testing.T, starter string, env []string) {
+	out, code := run(t, starter, env, "hello from stdin\nsecond line\n", "record", "--chat", "9", "--msg", "1", "--text", "-")
+	if code != 0 || !strings.Contains(out, "recorded intent/9/1 (session secretary)") {
+		t.Fatalf("record: %d %s", code, out)
+	}
+	out, code = run(t, starter, env, "", "record", "--chat", "9", "--msg", "1", "--text", "again")
+	if code != 0 || !strings.Contains(out, "already recorded intent/9/1") {
+		t.Errorf("record twice: %d %s", code, out)
+	}
+	run(t, starter, env, "", "record", "--chat", "9", "--msg", "2", "--text", "second intent")
+	out, code = run(t, starter, env, "", "record", "--chat", "9/x", "--msg", "3", "--text", "bad")
+	if code != 1 || !strings.Contains(out, "chat_id") {
+		t.Errorf("record with a bad chat: %d %s", code, out)
+	}
+
+	var list []map[string]any
+	deadline := time.Now().Add(10 * time.Second)
+	for len(list) < 2 && time.Now().Before(deadline) {
+		out, code = run(t, starter, env, "", "pending", "--json")
+		if code != 0 || json.Unmarshal([]byte(out), &list) != nil {
+			t.Fatalf("pending --json: %d %s", code, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(list) != 2 {
+		t.Fatalf("pending --json = %s", out)
+	}
+	for _, key := range []string{"id", "chat_id", "message_id", "status", "received_at", "reminders", "last_reminded_at"} {
+		if _, ok := list[0][key]; !ok {
+			t.Errorf("pending --json lacks %q: %v", key, list[0])
+		}
+	}
+	if list[0]["id"] != "intent/9/1" || list[0]["status"] != "pending" || list[0]["snippet"] != "hello from stdin second line" {
+		t.Errorf("pending[0] = %v", list[0])
+	}
+	out, _ = run(t, starter, env, "", "pending")
+	if !strings.Contains(out, "intent/9/1") || !strings.Contains(out, "REMINDERS") {
+		t.Errorf("pending table:\n%s", out)
+	}
+
+	out, code = run(t, starter, env, "", "show", "9/1")
+	if code != 0 || !strings.Contains(out, "hello from stdin\nsecond line") || !strings.Contains(out, "pending") {
+		t.Errorf("show: %d %s", code, out)
+	}
+	if out, code = run(t, starter, env, "", "link", "intent/9/2", "--job", "J-1"); code != 0 || !strings.Contains(out, "linked") {
+		t.Errorf("link: %d %s", code, out)
+	}
+	if out, code = run(t, starter, env, "", "close", "--chat", "9", "--reply-to", "1"); code != 0 || !strings.Contains(out, "closed") {
+		t.Errorf("close: %d %s", code, out)
+	}
+	if out, code = run(t, starter, env, "", "close", "intent/9/1"); code != 1 || !strings.Contains(out, "already closed") {
+		t.Errorf("close twice: %d %s", code, out)
+	}
+	if out, code = run(t, starter, env, "", "close", "9/404"); code != 1 || !strings.Contains(out, "no such intent") {
+		t.Errorf("close unknown: %d %s", code, out)
+	}
+	if out, code = run(t, starter, env, "", "ignore", "9/2"); code != 0 || !strings.Contains(out, "ignored") {
+		t.Errorf("ignore a linked intent: %d %s", code, out)
+	}
+	if _, code = run(t, starter, env, "", "link"); code != 2 {
+		t.Errorf("link without arguments: exit %d, want 2", code)
 	}
 }
