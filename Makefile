@@ -24,9 +24,10 @@ test: vet
 vet:
 	$(GO) vet ./...
 
-## bench: benchmarks with their figures
+## bench: benchmarks with their figures (the end-to-end ones under bench/ run once each)
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 $$($(GO) list ./... | grep -v /bench)
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count=1 -timeout 20m ./bench/
 
 clean:
 	rm -rf $(BIN)

@@ -70,3 +70,11 @@ func FuzzSnippet(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkSnippet(b *testing.B) {
+	text := strings.Repeat("今日のデプロイ確認お願いします\n", 40)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		_ = Snippet(text, 40)
+	}
+}

@@ -1,0 +1,203 @@
+// Package bench measures intentq end to end on the embedded Temporal server: how fast the
+// Telegram door turns a burst into intents, and how close the first reminder comes to its
+// schedule. Run with `make bench`; figures are printed, never asserted against a clock.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/workflowservice/v1"
+	"go.uber.org/zap"
+
+	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/fakebot"
+	"github.com/intentq/intentq/internal/fakentfy"
+	"github.com/intentq/intentq/internal/testenv"
+	"github.com/intentq/intentq/service"
+	"github.com/intentq/intentq/workflows"
+)
+
+const botToken = "42:bench"
+
+func start(b *testing.B, cfg *config.Config) *service.Service {
+	b.Helper()
+	svc, err := service.Start(context.Background(), cfg, zap.NewNop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { svc.Stop(context.Background()) })
+	return svc
+}
+
+// startTimes returns the server's start time of every workflow matching query.
+func startTimes(b *testing.B, svc *service.Service, query string) map[string]time.Time {
+	b.Helper()
+	out := map[string]time.Time{}
+	var token []byte
+	for {
+		resp, err := svc.Client().ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
+			Query: query, PageSize: 1000, NextPageToken: token,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range resp.GetExecutions() {
+			out[e.GetExecution().GetWorkflowId()] = e.GetStartTime().AsTime()
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			return out
+		}
+	}
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[min(len(s)-1, int(float64(len(s))*p))]
+}
+
+// BenchmarkI1TelegramBurst1000: 1,000 messages (plus 50 duplicate deliveries) through the Bot
+// API door; intents/s, and p50/p99 from update served to intent workflow started; lost and
+// duplicated intents are counted. The chat maps to a headless session, so the figures are the
+// door's and not the pane's.
+func BenchmarkI1TelegramBurst1000(b *testing.B) {
+	const n = 1000
+	for i := 0; i < b.N; i++ {
+		bot := fakebot.New(botToken)
+		cfg := testenv.Config(b)
+		cfg.Telegram.Token = botToken
+		cfg.Telegram.APIEndpoint = bot.Endpoint()
+		cfg.Telegram.AllowedChatIDs = []int64{77}
+		cfg.Sessions = map[string]config.Session{"bench": {CLI: "claude", Mode: config.ModeHeadless, Default: true}}
+		cfg.Reminders.FirstAfter = time.Hour
+		svc := start(b, cfg)
+
+		updates := make(map[string]int, n) // intent ID -> update ID
+		b.ResetTimer()
+		began := time.Now()
+		var last int
+		for m := 1; m <= n; m++ {
+			last = bot.AddMessage(77, 77, m, fmt.Sprintf("burst %d", m))
+			updates[workflows.IntentID("77", strconv.Itoa(m))] = last
+			if m%20 == 0 {
+				last = max(last, bot.Duplicate(last))
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		if err := bot.WaitConfirmed(ctx, last); err != nil {
+			b.Fatal(err)
+		}
+		cancel()
+		elapsed := time.Since(began)
+		b.StopTimer()
+
+		var started map[string]time.Time
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			started = startTimes(b, svc, "WorkflowType = 'Intent'")
+			if len(started) >= n {
+				break
+			}
+		}
+		var lat []time.Duration
+		lost := 0
+		for id, upd := range updates {
+			st, ok := started[id]
+			if !ok {
+				lost++
+				continue
+			}
+			lat = append(lat, st.Sub(bot.Served(upd)))
+		}
+		dups := len(started) - (n - lost)
+		b.ReportMetric(float64(n)/elapsed.Seconds(), "intents/s")
+		b.ReportMetric(float64(percentile(lat, 0.50).Milliseconds()), "p50-ms")
+		b.ReportMetric(float64(percentile(lat, 0.99).Milliseconds()), "p99-ms")
+		b.ReportMetric(float64(lost), "lost")
+		b.ReportMetric(float64(dups), "duplicates")
+		if lost != 0 || dups != 0 {
+			b.Errorf("lost %d, duplicated %d of %d", lost, dups, n)
+		}
+		svc.Stop(context.Background())
+		bot.Close()
+	}
+}
+
+// BenchmarkI6FirstReminderAccuracy: 50 intents recorded at once, the real 30 s first_after; how
+// far after 30.0 s their first reminder push reaches ntfy (p50/p99), and when the pane has
+// received all 50 reminders (they are typed one at a time).
+func BenchmarkI6FirstReminderAccuracy(b *testing.B) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		b.Skip("tmux not installed")
+	}
+	const n = 50
+	for i := 0; i < b.N; i++ {
+		ntfy := fakentfy.New()
+		cfg := testenv.Config(b)
+		cfg.Ingest.Token = "bench"
+		cfg.Ntfy.URL = ntfy.URL()
+		cfg.Ntfy.Topic = "bench"
+		pane := filepath.Join(os.Getenv("TMUX_TMPDIR"), "pane.out")
+		if out, err := exec.Command("tmux", "new-session", "-d", "-s", "secretary", "cat > "+pane).CombinedOutput(); err != nil {
+			b.Fatalf("tmux: %v %s", err, out)
+		}
+		svc := start(b, cfg)
+
+		b.ResetTimer()
+		for m := 1; m <= n; m++ {
+			req, _ := http.NewRequest(http.MethodPost, "http://"+cfg.Ingest.Listen+"/v1/intents",
+				strings.NewReader(fmt.Sprintf(`{"chat_id":"5","message_id":%d,"text":"wait for me %d"}`, m, m)))
+			req.Header.Set("Authorization", "Bearer bench")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil || resp.StatusCode != http.StatusCreated {
+				b.Fatalf("record: %v %v", err, resp)
+			}
+			resp.Body.Close()
+		}
+		for deadline := time.Now().Add(90 * time.Second); len(ntfy.Messages()) < n && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Millisecond)
+		}
+		received := map[string]time.Time{}
+		for id, t := range startTimes(b, svc, "WorkflowType = 'Intent'") {
+			received[strings.TrimPrefix(id, "intent/5/")] = t
+		}
+		var late []time.Duration
+		for _, m := range ntfy.Messages() {
+			id := strings.TrimPrefix(strings.Fields(m.Message)[0], "msg_id=")
+			if rec, ok := received[id]; ok {
+				late = append(late, m.Time.Sub(rec)-30*time.Second)
+			}
+		}
+		var paneDone time.Duration
+		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			data, _ := os.ReadFile(pane)
+			if strings.Count(string(data), "【未対応メッセージ】") >= n {
+				paneDone = time.Since(received["1"]) - 30*time.Second
+				break
+			}
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(percentile(late, 0.50).Milliseconds()), "p50-late-ms")
+		b.ReportMetric(float64(percentile(late, 0.99).Milliseconds()), "p99-late-ms")
+		b.ReportMetric(float64(len(late)), "reminded")
+		b.ReportMetric(paneDone.Seconds(), "all-in-pane-s")
+		if len(late) != n {
+			b.Errorf("%d of %d intents reminded", len(late), n)
+		}
+		svc.Stop(context.Background())
+		ntfy.Close()
+		_ = exec.Command("tmux", "kill-server").Run()
+	}
+}
