@@ -42,6 +42,8 @@ type Result struct {
 	Repaired bool `json:"repaired,omitempty"`
 	// DeliveryQueued: the message was queued for delivery to the session's pane.
 	DeliveryQueued bool `json:"delivery_queued,omitempty"`
+	// delivery is the request QueueDelivery sends, for a new intent that is to be delivered.
+	delivery *workflows.DeliveryRequest
 }
 
 // InvalidError is a message that cannot be recorded as it is; the reason is safe to show the
@@ -95,8 +97,20 @@ func (r *Recorder) Prepare(m *Message) (repaired bool, err error) {
 	return repaired, nil
 }
 
-// Record prepares m and starts its intent workflow, or finds it already recorded.
+// Record prepares m, starts its intent workflow (or finds it already recorded) and queues its
+// delivery to the session.
 func (r *Recorder) Record(ctx context.Context, m Message) (Result, error) {
+	res, err := r.Start(ctx, m)
+	if err != nil {
+		return res, err
+	}
+	r.QueueDelivery(ctx, &res)
+	return res, nil
+}
+
+// Start prepares m and starts its intent workflow, or finds it already recorded. Doors that
+// start several intents at once call QueueDelivery afterwards, in arrival order.
+func (r *Recorder) Start(ctx context.Context, m Message) (Result, error) {
 	repaired, err := r.Prepare(&m)
 	if err != nil {
 		return Result{}, err
@@ -136,12 +150,21 @@ func (r *Recorder) Record(ctx context.Context, m Message) (Result, error) {
 	}
 	res.Created = true
 	if in.DeliveryQueued {
-		// The intent exists, so its answer has somewhere to go. If this signal is lost, the
-		// intent asks the session itself once its wait times out.
-		err := r.client.SignalWorkflow(ctx, workflows.SessionWorkflowID(session), "", workflows.SignalDeliver, workflows.DoorDeliveryRequest(in))
-		res.DeliveryQueued = err == nil
+		req := workflows.DoorDeliveryRequest(in)
+		res.delivery = &req
 	}
 	return res, nil
+}
+
+// QueueDelivery asks the session to type a newly started intent's message into its pane. The
+// intent exists, so the answer has somewhere to go; if this signal is lost, the intent asks the
+// session itself once its wait times out.
+func (r *Recorder) QueueDelivery(ctx context.Context, res *Result) {
+	if res.delivery == nil || res.DeliveryQueued {
+		return
+	}
+	err := r.client.SignalWorkflow(ctx, workflows.SessionWorkflowID(res.Session), "", workflows.SignalDeliver, *res.delivery)
+	res.DeliveryQueued = err == nil
 }
 
 // input builds the workflow input: message, session and the reminder policy from config.

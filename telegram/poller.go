@@ -14,16 +14,22 @@ import (
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/recorder"
 	"github.com/intentq/intentq/workflows"
 )
 
-// Recorder records messages; *recorder.Recorder is the real one.
+// Recorder records messages; *recorder.Recorder is the real one. Start runs for several
+// messages at once; QueueDelivery then runs in arrival order.
 type Recorder interface {
-	Record(ctx context.Context, m recorder.Message) (recorder.Result, error)
+	Start(ctx context.Context, m recorder.Message) (recorder.Result, error)
+	QueueDelivery(ctx context.Context, res *recorder.Result)
 }
+
+// DefaultConcurrency is how many intents of one getUpdates batch are started at once.
+const DefaultConcurrency = 16
 
 // Options configure the poller.
 type Options struct {
@@ -38,6 +44,8 @@ type Options struct {
 	PollTimeout time.Duration
 	// MaxBackoff caps the wait between failed calls (default 60 s).
 	MaxBackoff time.Duration
+	// Concurrency bounds the intents started at once (default DefaultConcurrency).
+	Concurrency int
 }
 
 // Poller long-polls getUpdates and records messages. The offset only moves past an update once
@@ -63,6 +71,9 @@ func New(opts Options) *Poller {
 	opts.PollTimeout = max(opts.PollTimeout, time.Second)
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 60 * time.Second
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = DefaultConcurrency
 	}
 	p := &Poller{opts: opts, log: opts.Logger.Named("telegram"), chats: map[int64]bool{}, users: map[int64]bool{}, ctx: context.Background()}
 	for _, id := range opts.AllowedChats {
@@ -112,11 +123,7 @@ func (p *Poller) Run(ctx context.Context) error {
 			continue
 		}
 		failures = 0
-		for _, raw := range updates {
-			if !p.handle(ctx, raw) {
-				break // ctx ended while recording; the update stays unconfirmed
-			}
-		}
+		p.handleBatch(ctx, updates)
 	}
 	p.log.Info("telegram poller stopped", zap.Int("offset", p.offset))
 	return nil
@@ -160,45 +167,84 @@ func (p *Poller) backoff(err error, failures int) time.Duration {
 	return min(d, p.opts.MaxBackoff)
 }
 
-// handle records one update and advances the offset past it. It returns false only when ctx
-// ended before the update was recorded.
-func (p *Poller) handle(ctx context.Context, raw json.RawMessage) bool {
+// item is one update of a batch on its way to becoming an intent.
+type item struct {
+	updateID int
+	msg      *recorder.Message // nil: nothing to record (skipped, logged)
+	res      recorder.Result
+	recorded bool
+}
+
+// handleBatch records a getUpdates batch: intents are started concurrently, then their
+// deliveries are queued in arrival order, and only then does the offset move past the batch.
+// If ctx ends first, the offset stays and the batch is read again (starting is idempotent).
+func (p *Poller) handleBatch(ctx context.Context, updates []json.RawMessage) {
+	items := make([]*item, 0, len(updates))
+	for _, raw := range updates {
+		if it := p.parse(raw); it != nil {
+			items = append(items, it)
+		}
+	}
+	var g errgroup.Group
+	g.SetLimit(p.opts.Concurrency)
+	for _, it := range items {
+		if it.msg == nil {
+			continue
+		}
+		g.Go(func() error {
+			it.res, it.recorded = p.start(ctx, it.updateID, *it.msg)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	for _, it := range items {
+		if it.msg != nil {
+			if !it.recorded {
+				return
+			}
+			if it.res.ID != "" { // empty: the message could never be recorded (logged)
+				p.opts.Recorder.QueueDelivery(ctx, &it.res)
+			}
+		}
+		p.offset = it.updateID + 1
+	}
+}
+
+// parse turns one raw update into an item; nil for an update this process already handled or
+// one without an update_id (which cannot be confirmed individually).
+func (p *Poller) parse(raw json.RawMessage) *item {
 	var head struct {
 		UpdateID *int `json:"update_id"`
 	}
 	if err := json.Unmarshal(raw, &head); err != nil || head.UpdateID == nil {
 		p.log.Error("malformed update without update_id skipped", zap.Int("bytes", len(raw)))
-		return true
+		return nil
 	}
-	id := *head.UpdateID
-	if id < p.offset {
-		return true // already handled in this process
+	it := &item{updateID: *head.UpdateID}
+	if it.updateID < p.offset {
+		return nil // already handled in this process
 	}
 	var u tgbotapi.Update
 	if err := json.Unmarshal(raw, &u); err != nil {
-		p.log.Error("malformed update skipped", zap.Int("update_id", id), zap.String("error", jsonProblem(err)))
-		p.offset = id + 1
-		return true
+		p.log.Error("malformed update skipped", zap.Int("update_id", it.updateID), zap.String("error", jsonProblem(err)))
+		return it
 	}
-	if !p.record(ctx, u) {
-		return false
-	}
-	p.offset = id + 1
-	return true
+	it.msg = p.message(u)
+	return it
 }
 
-// record turns an update into an intent, retrying until it is durably recorded. Updates that
-// are not messages, edits and strangers are logged (IDs only) and passed over.
-func (p *Poller) record(ctx context.Context, u tgbotapi.Update) bool {
+// message is the message to record for an update, or nil: edits, non-messages and strangers
+// are logged (IDs only) and passed over.
+func (p *Poller) message(u tgbotapi.Update) *recorder.Message {
 	switch {
 	case u.EditedMessage != nil:
 		m := u.EditedMessage
 		p.log.Info("edited message ignored: the intent keeps the original", zap.Int("update_id", u.UpdateID),
 			zap.Int64("chat", m.Chat.ID), zap.Int("message", m.MessageID))
-		return true
+		return nil
 	case u.Message == nil:
 		p.log.Debug("update without a message skipped", zap.Int("update_id", u.UpdateID))
-		return true
+		return nil
 	}
 	m := u.Message
 	var from int64
@@ -208,9 +254,9 @@ func (p *Poller) record(ctx context.Context, u tgbotapi.Update) bool {
 	if !p.chats[m.Chat.ID] && !p.users[from] {
 		p.log.Warn("message from a sender not on the allowlist rejected", zap.Int("update_id", u.UpdateID),
 			zap.Int64("chat", m.Chat.ID), zap.Int64("user", from), zap.Int("message", m.MessageID))
-		return true
+		return nil
 	}
-	msg := recorder.Message{
+	return &recorder.Message{
 		ChatID:    strconv.FormatInt(m.Chat.ID, 10),
 		MessageID: strconv.Itoa(m.MessageID),
 		Text:      Text(m),
@@ -218,24 +264,29 @@ func (p *Poller) record(ctx context.Context, u tgbotapi.Update) bool {
 		Source:    workflows.SourceTelegram,
 		SentAt:    time.Unix(int64(m.Date), 0).UTC(),
 	}
+}
+
+// start starts one intent, retrying until it is durably recorded; false only when ctx ended
+// first. A message that can never be recorded is logged and counts as done.
+func (p *Poller) start(ctx context.Context, updateID int, msg recorder.Message) (recorder.Result, bool) {
 	for attempt := 1; ; attempt++ {
-		res, err := p.opts.Recorder.Record(ctx, msg)
+		res, err := p.opts.Recorder.Start(ctx, msg)
 		if err == nil {
 			p.log.Info("intent recorded", zap.String("intent", res.ID), zap.String("session", res.Session),
-				zap.Bool("created", res.Created), zap.Int("update_id", u.UpdateID), zap.String("door", workflows.SourceTelegram))
-			return true
+				zap.Bool("created", res.Created), zap.Int("update_id", updateID), zap.String("door", workflows.SourceTelegram))
+			return res, true
 		}
 		var invalid *recorder.InvalidError
 		if errors.As(err, &invalid) {
-			p.log.Error("message cannot be recorded", zap.Int("update_id", u.UpdateID), zap.String("chat", msg.ChatID),
+			p.log.Error("message cannot be recorded", zap.Int("update_id", updateID), zap.String("chat", msg.ChatID),
 				zap.String("message", msg.MessageID), zap.String("field", invalid.Field), zap.String("reason", invalid.Reason))
-			return true
+			return recorder.Result{}, true
 		}
 		wait := min(time.Second<<min(attempt-1, 6), p.opts.MaxBackoff)
 		p.log.Warn("intent not recorded yet, retrying", zap.String("chat", msg.ChatID), zap.String("message", msg.MessageID),
 			zap.Int("attempt", attempt), zap.Duration("retry_in", wait), zap.Error(err))
 		if !sleep(ctx, wait) {
-			return false
+			return recorder.Result{}, false
 		}
 	}
 }
