@@ -31,12 +31,7 @@ const botToken = "42:bench"
 
 func start(b *testing.B, cfg *config.Config) *service.Service {
 	b.Helper()
-	svc, err := service.Start(context.Background(), cfg, zap.NewNop())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { svc.Stop(context.Background()) })
-	return svc
+	return testenv.StartService(b, cfg, zap.NewNop())
 }
 
 // startTimes returns the server's start time of every workflow matching query.

@@ -171,6 +171,8 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{name: "chat twice", file: "sessions: {a: {tmux_target: 'a:0', chats: [5]}, b: {tmux_target: 'b:0', chats: [5]}}\n", want: "sessions.b.chats"},
 		{name: "endpoint", file: "telegram: {api_endpoint: 'http://x/bot'}\n", want: "telegram.api_endpoint"},
 		{name: "token without allowlist", env: map[string]string{"INTENTQ_TELEGRAM_TOKEN": "123:abc"}, want: "telegram.allowed_chat_ids"},
+		{name: "allowed chat without session", file: "telegram: {token: 't:1', allowed_chat_ids: [5]}\nsessions: {a: {tmux_target: 'a:0', chats: [6]}}\n", want: "chat 5 is mapped to no session"},
+		{name: "allowed user without default", file: "telegram: {token: 't:1', allowed_user_ids: [5]}\nsessions: {a: {tmux_target: 'a:0', chats: [6]}}\n", want: "telegram.allowed_user_ids"},
 		{name: "ntfy url", file: "ntfy: {url: 'ftp://x', topic: t}\n", want: "ntfy.url"},
 		{name: "secret twice", file: "ingest: {token: a, token_file: /nonexistent}\n", want: "ingest.token and ingest.token_file"},
 		{name: "secret file missing", file: "ingest: {token_file: /nonexistent/token}\n", want: "ingest.token_file"},

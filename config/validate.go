@@ -85,6 +85,17 @@ func (c *Config) Validate() error {
 		bad("telegram.allowed_chat_ids", "a bot token is set but nobody is allowed; list chat or user IDs")
 	}
 
+	if c.Telegram.Token.IsSet() {
+		for _, chat := range c.Telegram.AllowedChatIDs {
+			if _, err := c.SessionFor(fmt.Sprint(chat)); err != nil {
+				bad("telegram.allowed_chat_ids", "%v", err)
+			}
+		}
+		if len(c.Telegram.AllowedUserIDs) > 0 && !c.hasDefaultSession() {
+			bad("telegram.allowed_user_ids", "allowed users may write from any chat, so one session must be marked default")
+		}
+	}
+
 	if c.Ntfy.URL != "" {
 		if u, err := url.Parse(c.Ntfy.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad("ntfy.url", "%q is not an http(s) URL", c.Ntfy.URL)
@@ -155,6 +166,15 @@ func (c *Config) validateSessions(bad func(key, format string, args ...any)) {
 	if len(defaults) > 1 {
 		bad("sessions", "more than one default session: %s", strings.Join(defaults, ", "))
 	}
+}
+
+func (c *Config) hasDefaultSession() bool {
+	for _, s := range c.Sessions {
+		if s.Default {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Config) cliKinds() []string {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -79,13 +80,24 @@ func List(ctx context.Context, c client.Client, f Filter) ([]Summary, error) {
 			break
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if !out[i].ReceivedAt.Equal(out[j].ReceivedAt) {
-			return out[i].ReceivedAt.Before(out[j].ReceivedAt)
-		}
-		return out[i].ID < out[j].ID
-	})
+	sort.SliceStable(out, func(i, j int) bool { return older(out[i], out[j]) })
 	return out, nil
+}
+
+// older orders intents by receipt, then (for equal times) by chat and numeric message ID, which
+// Telegram assigns in order.
+func older(a, b Summary) bool {
+	if !a.ReceivedAt.Equal(b.ReceivedAt) {
+		return a.ReceivedAt.Before(b.ReceivedAt)
+	}
+	if a.ChatID == b.ChatID {
+		ma, errA := strconv.ParseInt(a.MessageID, 10, 64)
+		mb, errB := strconv.ParseInt(b.MessageID, 10, 64)
+		if errA == nil && errB == nil {
+			return ma < mb
+		}
+	}
+	return a.ID < b.ID
 }
 
 func summarize(info *workflowpb.WorkflowExecutionInfo) Summary {

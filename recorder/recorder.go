@@ -31,6 +31,9 @@ type Message struct {
 	Source    string
 	// SentAt is when the sender sent it, when the door knows; zero otherwise.
 	SentAt time.Time
+	// ReceivedAt is when the door received it; zero means now. Doors that start several
+	// intents at once set it in arrival order.
+	ReceivedAt time.Time
 }
 
 // Result says what Record did.
@@ -167,6 +170,13 @@ func (r *Recorder) QueueDelivery(ctx context.Context, res *Result) {
 	res.DeliveryQueued = err == nil
 }
 
+func receivedAt(m Message, now func() time.Time) time.Time {
+	if m.ReceivedAt.IsZero() {
+		return now().UTC().Truncate(time.Microsecond)
+	}
+	return m.ReceivedAt.UTC().Truncate(time.Microsecond)
+}
+
 // input builds the workflow input: message, session and the reminder policy from config.
 func (r *Recorder) input(m Message, session string) workflows.IntentInput {
 	rem := r.cfg.Reminders
@@ -177,7 +187,7 @@ func (r *Recorder) input(m Message, session string) workflows.IntentInput {
 		Text:       m.Text,
 		User:       m.User,
 		Source:     m.Source,
-		ReceivedAt: r.now().UTC().Truncate(time.Millisecond),
+		ReceivedAt: receivedAt(m, r.now),
 		SentAt:     m.SentAt,
 		Session:    session,
 		Deliver:    deliver,

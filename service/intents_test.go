@@ -41,13 +41,7 @@ const (
 func startService(t *testing.T, cfg *config.Config) (*service.Service, *observer.ObservedLogs) {
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
-	logger := zap.New(zapcore.NewTee(core, zapcore.NewNopCore()))
-	svc, err := service.Start(context.Background(), cfg, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Stop(context.Background()) })
-	return svc, logs
+	return testenv.StartService(t, cfg, zap.New(core)), logs
 }
 
 func waitUntil(t *testing.T, what string, timeout time.Duration, ok func() bool) {

@@ -22,11 +22,7 @@ import (
 func TestEmbeddedDefault(t *testing.T) {
 	ctx := context.Background()
 	cfg := testenv.Config(t)
-	svc, err := service.Start(ctx, cfg, zaptest.NewLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Stop(ctx)
+	testenv.StartService(t, cfg, zaptest.NewLogger(t))
 
 	report := doctor.Run(ctx, cfg, zaptest.NewLogger(t))
 	var out bytes.Buffer
@@ -75,11 +71,7 @@ func TestExternalAddress(t *testing.T) {
 	}
 	defer held.Close()
 
-	svc, err := service.Start(ctx, cfg, zaptest.NewLogger(t))
-	if err != nil {
-		t.Fatalf("external mode must not start the embedded server: %v", err)
-	}
-	defer svc.Stop(ctx)
+	svc := testenv.StartService(t, cfg, zaptest.NewLogger(t))
 
 	report := doctor.Run(ctx, cfg, zaptest.NewLogger(t))
 	var out bytes.Buffer

@@ -180,10 +180,24 @@ type item struct {
 // If ctx ends first, the offset stays and the batch is read again (starting is idempotent).
 func (p *Poller) handleBatch(ctx context.Context, updates []json.RawMessage) {
 	items := make([]*item, 0, len(updates))
+	seen := map[[2]string]bool{}
 	for _, raw := range updates {
-		if it := p.parse(raw); it != nil {
-			items = append(items, it)
+		it := p.parse(raw)
+		if it == nil {
+			continue
 		}
+		if it.msg != nil {
+			// The same message twice in one batch: the first copy is recorded, so the intent
+			// keeps its place in arrival order; later copies are duplicates anyway.
+			key := [2]string{it.msg.ChatID, it.msg.MessageID}
+			if seen[key] {
+				p.log.Info("duplicate message in batch passed over", zap.Int("update_id", it.updateID),
+					zap.String("chat", it.msg.ChatID), zap.String("message", it.msg.MessageID))
+				it.msg = nil
+			}
+			seen[key] = true
+		}
+		items = append(items, it)
 	}
 	var g errgroup.Group
 	g.SetLimit(p.opts.Concurrency)
@@ -263,6 +277,8 @@ func (p *Poller) message(u tgbotapi.Update) *recorder.Message {
 		User:      userName(m.From),
 		Source:    workflows.SourceTelegram,
 		SentAt:    time.Unix(int64(m.Date), 0).UTC(),
+		// Taken here, in update order, because the batch is started concurrently.
+		ReceivedAt: time.Now(),
 	}
 }
 

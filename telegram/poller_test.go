@@ -265,6 +265,10 @@ func TestRecordsAllowedMessagesInOrder(t *testing.T) {
 	for i, w := range want {
 		w.Source = "telegram"
 		w.SentAt = time.Unix(sentUnix, 0).UTC()
+		if got[i].ReceivedAt.IsZero() || (i > 0 && got[i].ReceivedAt.Before(got[i-1].ReceivedAt)) {
+			t.Errorf("recorded[%d].ReceivedAt = %v: want set, in arrival order", i, got[i].ReceivedAt)
+		}
+		got[i].ReceivedAt = time.Time{}
 		if got[i] != w {
 			t.Errorf("recorded[%d] = %+v, want %+v", i, got[i], w)
 		}
@@ -556,6 +560,7 @@ func TestDuplicateIsPresentedAgainWithSameIDs(t *testing.T) {
 	dup := h.bot.Duplicate(orig)
 	got := h.waitRecorded(2)
 	h.waitConfirmed(dup)
+	got[0].ReceivedAt, got[1].ReceivedAt = time.Time{}, time.Time{} // received twice, at two times
 	if got[0] != got[1] {
 		t.Fatalf("the duplicate was presented as %+v, the original as %+v", got[1], got[0])
 	}

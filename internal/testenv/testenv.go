@@ -3,13 +3,17 @@
 package testenv
 
 import (
+	"context"
 	"net"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 
+	"go.uber.org/zap"
+
 	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/service"
 )
 
 // FreePort returns a loopback TCP port that was free a moment ago.
@@ -49,4 +53,24 @@ func Config(t testing.TB) *config.Config {
 	cfg.Temporal.Embedded.UIPort = FreePort(t)
 	cfg.Ingest.Listen = net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t)))
 	return cfg
+}
+
+// StartService starts the whole service with cfg. Ports picked by FreePort can be taken by a
+// parallel test process before the service binds them, so on "address already in use" it picks
+// new ports and tries again. The service is stopped when the test ends.
+func StartService(t testing.TB, cfg *config.Config, logger *zap.Logger) *service.Service {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		svc, err := service.Start(context.Background(), cfg, logger)
+		if err == nil {
+			t.Cleanup(func() { svc.Stop(context.Background()) })
+			return svc
+		}
+		if attempt == 5 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
+		cfg.Temporal.Embedded.Port = FreePort(t)
+		cfg.Temporal.Embedded.UIPort = FreePort(t)
+		cfg.Ingest.Listen = net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t)))
+	}
 }
