@@ -2,7 +2,8 @@ package config
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 )
 
@@ -28,14 +29,7 @@ func (c *Config) SessionFor(chatID string) (string, error) {
 }
 
 // SessionNames lists the configured sessions in name order.
-func (c *Config) SessionNames() []string {
-	names := make([]string, 0, len(c.Sessions))
-	for name := range c.Sessions {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
-}
+func (c *Config) SessionNames() []string { return slices.Sorted(maps.Keys(c.Sessions)) }
 
 // NtfyTopicFor is the topic a session's pushes go to, empty when ntfy is not configured.
 func (c *Config) NtfyTopicFor(session string) string {

@@ -3,8 +3,10 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -177,14 +179,7 @@ func (c *Config) hasDefaultSession() bool {
 	return false
 }
 
-func (c *Config) cliKinds() []string {
-	kinds := make([]string, 0, len(c.CLIs))
-	for k := range c.CLIs {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	return kinds
-}
+func (c *Config) cliKinds() []string { return slices.Sorted(maps.Keys(c.CLIs)) }
 
 func oneOf(s string, options []string) bool {
 	for _, o := range options {
