@@ -294,6 +294,18 @@ func TestI6RemindersEndToEnd(t *testing.T) {
 	ntfy.Recover()
 	waitUntil(t, "a reminder after ntfy recovered", 20*time.Second, func() bool { return show().Reminders > before.Reminders })
 
+	// ntfy down altogether: the same.
+	ntfy.Down()
+	waitUntil(t, "a failed attempt with ntfy down", 20*time.Second, func() bool {
+		v := show()
+		return v.FailedAttempts > 0 && strings.Contains(v.LastError, "ntfy")
+	})
+	down := show()
+	waitUntil(t, "another failed attempt", 20*time.Second, func() bool { return show().FailedAttempts > down.FailedAttempts })
+	if after := show(); after.Reminders != down.Reminders || !after.LastRemindedAt.Equal(*down.LastRemindedAt) {
+		t.Errorf("last_reminded_at moved while ntfy was down: %v -> %v", down.LastRemindedAt, after.LastRemindedAt)
+	}
+
 	if _, err := intentapi.Update(ctx, svc.Client(), "7/70", workflows.UpdateClose, workflows.CloseRequest{}); err != nil {
 		t.Fatal(err)
 	}
