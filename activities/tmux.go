@@ -5,8 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -52,6 +55,10 @@ type Tmux struct {
 type InjectRequest struct {
 	Target string `json:"target"`
 	Text   string `json:"text"`
+	// NewlineKey, when set, is the key (e.g. "C-j" or "S-Enter") typed for each newline in a
+	// multi-line Text; empty means multi-line text goes in as one bracketed paste, so the CLI
+	// receives it as one message.
+	NewlineKey string `json:"newline_key,omitempty"`
 }
 
 // paneInfo is what resolve learnt about a target.
@@ -92,10 +99,8 @@ func (t *Tmux) Inject(ctx context.Context, req InjectRequest) error {
 			return err
 		}
 	}
-	for _, chunk := range splitUTF8(req.Text, tmuxChunkBytes) {
-		if _, err := t.run(ctx, req.Target, "send-keys", "-t", pane.id, "-l", "--", escapeTrailingSemicolon(chunk)); err != nil {
-			return err
-		}
+	if err := t.typeText(ctx, req, pane.id); err != nil {
+		return err
 	}
 	delay := t.EnterDelay
 	if delay <= 0 {
@@ -110,6 +115,71 @@ func (t *Tmux) Inject(ctx context.Context, req InjectRequest) error {
 	}
 	_, err = t.run(ctx, req.Target, "send-keys", "-t", pane.id, "Enter")
 	return err
+}
+
+// typeText puts the text on the pane's input line: literally with send-keys -l; multi-line
+// text either as one bracketed paste (paste-buffer -p, newlines become carriage returns inside
+// the paste) or line by line with the CLI's newline key.
+func (t *Tmux) typeText(ctx context.Context, req InjectRequest, paneID string) error {
+	if !strings.Contains(req.Text, "\n") {
+		return t.sendLiteral(ctx, req.Target, paneID, req.Text)
+	}
+	if req.NewlineKey == "" {
+		buffer := fmt.Sprintf("intentq-%d-%d", os.Getpid(), bufferSeq.Add(1))
+		if _, err := t.runInput(ctx, req.Target, req.Text, "load-buffer", "-b", buffer, "-"); err != nil {
+			return err
+		}
+		_, err := t.run(ctx, req.Target, "paste-buffer", "-p", "-d", "-b", buffer, "-t", paneID)
+		return err
+	}
+	for i, line := range strings.Split(req.Text, "\n") {
+		if i > 0 {
+			if _, err := t.run(ctx, req.Target, "send-keys", "-t", paneID, req.NewlineKey); err != nil {
+				return err
+			}
+		}
+		if err := t.sendLiteral(ctx, req.Target, paneID, line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bufferSeq numbers paste buffers so concurrent activities never share one.
+var bufferSeq atomic.Int64
+
+func (t *Tmux) sendLiteral(ctx context.Context, target, paneID, text string) error {
+	for _, chunk := range splitUTF8(text, tmuxChunkBytes) {
+		if _, err := t.run(ctx, target, "send-keys", "-t", paneID, "-l", "--", escapeTrailingSemicolon(chunk)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CaptureRequest asks for the bottom of a pane's visible content.
+type CaptureRequest struct {
+	Target string `json:"target"`
+	// Lines is how many lines from the bottom to return (trailing blank lines skipped); 0: all.
+	Lines int `json:"lines"`
+}
+
+// Capture returns the last req.Lines non-blank-trailing lines of the pane's visible content
+// (capture-pane -p -J). A missing pane is the same non-retryable error as for Inject.
+func (t *Tmux) Capture(ctx context.Context, req CaptureRequest) (string, error) {
+	pane, err := t.resolve(ctx, req.Target)
+	if err != nil {
+		return "", err
+	}
+	out, err := t.run(ctx, req.Target, "capture-pane", "-p", "-J", "-t", pane.id)
+	if err != nil {
+		return "", err
+	}
+	lines := strings.Split(strings.TrimRight(out, " \n"), "\n")
+	if req.Lines > 0 && len(lines) > req.Lines {
+		lines = lines[len(lines)-req.Lines:]
+	}
+	return strings.Join(lines, "\n"), nil
 }
 
 // TargetExists returns nil when target names a live pane on the tmux server, a non-retryable
@@ -150,10 +220,19 @@ func (t *Tmux) resolve(ctx context.Context, target string) (paneInfo, error) {
 	return p, nil
 }
 
+// runInput is run with stdin.
+func (t *Tmux) runInput(ctx context.Context, target, stdin string, args ...string) (string, error) {
+	return t.exec(ctx, target, strings.NewReader(stdin), args...)
+}
+
 // run runs tmux with args and returns its standard output. A failure that means the target is
 // missing becomes a non-retryable ErrTypeTmuxTargetMissing error naming target; any other
 // failure is a plain (retryable) error with tmux's standard error.
 func (t *Tmux) run(ctx context.Context, target string, args ...string) (string, error) {
+	return t.exec(ctx, target, nil, args...)
+}
+
+func (t *Tmux) exec(ctx context.Context, target string, stdin io.Reader, args ...string) (string, error) {
 	bin := t.Bin
 	if bin == "" {
 		bin = defaultTmuxBin
@@ -165,6 +244,7 @@ func (t *Tmux) run(ctx context.Context, target string, args ...string) (string, 
 	argv = append(argv, args...)
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, argv...)
+	cmd.Stdin = stdin
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
 	err := cmd.Run()

@@ -341,3 +341,50 @@ func TestTmuxInjectRespectsContextDuringEnterDelay(t *testing.T) {
 	}
 	waitFile(t, out, "typed") // no Enter
 }
+
+// A CLI that asked for bracketed paste (as Claude Code does) gets multi-line text as one paste:
+// the markers around it, newlines as carriage returns inside, then Enter on its own.
+func TestTmuxInjectMultiLineAsOneBracketedPaste(t *testing.T) {
+	srv := newTmuxServer(t)
+	out := filepath.Join(srv.dir, "paste.out")
+	srv.tmux("new-session", "-d", "-s", "cli", "-x", "200", "-y", "50", "--",
+		"/bin/sh", "-c", `printf '\033[?2004h'; stty raw -echo; exec cat >"$1"`, "sh", out)
+	time.Sleep(200 * time.Millisecond) // let the program switch bracketed paste on
+	if err := srv.injector().Inject(context.Background(), InjectRequest{Target: "cli", Text: "line one\nline two; C-c"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, out, "\x1b[200~line one\rline two; C-c\x1b[201~\r")
+}
+
+// With the CLI's own newline key, lines are typed one by one with that key between them.
+func TestTmuxInjectMultiLineWithNewlineKey(t *testing.T) {
+	srv := newTmuxServer(t)
+	out := srv.reader("keys", "-echo")
+	if err := srv.injector().Inject(context.Background(), InjectRequest{Target: "keys", Text: "one\ntwo", NewlineKey: "C-j"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, out, "one\ntwo\n")
+}
+
+func TestTmuxCaptureReturnsBottomLines(t *testing.T) {
+	srv := newTmuxServer(t)
+	srv.tmux("new-session", "-d", "-s", "busy", "-x", "80", "-y", "20", "--",
+		"/bin/sh", "-c", `printf 'old line\nmiddle\n✻ Working… (esc to interrupt)\n'; exec sleep 60`)
+	tm := srv.injector()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, err := tm.Capture(context.Background(), CaptureRequest{Target: "busy", Lines: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == "middle\n✻ Working… (esc to interrupt)" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Capture = %q", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_, err := tm.Capture(context.Background(), CaptureRequest{Target: "nosuch", Lines: 2})
+	requireTargetMissing(t, err, "nosuch")
+}
