@@ -7,3 +7,6 @@ const (
 	// NtfyPublishName is Ntfy.Publish.
 	NtfyPublishName = "NtfyPublish"
 )
+
+// TmuxCaptureName is Tmux.Capture.
+const TmuxCaptureName = "TmuxCapture"

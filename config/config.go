@@ -20,6 +20,7 @@ type Config struct {
 	Sessions  map[string]Session `mapstructure:"sessions"`
 	CLIs      map[string]CLI     `mapstructure:"clis"`
 	Scheduler Scheduler          `mapstructure:"scheduler"`
+	Delivery  Delivery           `mapstructure:"delivery"`
 	Claude    Claude             `mapstructure:"claude"`
 }
 
@@ -113,6 +114,18 @@ type Session struct {
 	// Default receives allowed chats that no session lists.
 	Default   bool   `mapstructure:"default"`
 	NtfyTopic string `mapstructure:"ntfy_topic"`
+	// Human marks the person's own (coordinator) pane: intentq never types into it.
+	Human bool `mapstructure:"human"`
+}
+
+// Delivery is how sessions type into panes (SPEC N2, N3).
+type Delivery struct {
+	// BusyWait is the pause before looking again at a busy pane.
+	BusyWait time.Duration `mapstructure:"busy_wait"`
+	// BusyAlertAfter is how long a pane may stay busy with deliveries waiting before ntfy is told.
+	BusyAlertAfter time.Duration `mapstructure:"busy_alert_after"`
+	// BusyLines is how many lines from the bottom of the pane are read for busy patterns.
+	BusyLines int `mapstructure:"busy_lines"`
 }
 
 // CLI describes how to drive one agent CLI kind (SPEC N4).

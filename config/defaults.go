@@ -51,6 +51,10 @@ func defaults() map[string]any {
 
 		"scheduler.max_concurrent_sessions": 2,
 
+		"delivery.busy_wait":        10 * time.Second,
+		"delivery.busy_alert_after": 5 * time.Minute,
+		"delivery.busy_lines":       8,
+
 		"claude.home":     "~/.claude",
 		"claude.settings": "~/.claude/secretary/settings.json",
 	}

@@ -122,6 +122,15 @@ func (c *Config) Validate() error {
 		bad("reminders.snippet_chars", "%d is not between 1 and 4096", r.SnippetChars)
 	}
 
+	if c.Delivery.BusyWait <= 0 {
+		bad("delivery.busy_wait", "%s must be positive", c.Delivery.BusyWait)
+	}
+	if c.Delivery.BusyAlertAfter <= 0 {
+		bad("delivery.busy_alert_after", "%s must be positive", c.Delivery.BusyAlertAfter)
+	}
+	if c.Delivery.BusyLines < 1 || c.Delivery.BusyLines > 200 {
+		bad("delivery.busy_lines", "%d is not between 1 and 200", c.Delivery.BusyLines)
+	}
 	for kind, cli := range c.CLIs {
 		if cli.Command == "" {
 			bad("clis."+kind+".command", "must not be empty")

@@ -409,3 +409,61 @@ func writeHistory(t *testing.T, svc *service.Service, id, path string) {
 		t.Fatal(err)
 	}
 }
+
+// N2 with real tmux: a pane whose agent is busy for a while gets no keystrokes until it idles,
+// then the waiting reminders arrive whole, one after the other; the human's pane gets nothing.
+func TestN2BusyPaneRealTmux(t *testing.T) {
+	cfg := testenv.Config(t)
+	dir := t.TempDir()
+	busyOut, idleOut, bossOut := filepath.Join(dir, "busy.out"), filepath.Join(dir, "idle.out"), filepath.Join(dir, "boss.out")
+	tmuxReader(t) // private server; its "secretary" session is replaced below
+	agent := fmt.Sprintf(`stty -echo; printf '✻ Working… (esc to interrupt)\n'; timeout 5 cat > %s; printf '\033[2J\033[H> '; exec cat > %s`, busyOut, idleOut)
+	for _, args := range [][]string{
+		{"kill-session", "-t", "secretary"},
+		{"new-session", "-d", "-s", "agent", "-x", "120", "-y", "30", agent},
+		{"new-session", "-d", "-s", "boss", "-x", "120", "-y", "30", "stty -echo; exec cat > " + bossOut},
+	} {
+		if out, err := exec.Command("tmux", args...).CombinedOutput(); err != nil {
+			t.Fatalf("tmux %v: %v %s", args, err, out)
+		}
+	}
+	cfg.Ingest.Token = "tok"
+	cfg.Sessions = map[string]config.Session{
+		"agent": {TmuxTarget: "agent:0", CLI: "claude", Mode: config.ModeTmux, Default: true},
+		"boss":  {TmuxTarget: "boss:0", CLI: "claude", Mode: config.ModeTmux, Chats: []int64{8}, Human: true},
+	}
+	cfg.Reminders.FirstAfter = time.Second
+	cfg.Reminders.RepeatEvery = time.Hour
+	cfg.Delivery.BusyWait = time.Second
+	svc, _ := startService(t, cfg)
+
+	for _, body := range []string{`{"chat_id":"7","message_id":1,"text":"one"}`, `{"chat_id":"7","message_id":2,"text":"two"}`, `{"chat_id":"8","message_id":3,"text":"boss"}`} {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+cfg.Ingest.Listen+"/v1/intents", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer tok")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusCreated {
+			t.Fatalf("record %s: %v %v", body, err, resp)
+		}
+		resp.Body.Close()
+	}
+	waitUntil(t, "both reminders in the idle agent", 30*time.Second, func() bool {
+		b, _ := os.ReadFile(idleOut)
+		return strings.Count(string(b), "【未対応メッセージ】") == 2
+	})
+	got, _ := os.ReadFile(idleOut)
+	for _, line := range []string{"【未対応メッセージ】msg_id=1 chat=7: one\n", "【未対応メッセージ】msg_id=2 chat=7: two\n"} {
+		if strings.Count(string(got), line) != 1 {
+			t.Errorf("idle agent got %q, want %q once", got, line)
+		}
+	}
+	if b, _ := os.ReadFile(busyOut); len(b) != 0 {
+		t.Errorf("keystrokes reached the busy agent: %q", b)
+	}
+	waitUntil(t, "the boss intent's refusal", 10*time.Second, func() bool {
+		v, err := intentapi.Show(context.Background(), svc.Client(), "8/3")
+		return err == nil && strings.Contains(v.LastError, "human")
+	})
+	if b, _ := os.ReadFile(bossOut); len(b) != 0 {
+		t.Errorf("the human's pane got %q", b)
+	}
+}

@@ -138,7 +138,16 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 func EnsureSessions(ctx context.Context, c client.Client, cfg *config.Config) error {
 	for _, name := range cfg.SessionNames() {
 		sc := cfg.Sessions[name]
-		conf := workflows.SessionConfig{Name: name, TmuxTarget: sc.TmuxTarget, CLI: sc.CLI, Mode: sc.Mode}
+		cli := cfg.CLIs[sc.CLI]
+		conf := workflows.SessionConfig{
+			Name: name, TmuxTarget: sc.TmuxTarget, CLI: sc.CLI, Mode: sc.Mode, Human: sc.Human,
+			BusyPatterns:   cli.BusyPatterns,
+			BusyLines:      cfg.Delivery.BusyLines,
+			BusyWait:       cfg.Delivery.BusyWait,
+			BusyAlertAfter: cfg.Delivery.BusyAlertAfter,
+			NewlineKey:     cli.NewlineKey,
+			NtfyTopic:      cfg.NtfyTopicFor(name),
+		}
 		_, err := c.SignalWithStartWorkflow(ctx, workflows.SessionWorkflowID(name), workflows.SignalConfigure, conf,
 			client.StartWorkflowOptions{TaskQueue: cfg.Temporal.TaskQueue},
 			workflows.SessionWorkflowName, workflows.SessionInput{Config: conf})
@@ -164,6 +173,7 @@ func Register(r worker.Registry, deps Deps) {
 	prober := &activities.Prober{Identity: deps.Identity, StartedAt: time.Now()}
 	r.RegisterActivityWithOptions(prober.Probe, activity.RegisterOptions{Name: activities.ProbeActivityName})
 	r.RegisterActivityWithOptions(deps.Tmux.Inject, activity.RegisterOptions{Name: activities.TmuxInjectName})
+	r.RegisterActivityWithOptions(deps.Tmux.Capture, activity.RegisterOptions{Name: activities.TmuxCaptureName})
 	r.RegisterActivityWithOptions(deps.Ntfy.Publish, activity.RegisterOptions{Name: activities.NtfyPublishName})
 }
 

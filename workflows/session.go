@@ -30,12 +30,24 @@ const (
 	KindReminder = "reminder"
 )
 
-// SessionConfig is what a session workflow needs to reach its agent.
+// SessionConfig is what a session workflow needs to reach its agent, from the worker's config.
 type SessionConfig struct {
 	Name       string `json:"name"`
 	TmuxTarget string `json:"tmux_target"`
 	CLI        string `json:"cli"`
 	Mode       string `json:"mode"`
+	// Human marks the person's own (coordinator) pane: nothing is ever typed into it.
+	Human bool `json:"human,omitempty"`
+	// BusyPatterns are the CLI's busy markers (SPEC N2); BusyLines how many lines from the
+	// bottom of the pane are read for them.
+	BusyPatterns []string `json:"busy_patterns,omitempty"`
+	BusyLines    int      `json:"busy_lines,omitempty"`
+	// BusyWait is the pause before looking again at a busy pane; BusyAlertAfter how long a
+	// pane may stay busy with deliveries waiting before ntfy is told.
+	BusyWait       time.Duration `json:"busy_wait,omitempty"`
+	BusyAlertAfter time.Duration `json:"busy_alert_after,omitempty"`
+	NewlineKey     string        `json:"newline_key,omitempty"`
+	NtfyTopic      string        `json:"ntfy_topic,omitempty"`
 }
 
 // DeliveryRequest asks a session to type Text into its pane and tell ReplyTo how it went.
@@ -74,64 +86,45 @@ type SessionView struct {
 	Queued    []string      `json:"queued"`
 	Delivered int64         `json:"delivered"`
 	Failed    int64         `json:"failed"`
+	// BusySince is set while the pane shows the CLI at work and deliveries wait.
+	BusySince *time.Time `json:"busy_since,omitempty"`
 }
+
+// Default busy handling (SPEC N2), used when the config leaves it out.
+const (
+	DefaultBusyWait       = 10 * time.Second
+	DefaultBusyAlertAfter = 5 * time.Minute
+	DefaultBusyLines      = 8
+)
+
+// ErrTypeHumanPane refuses a delivery to a pane marked as the person's own.
+const ErrTypeHumanPane = "HumanPane"
 
 // SessionWorkflow is the one place that types into a session's pane: it performs deliveries one
 // at a time in arrival order, so two intents never interleave keystrokes, however many workers
-// run. It lives as long as the session and continues as new to keep its history bounded.
+// run. It never types into a busy pane: the delivery at the head of the queue waits, keeping its
+// place, until the pane is idle. It lives as long as the session and continues as new to keep
+// its history bounded.
 func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
-	s := in
-	deliverCh := workflow.GetSignalChannel(ctx, SignalDeliver)
-	configureCh := workflow.GetSignalChannel(ctx, SignalConfigure)
-	if err := workflow.SetQueryHandler(ctx, QuerySession, func() (SessionView, error) {
-		v := SessionView{Config: s.Config, Delivered: s.Delivered, Failed: s.Failed}
-		for _, r := range s.Queue {
-			v.Queued = append(v.Queued, r.ID)
-		}
-		return v, nil
-	}); err != nil {
+	s := &session{SessionInput: in,
+		deliverCh:   workflow.GetSignalChannel(ctx, SignalDeliver),
+		configureCh: workflow.GetSignalChannel(ctx, SignalConfigure),
+	}
+	if err := workflow.SetQueryHandler(ctx, QuerySession, s.view); err != nil {
 		return err
 	}
-	receive := func(c workflow.ReceiveChannel, more bool) {
-		if c == configureCh {
-			var cfg SessionConfig
-			c.Receive(ctx, &cfg)
-			s.Config = cfg
-			return
-		}
-		var req DeliveryRequest
-		c.Receive(ctx, &req)
-		s.enqueue(req)
-	}
-	drain := func() {
-		for configureCh.ReceiveAsync(&s.Config) {
-		}
-		var req DeliveryRequest
-		for deliverCh.ReceiveAsync(&req) {
-			s.enqueue(req)
-			req = DeliveryRequest{}
-		}
-	}
-
 	for {
-		drain()
+		s.drain()
 		if len(s.Queue) == 0 {
 			if s.historyTooLong(ctx) {
-				drain()
-				if len(s.Queue) == 0 {
-					return workflow.NewContinueAsNewError(ctx, SessionWorkflowName, s)
-				}
-				continue
+				return workflow.NewContinueAsNewError(ctx, SessionWorkflowName, s.SessionInput)
 			}
-			sel := workflow.NewSelector(ctx)
-			sel.AddReceive(deliverCh, receive)
-			sel.AddReceive(configureCh, receive)
-			sel.Select(ctx)
+			s.waitForSignal(ctx, nil)
 			continue
 		}
 		req := s.Queue[0]
-		s.Queue = s.Queue[1:]
 		result := s.deliver(ctx, req)
+		s.Queue = s.Queue[1:]
 		if result.OK {
 			s.Delivered++
 		} else {
@@ -142,6 +135,51 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 			workflow.GetLogger(ctx).Info("delivery result not taken", "session", s.Config.Name, "request", req.ID, "error", err)
 		}
 	}
+}
+
+// session is the running state of SessionWorkflow.
+type session struct {
+	SessionInput
+	deliverCh   workflow.ReceiveChannel
+	configureCh workflow.ReceiveChannel
+	busySince   *time.Time
+	busyAlerted bool
+}
+
+func (s *session) view() (SessionView, error) {
+	v := SessionView{Config: s.Config, Delivered: s.Delivered, Failed: s.Failed, BusySince: s.busySince}
+	for _, r := range s.Queue {
+		v.Queued = append(v.Queued, r.ID)
+	}
+	return v, nil
+}
+
+// drain takes every signal that has arrived without blocking.
+func (s *session) drain() {
+	for s.configureCh.ReceiveAsync(&s.Config) {
+	}
+	for {
+		var req DeliveryRequest
+		if !s.deliverCh.ReceiveAsync(&req) {
+			return
+		}
+		s.enqueue(req)
+	}
+}
+
+// waitForSignal blocks until a signal arrives or timer (if any) fires, taking the signal.
+func (s *session) waitForSignal(ctx workflow.Context, timer workflow.Future) {
+	sel := workflow.NewSelector(ctx)
+	sel.AddReceive(s.deliverCh, func(c workflow.ReceiveChannel, _ bool) {
+		var req DeliveryRequest
+		c.Receive(ctx, &req)
+		s.enqueue(req)
+	})
+	sel.AddReceive(s.configureCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &s.Config) })
+	if timer != nil {
+		sel.AddFuture(timer, func(workflow.Future) {})
+	}
+	sel.Select(ctx)
 }
 
 // enqueue adds a request unless the same intent already waits for a delivery of the same kind
@@ -155,23 +193,25 @@ func (s *SessionInput) enqueue(req DeliveryRequest) {
 	s.Queue = append(s.Queue, req)
 }
 
-func (s *SessionInput) deliver(ctx workflow.Context, req DeliveryRequest) DeliveryResult {
-	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    5 * time.Second,
-			// A few quick tries; the intent's reminder schedule retries after that.
-			MaximumAttempts:        3,
-			NonRetryableErrorTypes: []string{activities.ErrTypeTmuxTargetMissing, activities.ErrTypeEmptyText},
-		},
-	})
+// deliver types one request into the pane once the pane is idle, and reports the outcome.
+func (s *session) deliver(ctx workflow.Context, req DeliveryRequest) DeliveryResult {
+	ctx = workflow.WithActivityOptions(ctx, tmuxActivityOptions)
 	var err error
-	if s.Config.TmuxTarget == "" {
+	switch {
+	case s.Config.Human:
+		err = temporal.NewNonRetryableApplicationError(fmt.Sprintf("session %s is the human's pane (%s): intentq never types into it", s.Config.Name, s.Config.TmuxTarget), ErrTypeHumanPane, nil)
+	case s.Config.TmuxTarget == "":
 		err = temporal.NewNonRetryableApplicationError(fmt.Sprintf("session %s has no tmux target", s.Config.Name), activities.ErrTypeTmuxTargetMissing, nil)
-	} else {
-		err = workflow.ExecuteActivity(ctx, activities.TmuxInjectName, activities.InjectRequest{Target: s.Config.TmuxTarget, Text: req.Text}).Get(ctx, nil)
+	default:
+		// Sessions started before busy-awareness replay without reading the pane.
+		if workflow.GetVersion(ctx, "busy-aware-delivery", workflow.DefaultVersion, 1) == 1 {
+			err = s.waitUntilIdle(ctx)
+		}
+		if err == nil {
+			err = workflow.ExecuteActivity(ctx, activities.TmuxInjectName, activities.InjectRequest{
+				Target: s.Config.TmuxTarget, Text: req.Text, NewlineKey: s.Config.NewlineKey,
+			}).Get(ctx, nil)
+		}
 	}
 	res := DeliveryResult{ID: req.ID, Kind: req.Kind, OK: err == nil, At: workflow.Now(ctx)}
 	if err != nil {
@@ -181,6 +221,78 @@ func (s *SessionInput) deliver(ctx workflow.Context, req DeliveryRequest) Delive
 		}
 	}
 	return res
+}
+
+var tmuxActivityOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 30 * time.Second,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:    time.Second,
+		BackoffCoefficient: 2,
+		MaximumInterval:    5 * time.Second,
+		// A few quick tries; the intent's reminder schedule retries after that.
+		MaximumAttempts:        3,
+		NonRetryableErrorTypes: []string{activities.ErrTypeTmuxTargetMissing, activities.ErrTypeEmptyText, activities.ErrTypeInvalidText},
+	},
+}
+
+// waitUntilIdle reads the pane until it shows none of the CLI's busy patterns (SPEC N2). While
+// it waits, new requests queue behind this one; after BusyAlertAfter the person is told once
+// through ntfy rather than left to wonder why nothing arrives.
+func (s *session) waitUntilIdle(ctx workflow.Context) error {
+	defer func() { s.busySince, s.busyAlerted = nil, false }()
+	for {
+		var pane string
+		err := workflow.ExecuteActivity(ctx, activities.TmuxCaptureName, activities.CaptureRequest{
+			Target: s.Config.TmuxTarget, Lines: orDefault(s.Config.BusyLines, DefaultBusyLines),
+		}).Get(ctx, &pane)
+		if err != nil {
+			return err
+		}
+		pattern, busy := Busy(pane, s.Config.BusyPatterns)
+		if !busy {
+			return nil
+		}
+		now := workflow.Now(ctx)
+		if s.busySince == nil {
+			s.busySince = &now
+			workflow.GetLogger(ctx).Info("pane busy, delivery waits", "session", s.Config.Name, "pattern", pattern, "queued", len(s.Queue))
+		}
+		if !s.busyAlerted && now.Sub(*s.busySince) >= orDefault(s.Config.BusyAlertAfter, DefaultBusyAlertAfter) {
+			s.busyAlerted = true
+			s.alertBusy(ctx, now.Sub(*s.busySince), pattern)
+		}
+		timer := workflow.NewTimer(ctx, orDefault(s.Config.BusyWait, DefaultBusyWait))
+		for !timer.IsReady() {
+			s.waitForSignal(ctx, timer)
+		}
+	}
+}
+
+// alertBusy tells the person that deliveries have waited long on a busy pane: IDs and counts
+// only, never message text.
+func (s *session) alertBusy(ctx workflow.Context, busyFor time.Duration, pattern string) {
+	workflow.GetLogger(ctx).Warn("pane busy for long with deliveries waiting", "session", s.Config.Name, "busy_for", busyFor, "queued", len(s.Queue))
+	if s.Config.NtfyTopic == "" {
+		return
+	}
+	push := activities.Push{
+		Topic:    s.Config.NtfyTopic,
+		Title:    "intentq: " + s.Config.Name + " busy",
+		Message:  fmt.Sprintf("session=%s target=%s busy for %s (%q), %d deliveries waiting", s.Config.Name, s.Config.TmuxTarget, busyFor.Round(time.Second), pattern, len(s.Queue)),
+		Priority: 4,
+		Tags:     []string{"hourglass"},
+	}
+	if err := workflow.ExecuteActivity(withNtfyOptions(ctx), activities.NtfyPublishName, push).Get(ctx, nil); err != nil {
+		workflow.GetLogger(ctx).Warn("busy alert not sent", "session", s.Config.Name, "error", err)
+	}
+}
+
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
 }
 
 func (s *SessionInput) historyTooLong(ctx workflow.Context) bool {

@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,17 +21,38 @@ import (
 
 type sessionHarness struct {
 	testsuite.WorkflowTestSuite
-	env     *testsuite.TestWorkflowEnvironment
-	mu      sync.Mutex
-	typed   []string // texts in the order the pane got them
-	results map[string]DeliveryResult
-	active  int // injections running at once
-	maxSeen int
+	env      *testsuite.TestWorkflowEnvironment
+	start    time.Time
+	mu       sync.Mutex
+	typed    []string        // texts in the order the pane got them
+	typedAt  []time.Duration // when, from the start
+	results  map[string]DeliveryResult
+	active   int // injections running at once
+	maxSeen  int
+	busyTill time.Duration // the pane shows "esc to interrupt" until then
+	captures int
+	pushes   []activities.Push
 }
 
 func newSessionHarness(t *testing.T) *sessionHarness {
 	h := &sessionHarness{results: map[string]DeliveryResult{}}
 	h.env = h.NewTestWorkflowEnvironment()
+	h.start = h.env.Now()
+	h.env.RegisterActivityWithOptions(func(ctx context.Context, req activities.CaptureRequest) (string, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.captures++
+		if h.env.Now().Sub(h.start) < h.busyTill {
+			return "> earlier prompt\n✻ Working… (esc to interrupt)", nil
+		}
+		return "> \n  ? for shortcuts", nil
+	}, activity.RegisterOptions{Name: activities.TmuxCaptureName})
+	h.env.RegisterActivityWithOptions(func(ctx context.Context, p activities.Push) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.pushes = append(h.pushes, p)
+		return nil
+	}, activity.RegisterOptions{Name: activities.NtfyPublishName})
 	h.env.RegisterWorkflowWithOptions(SessionWorkflow, workflow.RegisterOptions{Name: SessionWorkflowName})
 	h.env.RegisterActivityWithOptions(func(ctx context.Context, req activities.InjectRequest) error {
 		h.mu.Lock()
@@ -43,6 +65,7 @@ func newSessionHarness(t *testing.T) *sessionHarness {
 		}
 		h.mu.Lock()
 		h.typed = append(h.typed, req.Text)
+		h.typedAt = append(h.typedAt, h.env.Now().Sub(h.start))
 		h.mu.Unlock()
 		return nil
 	}, activity.RegisterOptions{Name: activities.TmuxInjectName})
@@ -122,4 +145,77 @@ func TestSessionContinuesAsNew(t *testing.T) {
 	require.EqualValues(t, 31, next.Delivered)
 	require.Len(t, h.typed, 31)
 	require.Empty(t, next.Queue, "the session only continues as new with nothing queued")
+}
+
+func claudeSession() SessionConfig {
+	return SessionConfig{Name: "secretary", TmuxTarget: "secretary:0", CLI: "claude", NtfyTopic: "phone",
+		BusyPatterns: []string{"Working", "Thinking", "esc to interrupt"}}
+}
+
+// N2: nothing is typed into a busy pane; the delivery waits (looking again every 10 s), keeps
+// its place ahead of later requests, and goes in once the pane is idle.
+func TestN2BusyPaneWaits(t *testing.T) {
+	h := newSessionHarness(t)
+	h.busyTill = 25 * time.Second
+	h.send(time.Second, SignalDeliver, DeliveryRequest{ID: "a", ReplyTo: "intent/1/a", Kind: KindReminder, Text: "first"})
+	h.send(12*time.Second, SignalDeliver, DeliveryRequest{ID: "b", ReplyTo: "intent/1/b", Kind: KindReminder, Text: "second"})
+	h.env.RegisterDelayedCallback(func() {
+		v, err := h.env.QueryWorkflow(QuerySession)
+		require.NoError(t, err)
+		var view SessionView
+		require.NoError(t, v.Get(&view))
+		require.NotNil(t, view.BusySince, "the view shows the pane busy while deliveries wait")
+		require.Equal(t, []string{"a", "b"}, view.Queued)
+	}, 15*time.Second)
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: claudeSession()})
+	require.Equal(t, []string{"first", "second"}, h.typed)
+	require.Equal(t, 31*time.Second, h.typedAt[0].Round(time.Second), "looked at 1 s, 11 s, 21 s (busy), 31 s (idle)")
+	require.True(t, h.results["a"].OK)
+	require.True(t, h.results["b"].OK)
+	require.Empty(t, h.pushes, "no alert for a short busy spell")
+}
+
+// N2: a pane busy for longer than the limit with deliveries waiting is reported to ntfy once,
+// with IDs and counts only; the delivery still waits and goes in afterwards.
+func TestN2LongBusyAlertsOnce(t *testing.T) {
+	h := newSessionHarness(t)
+	h.busyTill = 8 * time.Minute
+	h.send(0, SignalDeliver, DeliveryRequest{ID: "a", ReplyTo: "intent/1/a", Kind: KindMessage, Text: "secret text"})
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 10*time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: claudeSession()})
+	require.Len(t, h.pushes, 1)
+	require.Contains(t, h.pushes[0].Message, "session=secretary")
+	require.Contains(t, h.pushes[0].Message, "1 deliveries waiting")
+	require.NotContains(t, h.pushes[0].Message, "secret text")
+	require.Equal(t, []string{"secret text"}, h.typed)
+	require.GreaterOrEqual(t, h.typedAt[0], 8*time.Minute)
+}
+
+// N2: the human's pane is never typed into, not even read; the intent learns why.
+func TestN2HumanPaneRefused(t *testing.T) {
+	h := newSessionHarness(t)
+	cfg := claudeSession()
+	cfg.Human = true
+	h.send(0, SignalDeliver, DeliveryRequest{ID: "a", ReplyTo: "intent/1/a", Kind: KindReminder, Text: "hello"})
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: cfg})
+	require.Empty(t, h.typed)
+	require.Zero(t, h.captures)
+	require.False(t, h.results["a"].OK)
+	require.Equal(t, ErrTypeHumanPane, h.results["a"].ErrorType)
+	require.Contains(t, h.results["a"].Error, "human")
+}
+
+func FuzzBusy(f *testing.F) {
+	f.Add("✻ Working… (esc to interrupt)", "esc to interrupt")
+	f.Add("> hello", "Working")
+	f.Add("\x00\xff", "")
+	f.Fuzz(func(t *testing.T, pane, pattern string) {
+		got, busy := Busy(pane, []string{pattern})
+		want := pattern != "" && strings.Contains(pane, pattern)
+		if busy != want || (busy && got != pattern) {
+			t.Fatalf("Busy(%q, %q) = %q %v", pane, pattern, got, busy)
+		}
+	})
 }
