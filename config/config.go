@@ -116,6 +116,8 @@ type Session struct {
 	NtfyTopic string `mapstructure:"ntfy_topic"`
 	// Human marks the person's own (coordinator) pane: intentq never types into it.
 	Human bool `mapstructure:"human"`
+	// History is the session's history file (JSON Lines); empty: data_dir/history/<name>.jsonl.
+	History string `mapstructure:"history"`
 }
 
 // Delivery is how sessions type into panes (SPEC N2, N3).

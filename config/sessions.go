@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strconv"
 )
@@ -40,4 +41,13 @@ func (c *Config) NtfyTopicFor(session string) string {
 		return t
 	}
 	return c.Ntfy.Topic
+}
+
+// HistoryPath is the history file of a session: sessions.<name>.history, else
+// data_dir/history/<name>.jsonl.
+func (c *Config) HistoryPath(session string) string {
+	if p := c.Sessions[session].History; p != "" {
+		return expandHome(p)
+	}
+	return filepath.Join(c.DataDir, "history", session+".jsonl")
 }

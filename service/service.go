@@ -147,6 +147,7 @@ func EnsureSessions(ctx context.Context, c client.Client, cfg *config.Config) er
 			BusyAlertAfter: cfg.Delivery.BusyAlertAfter,
 			NewlineKey:     cli.NewlineKey,
 			NtfyTopic:      cfg.NtfyTopicFor(name),
+			HistoryPath:    cfg.HistoryPath(name),
 		}
 		_, err := c.SignalWithStartWorkflow(ctx, workflows.SessionWorkflowID(name), workflows.SignalConfigure, conf,
 			client.StartWorkflowOptions{TaskQueue: cfg.Temporal.TaskQueue},
@@ -174,6 +175,7 @@ func Register(r worker.Registry, deps Deps) {
 	r.RegisterActivityWithOptions(prober.Probe, activity.RegisterOptions{Name: activities.ProbeActivityName})
 	r.RegisterActivityWithOptions(deps.Tmux.Inject, activity.RegisterOptions{Name: activities.TmuxInjectName})
 	r.RegisterActivityWithOptions(deps.Tmux.Capture, activity.RegisterOptions{Name: activities.TmuxCaptureName})
+	r.RegisterActivityWithOptions(activities.History{}.Append, activity.RegisterOptions{Name: activities.HistoryAppendName})
 	r.RegisterActivityWithOptions(deps.Ntfy.Publish, activity.RegisterOptions{Name: activities.NtfyPublishName})
 }
 

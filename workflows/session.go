@@ -48,6 +48,8 @@ type SessionConfig struct {
 	BusyAlertAfter time.Duration `json:"busy_alert_after,omitempty"`
 	NewlineKey     string        `json:"newline_key,omitempty"`
 	NtfyTopic      string        `json:"ntfy_topic,omitempty"`
+	// HistoryPath is the session's history file (SPEC H1); empty: no history is kept.
+	HistoryPath string `json:"history_path,omitempty"`
 }
 
 // DeliveryRequest asks a session to type Text into its pane and tell ReplyTo how it went.
@@ -207,6 +209,9 @@ func (s *session) deliver(ctx workflow.Context, req DeliveryRequest) DeliveryRes
 		if workflow.GetVersion(ctx, "busy-aware-delivery", workflow.DefaultVersion, 1) == 1 {
 			err = s.waitUntilIdle(ctx)
 		}
+		if err == nil && workflow.GetVersion(ctx, "history-commit", workflow.DefaultVersion, 1) == 1 {
+			err = s.commitToHistory(ctx, req)
+		}
 		if err == nil {
 			err = workflow.ExecuteActivity(ctx, activities.TmuxInjectName, activities.InjectRequest{
 				Target: s.Config.TmuxTarget, Text: req.Text, NewlineKey: s.Config.NewlineKey,
@@ -266,6 +271,25 @@ func (s *session) waitUntilIdle(ctx workflow.Context) error {
 			s.waitForSignal(ctx, timer)
 		}
 	}
+}
+
+// commitToHistory appends what is about to be typed to the session's history, before it is
+// typed (SPEC H1-H3): exactly once per request, whatever the retries.
+func (s *session) commitToHistory(ctx workflow.Context, req DeliveryRequest) error {
+	if s.Config.HistoryPath == "" {
+		return nil
+	}
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second, MaximumAttempts: 5,
+		},
+	})
+	entry := activities.HistoryEntry{Time: workflow.Now(ctx), Session: s.Config.Name, Kind: req.Kind, ID: req.ID, Text: req.Text}
+	if err := workflow.ExecuteActivity(ctx, activities.HistoryAppendName, activities.AppendRequest{Path: s.Config.HistoryPath, Entry: entry}).Get(ctx, nil); err != nil {
+		return fmt.Errorf("commit to history %s: %w", s.Config.HistoryPath, err)
+	}
+	return nil
 }
 
 // alertBusy tells the person that deliveries have waited long on a busy pane: IDs and counts

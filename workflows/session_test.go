@@ -32,6 +32,7 @@ type sessionHarness struct {
 	busyTill time.Duration // the pane shows "esc to interrupt" until then
 	captures int
 	pushes   []activities.Push
+	events   []string // history appends and injections, in order
 }
 
 func newSessionHarness(t *testing.T) *sessionHarness {
@@ -47,6 +48,12 @@ func newSessionHarness(t *testing.T) *sessionHarness {
 		}
 		return "> \n  ? for shortcuts", nil
 	}, activity.RegisterOptions{Name: activities.TmuxCaptureName})
+	h.env.RegisterActivityWithOptions(func(ctx context.Context, req activities.AppendRequest) (int64, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.events = append(h.events, "history "+req.Entry.ID+" "+req.Entry.Kind+" "+req.Entry.Text)
+		return int64(len(h.events)), nil
+	}, activity.RegisterOptions{Name: activities.HistoryAppendName})
 	h.env.RegisterActivityWithOptions(func(ctx context.Context, p activities.Push) error {
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -64,6 +71,7 @@ func newSessionHarness(t *testing.T) *sessionHarness {
 			return temporal.NewNonRetryableApplicationError("tmux target gone:0 not found", activities.ErrTypeTmuxTargetMissing, nil)
 		}
 		h.mu.Lock()
+		h.events = append(h.events, "typed "+req.Text)
 		h.typed = append(h.typed, req.Text)
 		h.typedAt = append(h.typedAt, h.env.Now().Sub(h.start))
 		h.mu.Unlock()
@@ -218,4 +226,19 @@ func FuzzBusy(f *testing.F) {
 			t.Fatalf("Busy(%q, %q) = %q %v", pane, pattern, got, busy)
 		}
 	})
+}
+
+// H1: every injection is committed to the session's history first, with its kind and text.
+func TestH1HistoryBeforeEachInjection(t *testing.T) {
+	h := newSessionHarness(t)
+	cfg := claudeSession()
+	cfg.HistoryPath = "/data/history/secretary.jsonl"
+	h.send(0, SignalDeliver, DeliveryRequest{ID: "i#1", ReplyTo: "intent/1/a", Kind: KindMessage, Text: "hello"})
+	h.send(time.Second, SignalDeliver, DeliveryRequest{ID: "i#2", ReplyTo: "intent/1/b", Kind: KindReminder, Text: "<system-reminder>x</system-reminder>"})
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: cfg})
+	require.Equal(t, []string{
+		"history i#1 message hello", "typed hello",
+		"history i#2 reminder <system-reminder>x</system-reminder>", "typed <system-reminder>x</system-reminder>",
+	}, h.events)
 }
