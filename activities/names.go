@@ -10,3 +10,6 @@ const (
 
 // TmuxCaptureName is Tmux.Capture.
 const TmuxCaptureName = "TmuxCapture"
+
+// TmuxSendKeysName is Tmux.SendKeys.
+const TmuxSendKeysName = "TmuxSendKeys"

@@ -309,3 +309,33 @@ func splitUTF8(s string, max int) []string {
 
 // isControl reports ASCII control characters, which never belong in a tmux target.
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
+// KeysRequest asks for tmux key names (Escape, C-c, Enter...) to be pressed in a pane, one at a
+// time with Delay between them. These are keys, not text: only intentq's own escalation steps
+// are sent this way, never message text.
+type KeysRequest struct {
+	Target string        `json:"target"`
+	Keys   []string      `json:"keys"`
+	Delay  time.Duration `json:"delay,omitempty"`
+}
+
+// SendKeys presses req.Keys in the pane, in order.
+func (t *Tmux) SendKeys(ctx context.Context, req KeysRequest) error {
+	pane, err := t.resolve(ctx, req.Target)
+	if err != nil {
+		return err
+	}
+	for i, key := range req.Keys {
+		if i > 0 && req.Delay > 0 {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("tmux send-keys to %s: %w", req.Target, ctx.Err())
+			case <-time.After(req.Delay):
+			}
+		}
+		if _, err := t.run(ctx, req.Target, "send-keys", "-t", pane.id, key); err != nil {
+			return err
+		}
+	}
+	return nil
+}

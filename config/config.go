@@ -118,6 +118,23 @@ type Session struct {
 	Human bool `mapstructure:"human"`
 	// History is the session's history file (JSON Lines); empty: data_dir/history/<name>.jsonl.
 	History string `mapstructure:"history"`
+	// Escalation is the session's nudge ladder (SPEC N1).
+	Escalation Escalation `mapstructure:"escalation"`
+	// ProtectContext turns the reset phase off unless escalation.reset says otherwise.
+	ProtectContext bool `mapstructure:"protect_context"`
+}
+
+// Escalation is how hard reminders push by how long a message has gone unanswered (SPEC N1).
+type Escalation struct {
+	// InterruptAfter starts phase 2 (Escape twice and C-c, then the nudge); default 2m.
+	InterruptAfter time.Duration `mapstructure:"interrupt_after"`
+	// ResetAfter starts phase 3 (the CLI's reset command, then the nudge); default 4m.
+	ResetAfter time.Duration `mapstructure:"reset_after"`
+	// ResetCooldown allows one reset per this long; otherwise phase 2; default 5m.
+	ResetCooldown time.Duration `mapstructure:"reset_cooldown"`
+	// Interrupt and Reset switch phases 2 and 3 (default on; Reset off with protect_context).
+	Interrupt *bool `mapstructure:"interrupt"`
+	Reset     *bool `mapstructure:"reset"`
 }
 
 // Delivery is how sessions type into panes (SPEC N2, N3).
@@ -137,6 +154,8 @@ type CLI struct {
 	Reset        string   `mapstructure:"reset"`
 	BusyPatterns []string `mapstructure:"busy_patterns"`
 	NewlineKey   string   `mapstructure:"newline_key"`
+	// Relaunch: after a key-style reset (e.g. C-c), type the launch command again.
+	Relaunch bool `mapstructure:"relaunch"`
 }
 
 // Scheduler configures headless agent runs.

@@ -86,11 +86,12 @@ func BuiltinCLIs() map[string]CLI {
 		"copilot": {
 			Command:      "copilot",
 			Reset:        "C-c",
+			Relaunch:     true,
 			BusyPatterns: []string{"Thinking", "Esc to cancel"},
 		},
 		"kimi": {
+			// No reset by default: set clis.kimi.reset to enable phase 3 for Kimi.
 			Command:      "kimi",
-			Reset:        "/clear",
 			BusyPatterns: []string{"Thinking", "Working"},
 		},
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 )
 
 // SessionFor names the session a chat's messages go to: the session that lists the chat, else
@@ -50,4 +51,19 @@ func (c *Config) HistoryPath(session string) string {
 		return expandHome(p)
 	}
 	return filepath.Join(c.DataDir, "history", session+".jsonl")
+}
+
+// EscalationFor resolves a session's ladder: thresholds as configured (zero: the workflow's
+// defaults of 2m, 4m and 5m), both phases on unless switched off, and the reset phase off for a
+// protect_context session unless escalation.reset turns it on explicitly.
+func (c *Config) EscalationFor(session string) (interruptAfter, resetAfter, cooldown time.Duration, interrupt, reset bool) {
+	s := c.Sessions[session]
+	e := s.Escalation
+	interruptAfter, resetAfter, cooldown = e.InterruptAfter, e.ResetAfter, e.ResetCooldown
+	interrupt = e.Interrupt == nil || *e.Interrupt
+	reset = !s.ProtectContext
+	if e.Reset != nil {
+		reset = *e.Reset
+	}
+	return interruptAfter, resetAfter, cooldown, interrupt, reset
 }

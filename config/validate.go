@@ -167,6 +167,11 @@ func (c *Config) validateSessions(bad func(key, format string, args ...any)) {
 		if s.Default {
 			defaults = append(defaults, name)
 		}
+		if e := s.Escalation; e.InterruptAfter < 0 || e.ResetAfter < 0 || e.ResetCooldown < 0 {
+			bad(key+".escalation", "durations must not be negative")
+		} else if e.InterruptAfter != 0 && e.ResetAfter != 0 && e.ResetAfter < e.InterruptAfter {
+			bad(key+".escalation.reset_after", "%s is before interrupt_after %s", e.ResetAfter, e.InterruptAfter)
+		}
 		for _, chat := range s.Chats {
 			if other, ok := chatOwner[chat]; ok {
 				bad(key+".chats", "chat %d is already mapped to session %q", chat, other)

@@ -209,7 +209,7 @@ func tmuxReader(t *testing.T) (out string) {
 	t.Setenv("TMUX_TMPDIR", dir)
 	t.Setenv("TMUX", "")
 	out = filepath.Join(dir, "pane.out")
-	cmd := exec.Command("tmux", "new-session", "-d", "-s", "secretary", "-x", "200", "-y", "50", "stty -echo; cat > "+out)
+	cmd := exec.Command("tmux", "new-session", "-d", "-s", "secretary", "-x", "200", "-y", "50", "trap '' INT; stty -echo; exec cat > "+out)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("tmux: %v %s", err, b)
 	}

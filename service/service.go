@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -139,6 +140,11 @@ func EnsureSessions(ctx context.Context, c client.Client, cfg *config.Config) er
 	for _, name := range cfg.SessionNames() {
 		sc := cfg.Sessions[name]
 		cli := cfg.CLIs[sc.CLI]
+		interruptAfter, resetAfter, cooldown, interrupt, reset := cfg.EscalationFor(name)
+		steps := workflows.ResetSteps{Command: cli.Reset}
+		if cli.Relaunch {
+			steps.Relaunch = strings.TrimSpace(cli.Command + " " + modelFlag(cli.Model))
+		}
 		conf := workflows.SessionConfig{
 			Name: name, TmuxTarget: sc.TmuxTarget, CLI: sc.CLI, Mode: sc.Mode, Human: sc.Human,
 			BusyPatterns:   cli.BusyPatterns,
@@ -148,6 +154,11 @@ func EnsureSessions(ctx context.Context, c client.Client, cfg *config.Config) er
 			NewlineKey:     cli.NewlineKey,
 			NtfyTopic:      cfg.NtfyTopicFor(name),
 			HistoryPath:    cfg.HistoryPath(name),
+			Escalation: workflows.EscalationPolicy{
+				InterruptAfter: interruptAfter, ResetAfter: resetAfter, ResetCooldown: cooldown,
+				Interrupt: interrupt, Reset: reset,
+			},
+			Reset: steps,
 		}
 		_, err := c.SignalWithStartWorkflow(ctx, workflows.SessionWorkflowID(name), workflows.SignalConfigure, conf,
 			client.StartWorkflowOptions{TaskQueue: cfg.Temporal.TaskQueue},
@@ -157,6 +168,14 @@ func EnsureSessions(ctx context.Context, c client.Client, cfg *config.Config) er
 		}
 	}
 	return nil
+}
+
+// modelFlag is the launch flag choosing a model, empty when none is configured.
+func modelFlag(model string) string {
+	if model == "" {
+		return ""
+	}
+	return "--model " + model
 }
 
 // Deps are what the registered activities need from the process.
@@ -175,6 +194,7 @@ func Register(r worker.Registry, deps Deps) {
 	r.RegisterActivityWithOptions(prober.Probe, activity.RegisterOptions{Name: activities.ProbeActivityName})
 	r.RegisterActivityWithOptions(deps.Tmux.Inject, activity.RegisterOptions{Name: activities.TmuxInjectName})
 	r.RegisterActivityWithOptions(deps.Tmux.Capture, activity.RegisterOptions{Name: activities.TmuxCaptureName})
+	r.RegisterActivityWithOptions(deps.Tmux.SendKeys, activity.RegisterOptions{Name: activities.TmuxSendKeysName})
 	r.RegisterActivityWithOptions(activities.History{}.Append, activity.RegisterOptions{Name: activities.HistoryAppendName})
 	r.RegisterActivityWithOptions(deps.Ntfy.Publish, activity.RegisterOptions{Name: activities.NtfyPublishName})
 }

@@ -204,6 +204,12 @@ func writeShow(w io.Writer, v workflows.IntentView) error {
 	if v.Job != "" {
 		row("job", v.Job)
 	}
+	if v.LastPhase != 0 {
+		row("escalation", fmt.Sprintf("phase %d at the last reminder", v.LastPhase))
+	}
+	for _, r := range v.Resets {
+		row("reset", r.Local().Format(time.RFC3339))
+	}
 	if v.LastError != "" {
 		row("last error", v.LastError)
 	}

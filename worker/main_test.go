@@ -173,7 +173,8 @@ func TestH2HistoryAcrossKill9(t *testing.T) {
 		"INTENTQ_INGEST_LISTEN=" + ingest, "INTENTQ_INGEST_TOKEN=tok",
 		"INTENTQ_REMINDERS_FIRST_AFTER=1s", "INTENTQ_REMINDERS_REPEAT_EVERY=1h",
 	}
-	tmux := exec.Command("tmux", "new-session", "-d", "-s", "secretary", "stty -echo; exec cat > /dev/null")
+	// Like an agent, the reader survives the escalation's C-c.
+	tmux := exec.Command("tmux", "new-session", "-d", "-s", "secretary", "trap '' INT; stty -echo; exec cat > /dev/null")
 	tmux.Env = env
 	if out, err := tmux.CombinedOutput(); err != nil {
 		t.Fatalf("tmux: %v %s", err, out)

@@ -114,6 +114,10 @@ type IntentState struct {
 	LastError             string     `json:"last_error,omitempty"`
 	// Attempts numbers delivery requests, so stale results are recognised.
 	Attempts int `json:"attempts"`
+	// LastPhase is the escalation phase of the last reminder (SPEC N1); Resets when the
+	// session's CLI was reset for this intent.
+	LastPhase int         `json:"last_phase,omitempty"`
+	Resets    []time.Time `json:"resets,omitempty"`
 	// Runs counts continue-as-new generations.
 	Runs int `json:"runs"`
 }
@@ -338,6 +342,8 @@ type IntentMemo struct {
 	Snippet        string     `json:"snippet"`
 	MessageID      string     `json:"message_id"`
 	Source         string     `json:"source"`
+	LastPhase      int        `json:"last_phase,omitempty"`
+	Resets         int        `json:"resets,omitempty"`
 }
 
 // MemoKey is the memo field holding IntentMemo.
@@ -350,6 +356,8 @@ func (w *intent) publishMemo(ctx workflow.Context) error {
 		Snippet:        msgtext.Snippet(w.in.Text, w.in.Policy.SnippetChars),
 		MessageID:      w.in.MessageID,
 		Source:         w.in.Source,
+		LastPhase:      w.st.LastPhase,
+		Resets:         len(w.st.Resets),
 	}
 	if err := workflow.UpsertMemo(ctx, map[string]any{MemoKey: memo}); err != nil {
 		return fmt.Errorf("upsert memo: %w", err)
@@ -472,7 +480,17 @@ func (w *intent) askSession(ctx workflow.Context, kind, text string, queued bool
 		Kind:    kind,
 		Text:    text,
 	}
-	return RequestDelivery(ctx, w.in.Session, req, w.in.Policy.DeliveryTimeout, queued)
+	if kind == KindReminder {
+		req.Since = w.in.ReceivedAt
+	}
+	res, err := RequestDelivery(ctx, w.in.Session, req, w.in.Policy.DeliveryTimeout, queued)
+	if res.Phase != 0 {
+		w.st.LastPhase = res.Phase
+	}
+	if res.Reset {
+		w.st.Resets = append(w.st.Resets, res.At)
+	}
+	return err
 }
 
 // DeliveryID names an intent's n-th delivery request; the door's request is number 1.

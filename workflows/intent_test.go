@@ -27,6 +27,7 @@ type fakeSession struct {
 	start time.Time
 	mu    sync.Mutex
 	fail  func(n int, req DeliveryRequest) string // non-empty: fail with this error
+	phase int                                     // reported for reminders; 3 also reports a reset
 	reqs  []DeliveryRequest
 	at    []time.Duration
 }
@@ -44,9 +45,11 @@ func (f *fakeSession) install(t *testing.T) {
 				failure = f.fail(n, req)
 			}
 			f.mu.Unlock()
-			f.env.RegisterDelayedCallback(func() {
-				f.env.SignalWorkflow(SignalDeliveryResult, DeliveryResult{ID: req.ID, Kind: req.Kind, OK: failure == "", Error: failure, ErrorType: "Test"})
-			}, 100*time.Millisecond)
+			res := DeliveryResult{ID: req.ID, Kind: req.Kind, OK: failure == "", Error: failure, ErrorType: "Test", At: f.env.Now()}
+			if req.Kind == KindReminder && f.phase != 0 {
+				res.Phase, res.Reset = f.phase, f.phase == PhaseReset
+			}
+			f.env.RegisterDelayedCallback(func() { f.env.SignalWorkflow(SignalDeliveryResult, res) }, 100*time.Millisecond)
 			return nil
 		})
 }
@@ -212,6 +215,23 @@ func TestI6FailedReminderRetriedAfter60s(t *testing.T) {
 	require.Contains(t, alerts[0].Message, "intent=")
 	require.Contains(t, alerts[0].Message, "secretary:0 not found")
 	require.NotContains(t, alerts[0].Message, "hello")
+}
+
+// N1: reminders carry the message's arrival time for the session's ladder, and the intent
+// records the phase used and every reset (starter show, the Web UI).
+func TestN1IntentRecordsPhaseAndResets(t *testing.T) {
+	h := newHarness(t)
+	h.session.phase = PhaseReset
+	var closeErr error
+	h.update(6*time.Minute, UpdateClose, CloseRequest{}, &closeErr)
+	in := h.input("hi")
+	h.env.ExecuteWorkflow(IntentWorkflowName, in)
+	st := h.result(t)
+	require.Equal(t, PhaseReset, st.LastPhase)
+	require.Len(t, st.Resets, 2)
+	for _, r := range h.session.reqs {
+		require.True(t, r.Since.Equal(in.ReceivedAt), "reminder Since = %v", r.Since)
+	}
 }
 
 func TestI5CloseStopsReminders(t *testing.T) {

@@ -50,6 +50,9 @@ type SessionConfig struct {
 	NtfyTopic      string        `json:"ntfy_topic,omitempty"`
 	// HistoryPath is the session's history file (SPEC H1); empty: no history is kept.
 	HistoryPath string `json:"history_path,omitempty"`
+	// Escalation is the session's ladder (SPEC N1) and Reset how its CLI is reset (SPEC N4).
+	Escalation EscalationPolicy `json:"escalation"`
+	Reset      ResetSteps       `json:"reset"`
 }
 
 // DeliveryRequest asks a session to type Text into its pane and tell ReplyTo how it went.
@@ -58,6 +61,9 @@ type DeliveryRequest struct {
 	ReplyTo string `json:"reply_to"`
 	Kind    string `json:"kind"`
 	Text    string `json:"text"`
+	// Since is when the message being reminded of arrived; a reminder escalates by the time
+	// since (SPEC N1). Zero: no escalation.
+	Since time.Time `json:"since,omitempty"`
 }
 
 // DeliveryResult answers a DeliveryRequest.
@@ -68,6 +74,9 @@ type DeliveryResult struct {
 	Error     string    `json:"error,omitempty"`
 	ErrorType string    `json:"error_type,omitempty"`
 	At        time.Time `json:"at"`
+	// Phase is the escalation phase used; Reset says the CLI was reset.
+	Phase int  `json:"phase,omitempty"`
+	Reset bool `json:"reset,omitempty"`
 }
 
 // SessionInput starts (or continues) a session workflow.
@@ -80,6 +89,8 @@ type SessionInput struct {
 	Failed    int64 `json:"failed"`
 	// MaxHistoryEvents triggers continue-as-new; 0 means the default.
 	MaxHistoryEvents int `json:"max_history_events,omitempty"`
+	// LastResetAt is when the CLI was last reset, for the cooldown; it survives restarts.
+	LastResetAt *time.Time `json:"last_reset_at,omitempty"`
 }
 
 // SessionView is the session query's answer.
@@ -209,15 +220,72 @@ func (s *session) deliver(ctx workflow.Context, req DeliveryRequest) DeliveryRes
 		if workflow.GetVersion(ctx, "busy-aware-delivery", workflow.DefaultVersion, 1) == 1 {
 			err = s.waitUntilIdle(ctx)
 		}
+		phase, reset := PhaseNudge, false
+		if err == nil && workflow.GetVersion(ctx, "escalation", workflow.DefaultVersion, 1) == 1 {
+			phase, reset, err = s.escalate(ctx, req)
+		}
 		if err == nil && workflow.GetVersion(ctx, "history-commit", workflow.DefaultVersion, 1) == 1 {
 			err = s.commitToHistory(ctx, req)
 		}
 		if err == nil {
-			err = workflow.ExecuteActivity(ctx, activities.TmuxInjectName, activities.InjectRequest{
-				Target: s.Config.TmuxTarget, Text: req.Text, NewlineKey: s.Config.NewlineKey,
-			}).Get(ctx, nil)
+			err = s.typeText(ctx, req.Text)
+		}
+		res := s.result(ctx, req, err)
+		res.Phase, res.Reset = phase, reset
+		return res
+	}
+	return s.result(ctx, req, err)
+}
+
+// typeText types text into the pane and presses Enter.
+func (s *session) typeText(ctx workflow.Context, text string) error {
+	return workflow.ExecuteActivity(ctx, activities.TmuxInjectName, activities.InjectRequest{
+		Target: s.Config.TmuxTarget, Text: text, NewlineKey: s.Config.NewlineKey,
+	}).Get(ctx, nil)
+}
+
+// escalate pushes as hard as the reminder's age calls for (SPEC N1) before the nudge is typed:
+// Escape twice and C-c, or the CLI's reset at most once per cooldown. A reset goes only to an
+// idle pane (waitUntilIdle ran just before) and the pane must be idle again before the nudge.
+func (s *session) escalate(ctx workflow.Context, req DeliveryRequest) (phase int, reset bool, err error) {
+	if req.Kind != KindReminder || req.Since.IsZero() {
+		return PhaseNudge, false, nil
+	}
+	now := workflow.Now(ctx)
+	esc := s.Config.Escalation
+	phase = esc.Effective(esc.PhaseFor(now.Sub(req.Since)), now, s.LastResetAt, s.Config.Reset.Possible())
+	switch phase {
+	case PhaseInterrupt:
+		err = s.pressKeys(ctx, InterruptKeys)
+	case PhaseReset:
+		if s.Config.Reset.Typed() {
+			err = s.typeText(ctx, s.Config.Reset.Command)
+		} else {
+			err = s.pressKeys(ctx, s.Config.Reset.Keys())
+		}
+		if err == nil && s.Config.Reset.Relaunch != "" {
+			_ = workflow.Sleep(ctx, time.Second)
+			err = s.typeText(ctx, s.Config.Reset.Relaunch)
+		}
+		if err == nil {
+			s.LastResetAt = &now
+			reset = true
+			workflow.GetLogger(ctx).Warn("session reset", "session", s.Config.Name, "request", req.ID)
+			_ = workflow.Sleep(ctx, 2*time.Second)
+			err = s.waitUntilIdle(ctx)
 		}
 	}
+	return phase, reset, err
+}
+
+func (s *session) pressKeys(ctx workflow.Context, keys []string) error {
+	return workflow.ExecuteActivity(ctx, activities.TmuxSendKeysName, activities.KeysRequest{
+		Target: s.Config.TmuxTarget, Keys: keys, Delay: 200 * time.Millisecond,
+	}).Get(ctx, nil)
+}
+
+// result is the answer to req after err.
+func (s *session) result(ctx workflow.Context, req DeliveryRequest, err error) DeliveryResult {
 	res := DeliveryResult{ID: req.ID, Kind: req.Kind, OK: err == nil, At: workflow.Now(ctx)}
 	if err != nil {
 		res.Error = err.Error()
@@ -335,13 +403,13 @@ const ErrTypeDeliveryTimeout = "DeliveryTimeout"
 // RequestDelivery is the intent's side of the signal pair: it signals the session (unless the
 // door already queued the request) and waits up to timeout for a result of the same kind for
 // this intent. A late result of an earlier attempt counts: that delivery did happen.
-func RequestDelivery(ctx workflow.Context, session string, req DeliveryRequest, timeout time.Duration, alreadyQueued bool) error {
+func RequestDelivery(ctx workflow.Context, session string, req DeliveryRequest, timeout time.Duration, alreadyQueued bool) (DeliveryResult, error) {
 	if timeout <= 0 {
 		timeout = 2 * time.Minute
 	}
 	if !alreadyQueued {
 		if err := workflow.SignalExternalWorkflow(ctx, SessionWorkflowID(session), "", SignalDeliver, req).Get(ctx, nil); err != nil {
-			return fmt.Errorf("session %s is not running: %w", session, err)
+			return DeliveryResult{}, fmt.Errorf("session %s is not running: %w", session, err)
 		}
 	}
 	results := workflow.GetSignalChannel(ctx, SignalDeliveryResult)
@@ -356,15 +424,15 @@ func RequestDelivery(ctx workflow.Context, session string, req DeliveryRequest, 
 		sel.AddFuture(timer, func(workflow.Future) { timedOut = true })
 		sel.Select(ctx)
 		if timedOut {
-			return temporal.NewApplicationError(fmt.Sprintf("session %s did not report delivery %s within %s", session, req.ID, timeout), ErrTypeDeliveryTimeout)
+			return DeliveryResult{}, temporal.NewApplicationError(fmt.Sprintf("session %s did not report delivery %s within %s", session, req.ID, timeout), ErrTypeDeliveryTimeout)
 		}
 		if res.Kind != req.Kind {
 			continue
 		}
 		if !res.OK {
-			return temporal.NewApplicationError(res.Error, res.ErrorType)
+			return res, temporal.NewApplicationError(res.Error, res.ErrorType)
 		}
-		return nil
+		return res, nil
 	}
 }
 

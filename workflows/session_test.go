@@ -32,7 +32,7 @@ type sessionHarness struct {
 	busyTill time.Duration // the pane shows "esc to interrupt" until then
 	captures int
 	pushes   []activities.Push
-	events   []string // history appends and injections, in order
+	events   []string // history appends, keys and injections, in order
 }
 
 func newSessionHarness(t *testing.T) *sessionHarness {
@@ -54,6 +54,12 @@ func newSessionHarness(t *testing.T) *sessionHarness {
 		h.events = append(h.events, "history "+req.Entry.ID+" "+req.Entry.Kind+" "+req.Entry.Text)
 		return int64(len(h.events)), nil
 	}, activity.RegisterOptions{Name: activities.HistoryAppendName})
+	h.env.RegisterActivityWithOptions(func(ctx context.Context, req activities.KeysRequest) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.events = append(h.events, "keys "+strings.Join(req.Keys, " "))
+		return nil
+	}, activity.RegisterOptions{Name: activities.TmuxSendKeysName})
 	h.env.RegisterActivityWithOptions(func(ctx context.Context, p activities.Push) error {
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -241,4 +247,81 @@ func TestH1HistoryBeforeEachInjection(t *testing.T) {
 		"history i#1 message hello", "typed hello",
 		"history i#2 reminder <system-reminder>x</system-reminder>", "typed <system-reminder>x</system-reminder>",
 	}, h.events)
+}
+
+// N1: the ladder by age: a plain nudge under 2 min; Escape twice and C-c first from 2 min; the
+// CLI's reset from 4 min, at most once per 5-min cooldown (phase 2 in between); results say
+// which phase was used.
+func TestN1EscalationLadder(t *testing.T) {
+	h := newSessionHarness(t)
+	cfg := claudeSession()
+	cfg.Escalation = EscalationPolicy{Interrupt: true, Reset: true}
+	cfg.Reset = ResetSteps{Command: "/clear"}
+	since := h.start
+	remind := func(at time.Duration, id string) {
+		h.send(at, SignalDeliver, DeliveryRequest{ID: id, ReplyTo: "intent/1/" + id, Kind: KindReminder, Text: "nudge " + id, Since: since})
+	}
+	remind(30*time.Second, "a") // 30 s old: phase 1
+	remind(3*time.Minute, "b")  // 3 min: phase 2
+	remind(5*time.Minute, "c")  // 5 min: phase 3, reset
+	remind(7*time.Minute, "d")  // 7 min: reset cooling down: phase 2
+	remind(11*time.Minute, "e") // 11 min: cooldown over: reset again
+	h.send(12*time.Minute, SignalDeliver, DeliveryRequest{ID: "m", ReplyTo: "intent/1/m", Kind: KindMessage, Text: "a message"})
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 20*time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: cfg})
+	require.Equal(t, []string{
+		"typed nudge a",
+		"keys Escape Escape C-c", "typed nudge b",
+		"typed /clear", "typed nudge c",
+		"keys Escape Escape C-c", "typed nudge d",
+		"typed /clear", "typed nudge e",
+		"typed a message",
+	}, h.events)
+	for id, want := range map[string]int{"a": 1, "b": 2, "c": 3, "d": 2, "e": 3, "m": 1} {
+		require.Equal(t, want, h.results[id].Phase, "phase of %s", id)
+		require.Equal(t, want == 3, h.results[id].Reset, "reset of %s", id)
+	}
+}
+
+// N1, N4: each CLI kind resets its own way; a kind without a reset command, a protect_context
+// session and a switched-off interrupt fall back a phase.
+func TestN1ResetPerCLIAndSwitches(t *testing.T) {
+	cases := []struct {
+		name   string
+		policy EscalationPolicy
+		reset  ResetSteps
+		want   []string
+	}{
+		{"claude", EscalationPolicy{Interrupt: true, Reset: true}, ResetSteps{Command: "/clear"}, []string{"typed /clear", "typed nudge"}},
+		{"codex", EscalationPolicy{Interrupt: true, Reset: true}, ResetSteps{Command: "/new"}, []string{"typed /new", "typed nudge"}},
+		{"copilot", EscalationPolicy{Interrupt: true, Reset: true}, ResetSteps{Command: "C-c", Relaunch: "copilot --model gpt-5"}, []string{"keys C-c", "typed copilot --model gpt-5", "typed nudge"}},
+		{"kimi without reset", EscalationPolicy{Interrupt: true, Reset: true}, ResetSteps{}, []string{"keys Escape Escape C-c", "typed nudge"}},
+		{"protect_context", EscalationPolicy{Interrupt: true, Reset: false}, ResetSteps{Command: "/clear"}, []string{"keys Escape Escape C-c", "typed nudge"}},
+		{"all off", EscalationPolicy{}, ResetSteps{Command: "/clear"}, []string{"typed nudge"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newSessionHarness(t)
+			cfg := claudeSession()
+			cfg.Escalation, cfg.Reset = tc.policy, tc.reset
+			h.send(10*time.Minute, SignalDeliver, DeliveryRequest{ID: "r", ReplyTo: "intent/1/r", Kind: KindReminder, Text: "nudge", Since: h.start})
+			h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 15*time.Minute)
+			h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: cfg})
+			require.Equal(t, tc.want, h.events)
+		})
+	}
+}
+
+// A reset is never sent to a busy pane: the reminder waits until the pane is idle.
+func TestN1NoResetWhileBusy(t *testing.T) {
+	h := newSessionHarness(t)
+	h.busyTill = 12 * time.Minute
+	cfg := claudeSession()
+	cfg.Escalation = EscalationPolicy{Interrupt: true, Reset: true}
+	cfg.Reset = ResetSteps{Command: "/clear"}
+	h.send(10*time.Minute, SignalDeliver, DeliveryRequest{ID: "r", ReplyTo: "intent/1/r", Kind: KindReminder, Text: "nudge", Since: h.start})
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 20*time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: cfg})
+	require.Equal(t, []string{"typed /clear", "typed nudge"}, h.events)
+	require.GreaterOrEqual(t, h.typedAt[0], 12*time.Minute, "the reset waited for the busy spell to end")
 }
