@@ -202,7 +202,7 @@ func Update(ctx context.Context, c client.Client, id, name string, arg any) (wor
 		if appErr.Type() == workflows.ErrTypeIntentNotOpen {
 			return st, fmt.Errorf("%w: %s", ErrNotOpen, appErr.Message())
 		}
-		return st, errors.New(appErr.Message())
+		return st, plainApplicationError(err)
 	}
 	var notFound *serviceerror.NotFound
 	if errors.As(err, &notFound) {

@@ -467,3 +467,60 @@ func TestN2BusyPaneRealTmux(t *testing.T) {
 		t.Errorf("the human's pane got %q", b)
 	}
 }
+
+// S3: 200 concurrent senders lose nothing; N5: reading marks read and the inbox keeps the newest
+// 30 read; an agent with a session is nudged in its pane with the notification wrapper.
+func TestS3InboxConcurrentSendsAndNudge(t *testing.T) {
+	cfg := testenv.Config(t)
+	pane := tmuxReader(t)
+	svc, _ := startService(t, cfg)
+	ctx := context.Background()
+	c := svc.Client()
+
+	const n = 200
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			_, err := intentapi.SendInbox(ctx, c, cfg.Temporal.TaskQueue, intentapi.InboxInputFor(cfg, "loner"),
+				workflows.InboxSend{From: fmt.Sprintf("w%d", i), Type: "task", Content: fmt.Sprintf("job %d", i)})
+			errs <- err
+		}()
+	}
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs, err := intentapi.InboxMessages(ctx, c, "loner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, m := range msgs {
+		if m.Read || m.Type != "task" || m.Timestamp.IsZero() || m.ID == "" || seen[m.Content] {
+			t.Errorf("message %+v (duplicate %v)", m, seen[m.Content])
+		}
+		seen[m.Content] = true
+	}
+	if len(seen) != n {
+		t.Fatalf("%d distinct messages kept, want all %d unread", len(seen), n)
+	}
+	read, err := intentapi.ReadInbox(ctx, c, "loner")
+	if err != nil || len(read) != n {
+		t.Fatalf("read %d (%v), want %d", len(read), err, n)
+	}
+	msgs, _ = intentapi.InboxMessages(ctx, c, "loner")
+	if len(msgs) != workflows.KeepRead || !msgs[0].Read {
+		t.Errorf("after reading: %d messages kept, want the newest %d read", len(msgs), workflows.KeepRead)
+	}
+
+	if _, err := intentapi.SendInbox(ctx, c, cfg.Temporal.TaskQueue, intentapi.InboxInputFor(cfg, config.DefaultSessionName),
+		workflows.InboxSend{From: "boss", Type: "task", Content: "please review"}); err != nil {
+		t.Fatal(err)
+	}
+	want := workflows.NotificationText(config.DefaultSessionName, 1, "boss") + "\n"
+	waitUntil(t, "the inbox nudge in the pane", 20*time.Second, func() bool {
+		b, _ := os.ReadFile(pane)
+		return strings.Contains(string(b), want)
+	})
+}

@@ -190,6 +190,7 @@ func Register(r worker.Registry, deps Deps) {
 	r.RegisterWorkflowWithOptions(workflows.Probe, workflow.RegisterOptions{Name: "Probe"})
 	r.RegisterWorkflowWithOptions(workflows.IntentWorkflow, workflow.RegisterOptions{Name: workflows.IntentWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.SessionWorkflow, workflow.RegisterOptions{Name: workflows.SessionWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.InboxWorkflow, workflow.RegisterOptions{Name: workflows.InboxWorkflowName})
 	prober := &activities.Prober{Identity: deps.Identity, StartedAt: time.Now()}
 	r.RegisterActivityWithOptions(prober.Probe, activity.RegisterOptions{Name: activities.ProbeActivityName})
 	r.RegisterActivityWithOptions(deps.Tmux.Inject, activity.RegisterOptions{Name: activities.TmuxInjectName})

@@ -1,0 +1,242 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+)
+
+// Inbox workflow names (SPEC S3, N5): `inbox/<agent>` holds the messages agents send each other.
+const (
+	InboxIDPrefix     = "inbox/"
+	InboxWorkflowName = "Inbox"
+	UpdateInboxSend   = "send"
+	UpdateInboxRead   = "read"
+	QueryInbox        = "messages"
+)
+
+// Inbox limits (SPEC N5): at most MaxInboxMessages; when over, all unread are kept plus the
+// newest KeepRead read ones.
+const (
+	MaxInboxMessages = 50
+	KeepRead         = 30
+)
+
+// InboxID is the workflow ID of an agent's inbox.
+func InboxID(agent string) string { return InboxIDPrefix + agent }
+
+// InboxMessage is one message in an inbox.
+type InboxMessage struct {
+	ID        string    `json:"id"`
+	From      string    `json:"from"`
+	Timestamp time.Time `json:"timestamp"`
+	Type      string    `json:"type"`
+	Content   string    `json:"content"`
+	Read      bool      `json:"read"`
+}
+
+// InboxSend is the send update's argument. Key, when set, makes the send idempotent.
+type InboxSend struct {
+	Key     string `json:"key,omitempty"`
+	From    string `json:"from"`
+	Type    string `json:"type"`
+	Content string `json:"content"`
+}
+
+// InboxInput starts (or continues) an inbox.
+type InboxInput struct {
+	Agent string `json:"agent"`
+	// Session is the agent's session, nudged on new unread messages; empty: messages only
+	// accumulate.
+	Session string `json:"session,omitempty"`
+	// RepeatEvery is how often unread messages are nudged again (with escalation).
+	RepeatEvery time.Duration  `json:"repeat_every,omitempty"`
+	Messages    []InboxMessage `json:"messages,omitempty"`
+	// Seq numbers messages; Keys are recent idempotency keys.
+	Seq  int64    `json:"seq"`
+	Keys []string `json:"keys,omitempty"`
+	// Nudges numbers nudge requests.
+	Nudges           int `json:"nudges"`
+	MaxHistoryEvents int `json:"max_history_events,omitempty"`
+}
+
+// inbox is the running state of InboxWorkflow.
+type inbox struct {
+	InboxInput
+	id        string
+	changed   bool
+	newUnread bool
+}
+
+// InboxWorkflow keeps an agent's inbox: sends and reads are updates, handled one at a time, so
+// concurrent writers never lose or corrupt a message (SPEC S3). New unread messages nudge the
+// agent's session, escalating like reminders while they stay unread.
+func InboxWorkflow(ctx workflow.Context, in InboxInput) error {
+	b := &inbox{InboxInput: in, id: workflow.GetInfo(ctx).WorkflowExecution.ID}
+	if err := workflow.SetQueryHandler(ctx, QueryInbox, func() ([]InboxMessage, error) { return b.Messages, nil }); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateInboxSend, b.send, workflow.UpdateHandlerOptions{Validator: validateSend}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandler(ctx, UpdateInboxRead, b.read); err != nil {
+		return err
+	}
+	for {
+		if b.historyTooLong(ctx) {
+			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+				return err
+			}
+			return workflow.NewContinueAsNewError(ctx, InboxWorkflowName, b.InboxInput)
+		}
+		oldest := b.oldestUnread()
+		if b.Session == "" || oldest == nil {
+			if err := workflow.Await(ctx, func() bool { return b.changed }); err != nil {
+				return err
+			}
+			b.changed = false
+			continue
+		}
+		if b.newUnread {
+			// A short pause gathers a burst of sends into one nudge.
+			_ = workflow.Sleep(ctx, 2*time.Second)
+			b.newUnread = false
+			b.nudge(ctx)
+			continue
+		}
+		ok, err := workflow.AwaitWithTimeout(ctx, orDefault(b.RepeatEvery, 5*time.Minute), func() bool { return b.changed })
+		if err != nil {
+			return err
+		}
+		b.changed = false
+		if !ok && b.oldestUnread() != nil {
+			b.nudge(ctx)
+		}
+	}
+}
+
+func validateSend(s InboxSend) error {
+	switch {
+	case s.Content == "":
+		return errors.New("inbox message content is empty")
+	case s.Type == "":
+		return errors.New("inbox message type is empty")
+	case len(s.Content) > 64<<10:
+		return fmt.Errorf("inbox message content is %d bytes, over 64 KiB", len(s.Content))
+	}
+	return nil
+}
+
+func (b *inbox) send(ctx workflow.Context, s InboxSend) (InboxMessage, error) {
+	if s.Key != "" && slices.Contains(b.Keys, s.Key) {
+		id := b.keyedID(s.Key)
+		for _, m := range b.Messages {
+			if m.ID == id {
+				return m, nil
+			}
+		}
+		return InboxMessage{ID: id}, nil // sent before, and since pruned
+	}
+	b.Seq++
+	m := InboxMessage{ID: fmt.Sprintf("%s#%d", b.Agent, b.Seq), From: s.From, Timestamp: workflow.Now(ctx), Type: s.Type, Content: s.Content}
+	if s.Key != "" {
+		m.ID = b.keyedID(s.Key)
+		b.Keys = append(b.Keys, s.Key)
+		if len(b.Keys) > 2*MaxInboxMessages {
+			b.Keys = b.Keys[len(b.Keys)-2*MaxInboxMessages:]
+		}
+	}
+	b.Messages = append(b.Messages, m)
+	b.prune()
+	b.changed, b.newUnread = true, true
+	return m, nil
+}
+
+func (b *inbox) keyedID(key string) string { return b.Agent + "#" + key }
+
+// read marks every unread message read and returns them, oldest first.
+func (b *inbox) read(ctx workflow.Context) ([]InboxMessage, error) {
+	var unread []InboxMessage
+	for i := range b.Messages {
+		if !b.Messages[i].Read {
+			unread = append(unread, b.Messages[i])
+			b.Messages[i].Read = true
+		}
+	}
+	b.prune()
+	b.changed = true
+	return unread, nil
+}
+
+// prune applies SPEC N5: over MaxInboxMessages, keep every unread message and the newest read
+// ones, at most KeepRead and only as many as fit under MaxInboxMessages, in order. Unread
+// messages are never dropped, even past the cap.
+func (b *inbox) prune() {
+	if len(b.Messages) <= MaxInboxMessages {
+		return
+	}
+	readLeft := 0
+	for _, m := range b.Messages {
+		if m.Read {
+			readLeft++
+		}
+	}
+	unread := len(b.Messages) - readLeft
+	drop := readLeft - min(KeepRead, max(0, MaxInboxMessages-unread))
+	kept := b.Messages[:0]
+	for _, m := range b.Messages {
+		if m.Read && drop > 0 {
+			drop--
+			continue
+		}
+		kept = append(kept, m)
+	}
+	b.Messages = kept
+}
+
+func (b *inbox) oldestUnread() *InboxMessage {
+	for i := range b.Messages {
+		if !b.Messages[i].Read {
+			return &b.Messages[i]
+		}
+	}
+	return nil
+}
+
+// NotificationText is how unread inbox messages are announced in the agent's pane, with the
+// wrapper that marks it as information (SPEC H3).
+func NotificationText(agent string, unread int, from string) string {
+	return fmt.Sprintf("[Notification] %d unread inbox message(s) for %s, latest from %s: run `starter inbox read %s` — not a blocking request", unread, agent, from, agent)
+}
+
+// nudge asks the agent's session to announce the unread messages, escalating by the age of the
+// oldest one.
+func (b *inbox) nudge(ctx workflow.Context) {
+	oldest := b.oldestUnread()
+	if oldest == nil {
+		return
+	}
+	unread, latest := 0, ""
+	for _, m := range b.Messages {
+		if !m.Read {
+			unread++
+			latest = m.From
+		}
+	}
+	b.Nudges++
+	req := DeliveryRequest{
+		ID: DeliveryID(b.id, b.Nudges), ReplyTo: b.id, Kind: KindReminder,
+		Text: NotificationText(b.Agent, unread, latest), Since: oldest.Timestamp,
+	}
+	if _, err := RequestDelivery(ctx, b.Session, req, 2*time.Minute, false); err != nil {
+		workflow.GetLogger(ctx).Warn("inbox nudge failed", "inbox", b.id, "session", b.Session, "error", err)
+	}
+}
+
+func (b *inbox) historyTooLong(ctx workflow.Context) bool {
+	info := workflow.GetInfo(ctx)
+	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= orDefault(b.MaxHistoryEvents, 5000)
+}
