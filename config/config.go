@@ -156,6 +156,11 @@ type CLI struct {
 	NewlineKey   string   `mapstructure:"newline_key"`
 	// Relaunch: after a key-style reset (e.g. C-c), type the launch command again.
 	Relaunch bool `mapstructure:"relaunch"`
+	// InputLines is how many lines at the bottom of the pane hold the CLI's input line; when
+	// set, a delivery is confirmed by reading them after Enter (0: not confirmed).
+	InputLines int `mapstructure:"input_lines"`
+	// ClearKeys empty the input line before a delivery is typed again (default C-u).
+	ClearKeys string `mapstructure:"clear_keys"`
 }
 
 // Scheduler configures headless agent runs.

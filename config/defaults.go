@@ -77,6 +77,8 @@ func BuiltinCLIs() map[string]CLI {
 			Command:      "claude",
 			Reset:        "/clear",
 			BusyPatterns: []string{"Working", "Thinking", "Planning", "Sending", "esc to interrupt"},
+			// The input box (three lines) and the hint line under it.
+			InputLines: 4,
 		},
 		"codex": {
 			Command:      "codex",

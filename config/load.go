@@ -175,7 +175,16 @@ func (c *Config) applyMapDefaults() {
 		if user.NewlineKey == "" {
 			user.NewlineKey = def.NewlineKey
 		}
+		if user.ClearKeys == "" {
+			user.ClearKeys = def.ClearKeys
+		}
 		c.CLIs[kind] = user
+	}
+	for kind, cli := range c.CLIs {
+		if cli.ClearKeys == "" {
+			cli.ClearKeys = "C-u"
+			c.CLIs[kind] = cli
+		}
 	}
 	for name, s := range c.Sessions {
 		if s.Mode == "" {

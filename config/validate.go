@@ -135,6 +135,9 @@ func (c *Config) Validate() error {
 		if cli.Command == "" {
 			bad("clis."+kind+".command", "must not be empty")
 		}
+		if cli.InputLines < 0 || cli.InputLines > 20 {
+			bad("clis."+kind+".input_lines", "%d is not between 0 and 20", cli.InputLines)
+		}
 	}
 	c.validateSessions(bad)
 

@@ -158,7 +158,9 @@ func EnsureSessions(ctx context.Context, c client.Client, cfg *config.Config) er
 				InterruptAfter: interruptAfter, ResetAfter: resetAfter, ResetCooldown: cooldown,
 				Interrupt: interrupt, Reset: reset,
 			},
-			Reset: steps,
+			Reset:      steps,
+			InputLines: cli.InputLines,
+			ClearKeys:  strings.Fields(cli.ClearKeys),
 		}
 		_, err := c.SignalWithStartWorkflow(ctx, workflows.SessionWorkflowID(name), workflows.SignalConfigure, conf,
 			client.StartWorkflowOptions{TaskQueue: cfg.Temporal.TaskQueue},

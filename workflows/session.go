@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -53,7 +54,18 @@ type SessionConfig struct {
 	// Escalation is the session's ladder (SPEC N1) and Reset how its CLI is reset (SPEC N4).
 	Escalation EscalationPolicy `json:"escalation"`
 	Reset      ResetSteps       `json:"reset"`
+	// InputLines is how many bottom lines hold the CLI's input line; when set, a delivery is
+	// confirmed after Enter and typed again (after ClearKeys) if it is still there.
+	InputLines int      `json:"input_lines,omitempty"`
+	ClearKeys  []string `json:"clear_keys,omitempty"`
 }
+
+// ErrTypeNotSubmitted marks a delivery whose text stayed on the CLI's input line after Enter,
+// every attempt: the CLI took Enter as a newline.
+const ErrTypeNotSubmitted = "NotSubmitted"
+
+// SubmitAttempts bounds how often a delivery is typed before it is reported failed.
+const SubmitAttempts = 3
 
 // DeliveryRequest asks a session to type Text into its pane and tell ReplyTo how it went.
 type DeliveryRequest struct {
@@ -228,13 +240,61 @@ func (s *session) deliver(ctx workflow.Context, req DeliveryRequest) DeliveryRes
 			err = s.commitToHistory(ctx, req)
 		}
 		if err == nil {
-			err = s.typeText(ctx, req.Text)
+			err = s.submit(ctx, req.Text)
 		}
 		res := s.result(ctx, req, err)
 		res.Phase, res.Reset = phase, reset
 		return res
 	}
 	return s.result(ctx, req, err)
+}
+
+// submit types text and presses Enter, and when the CLI's input line is known, checks that the
+// text left it; if not, it clears the line and types again, up to SubmitAttempts times.
+func (s *session) submit(ctx workflow.Context, text string) error {
+	for attempt := 1; ; attempt++ {
+		if err := s.typeText(ctx, text); err != nil {
+			return err
+		}
+		if s.Config.InputLines <= 0 || workflow.GetVersion(ctx, "confirm-submit", workflow.DefaultVersion, 1) != 1 {
+			return nil
+		}
+		_ = workflow.Sleep(ctx, 500*time.Millisecond)
+		var bottom string
+		if err := workflow.ExecuteActivity(ctx, activities.TmuxCaptureName, activities.CaptureRequest{
+			Target: s.Config.TmuxTarget, Lines: s.Config.InputLines,
+		}).Get(ctx, &bottom); err != nil {
+			return err
+		}
+		if !StillOnInputLine(bottom, text) {
+			return nil
+		}
+		if attempt == SubmitAttempts {
+			return temporal.NewApplicationError(fmt.Sprintf("session %s: the text stayed on the input line after %d tries (the CLI took Enter as a newline?)", s.Config.Name, attempt), ErrTypeNotSubmitted)
+		}
+		workflow.GetLogger(ctx).Warn("delivery not submitted, clearing the input line", "session", s.Config.Name, "attempt", attempt)
+		if err := s.pressKeys(ctx, orDefaultKeys(s.Config.ClearKeys)); err != nil {
+			return err
+		}
+	}
+}
+
+func orDefaultKeys(keys []string) []string {
+	if len(keys) == 0 {
+		return []string{"C-u"}
+	}
+	return keys
+}
+
+// StillOnInputLine reports whether the input-line area of a pane still shows the end of text:
+// the last non-blank line of text, up to its last 24 characters, trimmed.
+func StillOnInputLine(bottom, text string) bool {
+	lines := strings.Split(strings.TrimRight(text, " \n"), "\n")
+	tail := []rune(strings.TrimSpace(lines[len(lines)-1]))
+	if len(tail) > 24 {
+		tail = tail[len(tail)-24:]
+	}
+	return len(tail) > 0 && strings.Contains(bottom, string(tail))
 }
 
 // typeText types text into the pane and presses Enter.

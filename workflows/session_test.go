@@ -33,6 +33,8 @@ type sessionHarness struct {
 	captures int
 	pushes   []activities.Push
 	events   []string // history appends, keys and injections, in order
+	stuck    int      // this many checks after typing still show the text on the input line
+	last     string   // the text typed last, until the next capture
 }
 
 func newSessionHarness(t *testing.T) *sessionHarness {
@@ -43,6 +45,13 @@ func newSessionHarness(t *testing.T) *sessionHarness {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.captures++
+		if h.last != "" && h.stuck > 0 {
+			h.stuck--
+			last := h.last
+			h.last = ""
+			return "> " + last + "\n  ? for shortcuts", nil
+		}
+		h.last = ""
 		if h.env.Now().Sub(h.start) < h.busyTill {
 			return "> earlier prompt\n✻ Working… (esc to interrupt)", nil
 		}
@@ -78,6 +87,7 @@ func newSessionHarness(t *testing.T) *sessionHarness {
 		}
 		h.mu.Lock()
 		h.events = append(h.events, "typed "+req.Text)
+		h.last = req.Text
 		h.typed = append(h.typed, req.Text)
 		h.typedAt = append(h.typedAt, h.env.Now().Sub(h.start))
 		h.mu.Unlock()
@@ -324,4 +334,41 @@ func TestN1NoResetWhileBusy(t *testing.T) {
 	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: cfg})
 	require.Equal(t, []string{"typed /clear", "typed nudge"}, h.events)
 	require.GreaterOrEqual(t, h.typedAt[0], 12*time.Minute, "the reset waited for the busy spell to end")
+}
+
+// N3: when the CLI took Enter as a newline, the text is still on the input line: the line is
+// cleared and the text typed again, at most 3 times, then the delivery is reported failed.
+func TestN3DeliveryConfirmed(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stuck int
+		want  []string
+		ok    bool
+	}{
+		{"submitted", 0, []string{"typed hello"}, true},
+		{"second try", 1, []string{"typed hello", "keys C-u", "typed hello"}, true},
+		{"never", 5, []string{"typed hello", "keys C-u", "typed hello", "keys C-u", "typed hello"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newSessionHarness(t)
+			h.stuck = tc.stuck
+			cfg := claudeSession()
+			cfg.InputLines = 2
+			h.send(0, SignalDeliver, DeliveryRequest{ID: "a", ReplyTo: "intent/1/a", Kind: KindMessage, Text: "hello"})
+			h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
+			h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: cfg})
+			require.Equal(t, tc.want, h.events)
+			require.Equal(t, tc.ok, h.results["a"].OK)
+			if !tc.ok {
+				require.Equal(t, ErrTypeNotSubmitted, h.results["a"].ErrorType)
+			}
+		})
+	}
+}
+
+func TestStillOnInputLine(t *testing.T) {
+	require.True(t, StillOnInputLine("│ > please deploy the thing now │", "please deploy the thing now"))
+	require.True(t, StillOnInputLine("> second line", "first line\nsecond line\n"))
+	require.False(t, StillOnInputLine("> \n  ? for shortcuts", "please deploy"))
+	require.False(t, StillOnInputLine("anything", "   \n"))
 }
