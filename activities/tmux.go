@@ -59,6 +59,15 @@ type InjectRequest struct {
 	// multi-line Text; empty means multi-line text goes in as one bracketed paste, so the CLI
 	// receives it as one message.
 	NewlineKey string `json:"newline_key,omitempty"`
+	// CheckLines, when above 0, asks for that many lines from the bottom of the pane, read
+	// CheckDelay after Enter, so the caller can see whether the text left the input line.
+	CheckLines int           `json:"check_lines,omitempty"`
+	CheckDelay time.Duration `json:"check_delay,omitempty"`
+}
+
+// InjectResult is what Inject saw after Enter (when asked to look).
+type InjectResult struct {
+	Bottom string `json:"bottom,omitempty"`
 }
 
 // paneInfo is what resolve learnt about a target.
@@ -80,41 +89,54 @@ type paneInfo struct {
 // A missing server, session, window or pane (or a pane whose program has exited) gives a
 // non-retryable ErrTypeTmuxTargetMissing error naming the target. Other tmux failures are
 // retryable. A retry after a failure between the text and the Enter types the text again.
-func (t *Tmux) Inject(ctx context.Context, req InjectRequest) error {
+func (t *Tmux) Inject(ctx context.Context, req InjectRequest) (InjectResult, error) {
 	if req.Text == "" {
-		return temporal.NewNonRetryableApplicationError(
+		return InjectResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("tmux inject to %q: text is empty", req.Target), ErrTypeEmptyText, nil)
 	}
 	if strings.IndexByte(req.Text, 0) >= 0 || !utf8.ValidString(req.Text) {
-		return temporal.NewNonRetryableApplicationError(
+		return InjectResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("tmux inject to %q: text holds a NUL byte or invalid UTF-8", req.Target),
 			ErrTypeInvalidText, nil)
 	}
 	pane, err := t.resolve(ctx, req.Target)
 	if err != nil {
-		return err
+		return InjectResult{}, err
 	}
 	if pane.inMode {
 		if _, err := t.run(ctx, req.Target, "copy-mode", "-q", "-t", pane.id); err != nil {
-			return err
+			return InjectResult{}, err
 		}
 	}
 	if err := t.typeText(ctx, req, pane.id); err != nil {
-		return err
+		return InjectResult{}, err
 	}
 	delay := t.EnterDelay
 	if delay <= 0 {
 		delay = defaultTmuxEnterDelay
 	}
-	timer := time.NewTimer(delay)
+	if err := sleepCtx(ctx, delay); err != nil {
+		return InjectResult{}, fmt.Errorf("tmux send-keys to %s: waiting to press Enter: %w", req.Target, err)
+	}
+	if _, err = t.run(ctx, req.Target, "send-keys", "-t", pane.id, "Enter"); err != nil || req.CheckLines <= 0 {
+		return InjectResult{}, err
+	}
+	if err := sleepCtx(ctx, req.CheckDelay); err != nil {
+		return InjectResult{}, fmt.Errorf("tmux capture-pane of %s: %w", req.Target, err)
+	}
+	bottom, err := t.capture(ctx, req.Target, pane.id, req.CheckLines)
+	return InjectResult{Bottom: bottom}, err
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
 	case <-ctx.Done():
-		return fmt.Errorf("tmux send-keys to %s: waiting to press Enter: %w", req.Target, ctx.Err())
+		return ctx.Err()
 	case <-timer.C:
+		return nil
 	}
-	_, err = t.run(ctx, req.Target, "send-keys", "-t", pane.id, "Enter")
-	return err
 }
 
 // typeText puts the text on the pane's input line: literally with send-keys -l; multi-line
@@ -171,13 +193,17 @@ func (t *Tmux) Capture(ctx context.Context, req CaptureRequest) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	out, err := t.run(ctx, req.Target, "capture-pane", "-p", "-J", "-t", pane.id)
+	return t.capture(ctx, req.Target, pane.id, req.Lines)
+}
+
+func (t *Tmux) capture(ctx context.Context, target, paneID string, n int) (string, error) {
+	out, err := t.run(ctx, target, "capture-pane", "-p", "-J", "-t", paneID)
 	if err != nil {
 		return "", err
 	}
 	lines := strings.Split(strings.TrimRight(out, " \n"), "\n")
-	if req.Lines > 0 && len(lines) > req.Lines {
-		lines = lines[len(lines)-req.Lines:]
+	if n > 0 && len(lines) > n {
+		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n"), nil
 }

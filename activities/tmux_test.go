@@ -126,7 +126,7 @@ func TestTmuxInjectDeliversTextLiterally(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			session := "case-" + strings.ReplaceAll(name, " ", "-")
 			out := srv.reader(session, "-echo")
-			if err := tm.Inject(context.Background(), InjectRequest{Target: session, Text: text}); err != nil {
+			if err := discard(tm.Inject(context.Background(), InjectRequest{Target: session, Text: text})); err != nil {
 				t.Fatalf("Inject: %v", err)
 			}
 			waitFile(t, out, text+"\n")
@@ -176,7 +176,7 @@ func TestTmuxInjectDoesNotRunShell(t *testing.T) {
 	out := srv.reader("reader", "-echo")
 	marker := filepath.Join(srv.dir, "pwned")
 	text := "$(touch " + marker + ") `touch " + marker + "2`; touch " + marker + "3"
-	if err := srv.injector().Inject(context.Background(), InjectRequest{Target: "reader", Text: text}); err != nil {
+	if err := discard(srv.injector().Inject(context.Background(), InjectRequest{Target: "reader", Text: text})); err != nil {
 		t.Fatal(err)
 	}
 	waitFile(t, out, text+"\n")
@@ -196,7 +196,7 @@ func TestTmuxInjectLeavesCopyMode(t *testing.T) {
 	}
 	// In copy mode "q" would leave the mode and the rest would be copy-mode commands.
 	text := "quit? no: jjkk G g q"
-	if err := srv.injector().Inject(context.Background(), InjectRequest{Target: "reader", Text: text}); err != nil {
+	if err := discard(srv.injector().Inject(context.Background(), InjectRequest{Target: "reader", Text: text})); err != nil {
 		t.Fatal(err)
 	}
 	waitFile(t, out, text+"\n")
@@ -207,7 +207,7 @@ func TestTmuxInjectSameTargetTwice(t *testing.T) {
 	out := srv.reader("reader", "-echo")
 	tm := srv.injector()
 	for _, text := range []string{"first", "second"} {
-		if err := tm.Inject(context.Background(), InjectRequest{Target: "reader:0.0", Text: text}); err != nil {
+		if err := discard(tm.Inject(context.Background(), InjectRequest{Target: "reader:0.0", Text: text})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -253,7 +253,7 @@ func TestTmuxTargetMissing(t *testing.T) {
 		"reader;",      // would end the tmux command early
 		"reader\nkill", // control characters
 	} {
-		err := tm.Inject(context.Background(), InjectRequest{Target: target, Text: "hello"})
+		err := discard(tm.Inject(context.Background(), InjectRequest{Target: target, Text: "hello"}))
 		requireTargetMissing(t, err, target)
 		requireTargetMissing(t, tm.TargetExists(context.Background(), target), target)
 	}
@@ -264,7 +264,7 @@ func TestTmuxTargetMissing(t *testing.T) {
 		t.Errorf("TargetExists(reade) = %v; tmux should match the session prefix", err)
 	}
 	// Nothing of the failed attempts reached the reader.
-	if err := tm.Inject(context.Background(), InjectRequest{Target: "reader", Text: "only this"}); err != nil {
+	if err := discard(tm.Inject(context.Background(), InjectRequest{Target: "reader", Text: "only this"})); err != nil {
 		t.Fatal(err)
 	}
 	waitFile(t, out, "only this\n")
@@ -273,7 +273,7 @@ func TestTmuxTargetMissing(t *testing.T) {
 func TestTmuxNoServer(t *testing.T) {
 	srv := newTmuxServer(t) // never started
 	tm := srv.injector()
-	err := tm.Inject(context.Background(), InjectRequest{Target: "reader", Text: "hello"})
+	err := discard(tm.Inject(context.Background(), InjectRequest{Target: "reader", Text: "hello"}))
 	requireTargetMissing(t, err, "reader")
 	requireTargetMissing(t, tm.TargetExists(context.Background(), "reader"), "reader")
 
@@ -302,7 +302,7 @@ func TestTmuxInvalidText(t *testing.T) {
 		"a\x00b":    ErrTypeInvalidText,
 		"bad \xff!": ErrTypeInvalidText,
 	} {
-		err := tm.Inject(context.Background(), InjectRequest{Target: "x", Text: text})
+		err := discard(tm.Inject(context.Background(), InjectRequest{Target: "x", Text: text}))
 		var appErr *temporal.ApplicationError
 		if !errors.As(err, &appErr) || appErr.Type() != typ || !appErr.NonRetryable() {
 			t.Errorf("Inject(%q) = %v, want non-retryable %s", text, err, typ)
@@ -312,7 +312,7 @@ func TestTmuxInvalidText(t *testing.T) {
 
 func TestTmuxOtherFailuresAreRetryable(t *testing.T) {
 	tm := &Tmux{Bin: filepath.Join(t.TempDir(), "no-tmux-here")}
-	err := tm.Inject(context.Background(), InjectRequest{Target: "target-xyz", Text: "hello"})
+	err := discard(tm.Inject(context.Background(), InjectRequest{Target: "target-xyz", Text: "hello"}))
 	if err == nil {
 		t.Fatal("want an error")
 	}
@@ -332,7 +332,7 @@ func TestTmuxInjectRespectsContextDuringEnterDelay(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err := tm.Inject(ctx, InjectRequest{Target: "reader", Text: "typed"})
+	err := discard(tm.Inject(ctx, InjectRequest{Target: "reader", Text: "typed"}))
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want context.DeadlineExceeded", err)
 	}
@@ -350,7 +350,7 @@ func TestTmuxInjectMultiLineAsOneBracketedPaste(t *testing.T) {
 	srv.tmux("new-session", "-d", "-s", "cli", "-x", "200", "-y", "50", "--",
 		"/bin/sh", "-c", `printf '\033[?2004h'; stty raw -echo; exec cat >"$1"`, "sh", out)
 	time.Sleep(200 * time.Millisecond) // let the program switch bracketed paste on
-	if err := srv.injector().Inject(context.Background(), InjectRequest{Target: "cli", Text: "line one\nline two; C-c"}); err != nil {
+	if err := discard(srv.injector().Inject(context.Background(), InjectRequest{Target: "cli", Text: "line one\nline two; C-c"})); err != nil {
 		t.Fatal(err)
 	}
 	waitFile(t, out, "\x1b[200~line one\rline two; C-c\x1b[201~\r")
@@ -360,7 +360,7 @@ func TestTmuxInjectMultiLineAsOneBracketedPaste(t *testing.T) {
 func TestTmuxInjectMultiLineWithNewlineKey(t *testing.T) {
 	srv := newTmuxServer(t)
 	out := srv.reader("keys", "-echo")
-	if err := srv.injector().Inject(context.Background(), InjectRequest{Target: "keys", Text: "one\ntwo", NewlineKey: "C-j"}); err != nil {
+	if err := discard(srv.injector().Inject(context.Background(), InjectRequest{Target: "keys", Text: "one\ntwo", NewlineKey: "C-j"})); err != nil {
 		t.Fatal(err)
 	}
 	waitFile(t, out, "one\ntwo\n")
@@ -387,4 +387,22 @@ func TestTmuxCaptureReturnsBottomLines(t *testing.T) {
 	}
 	_, err := tm.Capture(context.Background(), CaptureRequest{Target: "nosuch", Lines: 2})
 	requireTargetMissing(t, err, "nosuch")
+}
+
+// discard drops Inject's result where a test only cares about the error.
+func discard(_ InjectResult, err error) error { return err }
+
+// With CheckLines, Inject reports the bottom of the pane as it was after Enter: here a CLI that
+// took Enter as a newline and left the text on its input line.
+func TestTmuxInjectReportsBottomAfterEnter(t *testing.T) {
+	srv := newTmuxServer(t)
+	srv.tmux("new-session", "-d", "-s", "stuck", "-x", "80", "-y", "10", "--",
+		"/bin/sh", "-c", `stty raw; exec cat`) // echoes what is typed; Enter only moves the cursor
+	res, err := srv.injector().Inject(context.Background(), InjectRequest{Target: "stuck", Text: "still here", CheckLines: 3, CheckDelay: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Bottom, "still here") {
+		t.Errorf("Bottom = %q, want the text still visible", res.Bottom)
+	}
 }

@@ -103,6 +103,14 @@ type Reminders struct {
 	SnippetChars int           `mapstructure:"snippet_chars"`
 }
 
+// Lines is InputLines with unset as 0.
+func (c CLI) Lines() int {
+	if c.InputLines == nil {
+		return 0
+	}
+	return *c.InputLines
+}
+
 // Session is one agent session that intents are delivered to.
 type Session struct {
 	TmuxTarget string `mapstructure:"tmux_target"`
@@ -157,8 +165,9 @@ type CLI struct {
 	// Relaunch: after a key-style reset (e.g. C-c), type the launch command again.
 	Relaunch bool `mapstructure:"relaunch"`
 	// InputLines is how many lines at the bottom of the pane hold the CLI's input line; when
-	// set, a delivery is confirmed by reading them after Enter (0: not confirmed).
-	InputLines int `mapstructure:"input_lines"`
+	// above 0, a delivery is confirmed by reading them after Enter (0: not confirmed; unset:
+	// the built-in value of the kind).
+	InputLines *int `mapstructure:"input_lines"`
 	// ClearKeys empty the input line before a delivery is typed again (default C-u).
 	ClearKeys string `mapstructure:"clear_keys"`
 }

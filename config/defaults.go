@@ -78,7 +78,7 @@ func BuiltinCLIs() map[string]CLI {
 			Reset:        "/clear",
 			BusyPatterns: []string{"Working", "Thinking", "Planning", "Sending", "esc to interrupt"},
 			// The input box (three lines) and the hint line under it.
-			InputLines: 4,
+			InputLines: ptr(4),
 		},
 		"codex": {
 			Command:      "codex",
@@ -104,3 +104,5 @@ const (
 	ModeTmux     = "tmux"
 	ModeHeadless = "headless"
 )
+
+func ptr[T any](v T) *T { return &v }

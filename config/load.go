@@ -178,6 +178,9 @@ func (c *Config) applyMapDefaults() {
 		if user.ClearKeys == "" {
 			user.ClearKeys = def.ClearKeys
 		}
+		if user.InputLines == nil {
+			user.InputLines = def.InputLines
+		}
 		c.CLIs[kind] = user
 	}
 	for kind, cli := range c.CLIs {

@@ -135,8 +135,8 @@ func (c *Config) Validate() error {
 		if cli.Command == "" {
 			bad("clis."+kind+".command", "must not be empty")
 		}
-		if cli.InputLines < 0 || cli.InputLines > 20 {
-			bad("clis."+kind+".input_lines", "%d is not between 0 and 20", cli.InputLines)
+		if n := cli.Lines(); n < 0 || n > 20 {
+			bad("clis."+kind+".input_lines", "%d is not between 0 and 20", n)
 		}
 	}
 	c.validateSessions(bad)

@@ -363,6 +363,13 @@ func TestI2TelegramDeliveredAndClosed(t *testing.T) {
 
 	chat := fmt.Sprint(allowedChat)
 	for i := range texts {
+		id := workflows.IntentID(chat, fmt.Sprint(10+i))
+		waitUntil(t, id+" to learn it was delivered", 10*time.Second, func() bool {
+			v, err := intentapi.Show(ctx, svc.Client(), id)
+			return err == nil && v.Delivered != nil
+		})
+	}
+	for i := range texts {
 		id, _, err := intentapi.CloseOldestPending(ctx, svc.Client(), chat, workflows.CloseRequest{})
 		if err != nil {
 			t.Fatal(err)

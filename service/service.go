@@ -159,7 +159,7 @@ func EnsureSessions(ctx context.Context, c client.Client, cfg *config.Config) er
 				Interrupt: interrupt, Reset: reset,
 			},
 			Reset:      steps,
-			InputLines: cli.InputLines,
+			InputLines: cli.Lines(),
 			ClearKeys:  strings.Fields(cli.ClearKeys),
 		}
 		_, err := c.SignalWithStartWorkflow(ctx, workflows.SessionWorkflowID(name), workflows.SignalConfigure, conf,

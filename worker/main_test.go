@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -135,6 +136,7 @@ func startWorker(t *testing.T, bin string, env []string) (*exec.Cmd, <-chan map[
 	go func() {
 		defer close(lines)
 		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
 		for sc.Scan() {
 			var entry map[string]any
 			if json.Unmarshal(sc.Bytes(), &entry) != nil {
@@ -144,6 +146,10 @@ func startWorker(t *testing.T, bin string, env []string) (*exec.Cmd, <-chan map[
 			case lines <- entry:
 			default: // nobody reads any more; drop
 			}
+		}
+		if err := sc.Err(); err != nil {
+			lines <- map[string]any{"msg": "reading the worker's log: " + err.Error()}
+			_, _ = io.Copy(io.Discard, stderr)
 		}
 	}()
 	return worker, lines

@@ -252,21 +252,17 @@ func (s *session) deliver(ctx workflow.Context, req DeliveryRequest) DeliveryRes
 // submit types text and presses Enter, and when the CLI's input line is known, checks that the
 // text left it; if not, it clears the line and types again, up to SubmitAttempts times.
 func (s *session) submit(ctx workflow.Context, text string) error {
+	check := s.Config.InputLines > 0 && workflow.GetVersion(ctx, "confirm-submit", workflow.DefaultVersion, 1) == 1
 	for attempt := 1; ; attempt++ {
-		if err := s.typeText(ctx, text); err != nil {
+		req := activities.InjectRequest{Target: s.Config.TmuxTarget, Text: text, NewlineKey: s.Config.NewlineKey}
+		if check {
+			req.CheckLines, req.CheckDelay = s.Config.InputLines, 500*time.Millisecond
+		}
+		var res activities.InjectResult
+		if err := workflow.ExecuteActivity(ctx, activities.TmuxInjectName, req).Get(ctx, &res); err != nil {
 			return err
 		}
-		if s.Config.InputLines <= 0 || workflow.GetVersion(ctx, "confirm-submit", workflow.DefaultVersion, 1) != 1 {
-			return nil
-		}
-		_ = workflow.Sleep(ctx, 500*time.Millisecond)
-		var bottom string
-		if err := workflow.ExecuteActivity(ctx, activities.TmuxCaptureName, activities.CaptureRequest{
-			Target: s.Config.TmuxTarget, Lines: s.Config.InputLines,
-		}).Get(ctx, &bottom); err != nil {
-			return err
-		}
-		if !StillOnInputLine(bottom, text) {
+		if !check || !StillOnInputLine(res.Bottom, text) {
 			return nil
 		}
 		if attempt == SubmitAttempts {

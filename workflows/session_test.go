@@ -34,7 +34,6 @@ type sessionHarness struct {
 	pushes   []activities.Push
 	events   []string // history appends, keys and injections, in order
 	stuck    int      // this many checks after typing still show the text on the input line
-	last     string   // the text typed last, until the next capture
 }
 
 func newSessionHarness(t *testing.T) *sessionHarness {
@@ -45,13 +44,6 @@ func newSessionHarness(t *testing.T) *sessionHarness {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.captures++
-		if h.last != "" && h.stuck > 0 {
-			h.stuck--
-			last := h.last
-			h.last = ""
-			return "> " + last + "\n  ? for shortcuts", nil
-		}
-		h.last = ""
 		if h.env.Now().Sub(h.start) < h.busyTill {
 			return "> earlier prompt\n✻ Working… (esc to interrupt)", nil
 		}
@@ -76,22 +68,25 @@ func newSessionHarness(t *testing.T) *sessionHarness {
 		return nil
 	}, activity.RegisterOptions{Name: activities.NtfyPublishName})
 	h.env.RegisterWorkflowWithOptions(SessionWorkflow, workflow.RegisterOptions{Name: SessionWorkflowName})
-	h.env.RegisterActivityWithOptions(func(ctx context.Context, req activities.InjectRequest) error {
+	h.env.RegisterActivityWithOptions(func(ctx context.Context, req activities.InjectRequest) (activities.InjectResult, error) {
 		h.mu.Lock()
 		h.active++
 		h.maxSeen = max(h.maxSeen, h.active)
 		h.mu.Unlock()
 		defer func() { h.mu.Lock(); h.active--; h.mu.Unlock() }()
 		if req.Target == "gone:0" {
-			return temporal.NewNonRetryableApplicationError("tmux target gone:0 not found", activities.ErrTypeTmuxTargetMissing, nil)
+			return activities.InjectResult{}, temporal.NewNonRetryableApplicationError("tmux target gone:0 not found", activities.ErrTypeTmuxTargetMissing, nil)
 		}
 		h.mu.Lock()
+		defer h.mu.Unlock()
 		h.events = append(h.events, "typed "+req.Text)
-		h.last = req.Text
 		h.typed = append(h.typed, req.Text)
 		h.typedAt = append(h.typedAt, h.env.Now().Sub(h.start))
-		h.mu.Unlock()
-		return nil
+		if req.CheckLines > 0 && h.stuck > 0 {
+			h.stuck--
+			return activities.InjectResult{Bottom: "> " + req.Text + "\n  ? for shortcuts"}, nil
+		}
+		return activities.InjectResult{Bottom: "> \n  ? for shortcuts"}, nil
 	}, activity.RegisterOptions{Name: activities.TmuxInjectName})
 	h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", SignalDeliveryResult, mock.Anything).Return(
 		func(_, workflowID, _, _ string, arg interface{}) error {
