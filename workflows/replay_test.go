@@ -16,7 +16,12 @@ func TestReplayRecordedHistories(t *testing.T) {
 	r := worker.NewWorkflowReplayer()
 	r.RegisterWorkflowWithOptions(IntentWorkflow, workflow.RegisterOptions{Name: IntentWorkflowName})
 	r.RegisterWorkflowWithOptions(SessionWorkflow, workflow.RegisterOptions{Name: SessionWorkflowName})
-	for _, file := range []string{"testdata/intent_delivered_closed.json", "testdata/session.json"} {
+	for _, file := range []string{
+		// Before busy-aware delivery, history commit, escalation and confirmation (GetVersion).
+		"testdata/intent_delivered_closed_v1.json", "testdata/session_v1.json",
+		// Current.
+		"testdata/intent_delivered_closed.json", "testdata/session.json",
+	} {
 		if err := r.ReplayWorkflowHistoryFromJSONFile(nil, file); err != nil {
 			t.Errorf("replay %s: %v", file, err)
 		}
