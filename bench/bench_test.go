@@ -100,7 +100,7 @@ func BenchmarkI1TelegramBurst1000(b *testing.B) {
 		b.StopTimer()
 
 		var started map[string]time.Time
-		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 			started = startTimes(b, svc, "WorkflowType = 'Intent'")
 			if len(started) >= n {
 				break
