@@ -1,13 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
-	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
 
 	"github.com/intentq/intentq/intentapi"
 	"github.com/intentq/intentq/workflows"
@@ -27,13 +27,9 @@ func newInboxSend() *cobra.Command {
 		Short: "put a message in an agent's inbox (CONTENT - reads stdin); its session is nudged",
 		Args:  args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			content := a[1]
-			if content == "-" {
-				data, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), 1<<20))
-				if err != nil {
-					return fmt.Errorf("read content from stdin: %w", err)
-				}
-				content = strings.TrimSuffix(string(data), "\n")
+			content, err := fromStdin(cmd, "content", a[1], 1<<20)
+			if err != nil {
+				return err
 			}
 			cfg, c, err := connect(cmd)
 			if err != nil {
@@ -60,33 +56,19 @@ func newInboxSend() *cobra.Command {
 }
 
 func newInboxRead() *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "read AGENT",
-		Short: "print an agent's unread messages, oldest first, and mark them read",
-		Args:  args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, a []string) error {
-			_, c, err := connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			msgs, err := intentapi.ReadInbox(cmd.Context(), c, a[0])
-			if err != nil {
-				return err
-			}
-			return writeInbox(cmd, msgs, asJSON)
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
-	return cmd
+	return newInboxView("read AGENT", "print an agent's unread messages, oldest first, and mark them read", intentapi.ReadInbox)
 }
 
 func newInboxList() *cobra.Command {
+	return newInboxView("list AGENT", "print all messages kept in an agent's inbox without marking them read", intentapi.InboxMessages)
+}
+
+// newInboxView builds a command that fetches an agent's messages one way and prints them.
+func newInboxView(use, short string, fetch func(context.Context, client.Client, string) ([]workflows.InboxMessage, error)) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "list AGENT",
-		Short: "print all messages kept in an agent's inbox without marking them read",
+		Use:   use,
+		Short: short,
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			_, c, err := connect(cmd)
@@ -94,7 +76,7 @@ func newInboxList() *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			msgs, err := intentapi.InboxMessages(cmd.Context(), c, a[0])
+			msgs, err := fetch(cmd.Context(), c, a[0])
 			if err != nil {
 				return err
 			}

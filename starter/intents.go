@@ -35,6 +35,19 @@ func connect(cmd *cobra.Command) (*config.Config, client.Client, error) {
 	return cfg, c, nil
 }
 
+// fromStdin returns value, or standard input (without its final newline, at most max bytes)
+// when value is "-".
+func fromStdin(cmd *cobra.Command, what, value string, max int64) (string, error) {
+	if value != "-" {
+		return value, nil
+	}
+	data, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), max))
+	if err != nil {
+		return "", fmt.Errorf("read %s from stdin: %w", what, err)
+	}
+	return strings.TrimSuffix(string(data), "\n"), nil
+}
+
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -52,12 +65,9 @@ func newRecord() *cobra.Command {
 			if err := requireFlags(cmd, "chat", "msg", "text"); err != nil {
 				return err
 			}
-			if text == "-" {
-				data, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), 64<<20))
-				if err != nil {
-					return fmt.Errorf("read text from stdin: %w", err)
-				}
-				text = strings.TrimSuffix(string(data), "\n")
+			text, err := fromStdin(cmd, "text", text, 64<<20)
+			if err != nil {
+				return err
 			}
 			cfg, c, err := connect(cmd)
 			if err != nil {
