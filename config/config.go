@@ -21,6 +21,7 @@ type Config struct {
 	CLIs      map[string]CLI     `mapstructure:"clis"`
 	Scheduler Scheduler          `mapstructure:"scheduler"`
 	Delivery  Delivery           `mapstructure:"delivery"`
+	Hooks     Hooks              `mapstructure:"hooks"`
 	Claude    Claude             `mapstructure:"claude"`
 }
 
@@ -143,6 +144,25 @@ type Escalation struct {
 	// Interrupt and Reset switch phases 2 and 3 (default on; Reset off with protect_context).
 	Interrupt *bool `mapstructure:"interrupt"`
 	Reset     *bool `mapstructure:"reset"`
+}
+
+// Hooks configures the Claude Code hooks (`starter hook ...`, SPEC I3, S1, S2, S4).
+type Hooks struct {
+	// Timeout bounds every hook (at most 10s); on timeout the hook allows.
+	Timeout time.Duration `mapstructure:"timeout"`
+	// ReplyTools are tool names whose use closes an intent (the Telegram plugin's reply tool).
+	ReplyTools []string `mapstructure:"reply_tools"`
+	// RemindTools are tool names after which old pending intents are recalled.
+	RemindTools []string      `mapstructure:"remind_tools"`
+	RemindAfter time.Duration `mapstructure:"remind_after"`
+	RemindEvery time.Duration `mapstructure:"remind_every"`
+	// ExemptRoles are agents the stop hook always lets stop.
+	ExemptRoles []string `mapstructure:"exempt_roles"`
+	// Coordinator is the agent whose inbox gets report_completed and error_report messages.
+	Coordinator string `mapstructure:"coordinator"`
+	// CompletionPatterns and ErrorPatterns extend the built-in patterns (regular expressions).
+	CompletionPatterns []string `mapstructure:"completion_patterns"`
+	ErrorPatterns      []string `mapstructure:"error_patterns"`
 }
 
 // Delivery is how sessions type into panes (SPEC N2, N3).

@@ -55,6 +55,16 @@ func defaults() map[string]any {
 		"delivery.busy_alert_after": 5 * time.Minute,
 		"delivery.busy_lines":       8,
 
+		"hooks.timeout":             5 * time.Second,
+		"hooks.reply_tools":         []string{"mcp__plugin_telegram_telegram__reply", "mcp__telegram__reply"},
+		"hooks.remind_tools":        []string{"Bash"},
+		"hooks.remind_after":        3 * time.Minute,
+		"hooks.remind_every":        5 * time.Minute,
+		"hooks.exempt_roles":        []string{"coordinator"},
+		"hooks.coordinator":         "coordinator",
+		"hooks.completion_patterns": []string{},
+		"hooks.error_patterns":      []string{},
+
 		"claude.home":     "~/.claude",
 		"claude.settings": "~/.claude/secretary/settings.json",
 	}

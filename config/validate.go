@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net"
 	"net/url"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -130,6 +131,14 @@ func (c *Config) Validate() error {
 	}
 	if c.Delivery.BusyLines < 1 || c.Delivery.BusyLines > 200 {
 		bad("delivery.busy_lines", "%d is not between 1 and 200", c.Delivery.BusyLines)
+	}
+	if c.Hooks.Timeout <= 0 || c.Hooks.Timeout > 10*time.Second {
+		bad("hooks.timeout", "%s is not between 0 and 10s", c.Hooks.Timeout)
+	}
+	for _, p := range append(append([]string{}, c.Hooks.CompletionPatterns...), c.Hooks.ErrorPatterns...) {
+		if _, err := regexp.Compile(p); err != nil {
+			bad("hooks", "pattern %q: %v", p, err)
+		}
 	}
 	for kind, cli := range c.CLIs {
 		if cli.Command == "" {

@@ -19,12 +19,14 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/hooks"
 	"github.com/intentq/intentq/intentapi"
 	"github.com/intentq/intentq/internal/fakebot"
 	"github.com/intentq/intentq/internal/fakentfy"
 	"github.com/intentq/intentq/internal/testenv"
 	"github.com/intentq/intentq/msgtext"
 	"github.com/intentq/intentq/service"
+	"github.com/intentq/intentq/tclient"
 	"github.com/intentq/intentq/workflows"
 	"google.golang.org/protobuf/encoding/protojson"
 )
@@ -530,4 +532,77 @@ func TestS3InboxConcurrentSendsAndNudge(t *testing.T) {
 		b, _ := os.ReadFile(pane)
 		return strings.Contains(string(b), want)
 	})
+}
+
+// I2, I3 end to end as the patched plugin and Claude Code would drive it: 4 messages through the
+// ingest endpoint, reminders in the real pane, session-start lists all 4 with their text, and
+// 4 post-tool-use reply events close all 4. With Temporal down, a hook still answers (allows).
+func TestHooksEndToEnd(t *testing.T) {
+	cfg := testenv.Config(t)
+	pane := tmuxReader(t)
+	cfg.Ingest.Token = "tok"
+	cfg.Reminders.FirstAfter = time.Second
+	cfg.Reminders.RepeatEvery = time.Hour
+	svc, _ := startService(t, cfg)
+	ctx := context.Background()
+	for i := 1; i <= 4; i++ {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+cfg.Ingest.Listen+"/v1/intents",
+			strings.NewReader(fmt.Sprintf(`{"chat_id":"42","message_id":%d,"text":"question %d","user":"kento","ts":%d}`, 100+i, i, time.Now().Unix())))
+		req.Header.Set("Authorization", "Bearer tok")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusCreated {
+			t.Fatalf("ingest %d: %v %v", i, err, resp)
+		}
+		resp.Body.Close()
+	}
+	waitUntil(t, "4 reminders in the pane", 30*time.Second, func() bool {
+		b, _ := os.ReadFile(pane)
+		return strings.Count(string(b), "【未対応メッセージ】msg_id=10") == 4
+	})
+
+	s := hooks.Settings{Session: config.DefaultSessionName, ReplyTools: cfg.Hooks.ReplyTools}
+	dial := func(context.Context) (hooks.Backend, func(), error) {
+		return hooks.Temporal{Client: svc.Client(), Config: cfg}, func() {}, nil
+	}
+	hook := func(event, input string) string {
+		var out strings.Builder
+		if err := hooks.Run(ctx, event, strings.NewReader(input), &out, s, dial, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	start := hook(hooks.EventSessionStart, `{"session_id":"abc","transcript_path":"/tmp/t.jsonl","cwd":"/w","hook_event_name":"SessionStart","source":"resume"}`)
+	for i := 1; i <= 4; i++ {
+		if !strings.Contains(start, fmt.Sprintf("question %d", i)) {
+			t.Fatalf("session-start output lacks question %d: %s", i, start)
+		}
+	}
+	for i := 1; i <= 4; i++ {
+		input := fmt.Sprintf(`{"session_id":"abc","hook_event_name":"PostToolUse","tool_name":"mcp__plugin_telegram_telegram__reply","tool_input":{"chat_id":"42","text":"answer","reply_to":"%d"},"tool_response":{}}`, 100+i)
+		hook(hooks.EventPostToolUse, input)
+	}
+	for i := 1; i <= 4; i++ {
+		v, err := intentapi.Show(ctx, svc.Client(), fmt.Sprintf("42/%d", 100+i))
+		if err != nil || v.Status != workflows.StatusClosed {
+			t.Errorf("intent 42/%d: %s %v", 100+i, v.Status, err)
+		}
+	}
+	waitUntil(t, "the session-start block in the history", 10*time.Second, func() bool {
+		b, _ := os.ReadFile(cfg.HistoryPath(config.DefaultSessionName))
+		return strings.Contains(string(b), `"kind":"context"`) && strings.Contains(string(b), "question 4")
+	})
+
+	down := *cfg
+	down.Temporal.Address = fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	deadDial := func(ctx context.Context) (hooks.Backend, func(), error) {
+		c, err := tclient.Dial(ctx, &down, zap.NewNop())
+		if err != nil {
+			return nil, nil, err
+		}
+		return hooks.Temporal{Client: c, Config: &down}, c.Close, nil
+	}
+	var out strings.Builder
+	if err := hooks.Run(ctx, hooks.EventStop, strings.NewReader(`{"session_id":"abc"}`), &out, hooks.Settings{Agent: "secretary"}, deadDial, 2*time.Second); err != nil || out.Len() != 0 {
+		t.Errorf("stop hook with Temporal down: %q %v, want allow", out.String(), err)
+	}
 }

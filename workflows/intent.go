@@ -34,7 +34,9 @@ const (
 	UpdateLink      = "link"
 	UpdateIgnore    = "ignore"
 	UpdateRemindNow = "remind-now"
-	QueryState      = "state"
+	// UpdateHookRemind asks whether the post-tool-use hook may remind of this intent now.
+	UpdateHookRemind = "hook-remind"
+	QueryState       = "state"
 )
 
 // ErrTypeIntentNotOpen is the error type of an update refused because the intent has ended.
@@ -118,6 +120,8 @@ type IntentState struct {
 	// session's CLI was reset for this intent.
 	LastPhase int         `json:"last_phase,omitempty"`
 	Resets    []time.Time `json:"resets,omitempty"`
+	// LastHookReminderAt throttles the post-tool-use hook's reminders of this intent.
+	LastHookReminderAt *time.Time `json:"last_hook_reminder_at,omitempty"`
 	// Runs counts continue-as-new generations.
 	Runs int `json:"runs"`
 }
@@ -127,6 +131,11 @@ type IntentView struct {
 	ID string `json:"id"`
 	IntentInput
 	IntentState
+}
+
+// HookRemindRequest asks whether a hook reminder is due: at most one per Every.
+type HookRemindRequest struct {
+	Every time.Duration `json:"every"`
 }
 
 // CloseRequest closes an intent (the agent replied).
@@ -298,6 +307,16 @@ func (w *intent) registerHandlers(ctx workflow.Context) error {
 			}
 			return nil
 		}},
+	}
+	if err := workflow.SetUpdateHandler(ctx, UpdateHookRemind, func(ctx workflow.Context, r HookRemindRequest) (bool, error) {
+		now := workflow.Now(ctx)
+		if w.st.Status != StatusPending || (w.st.LastHookReminderAt != nil && now.Sub(*w.st.LastHookReminderAt) < r.Every) {
+			return false, nil
+		}
+		w.st.LastHookReminderAt = &now
+		return true, nil
+	}); err != nil {
+		return err
 	}
 	for _, h := range handlers {
 		if err := workflow.SetUpdateHandlerWithOptions(ctx, h.name, h.handler, workflow.UpdateHandlerOptions{Validator: h.validator}); err != nil {

@@ -29,6 +29,9 @@ const SessionWorkflowName = "Session"
 const (
 	KindMessage  = "message"
 	KindReminder = "reminder"
+	// KindContext is only committed to the history, not typed: a block Claude Code injects
+	// itself (the session-start hook's output).
+	KindContext = "context"
 )
 
 // SessionConfig is what a session workflow needs to reach its agent, from the worker's config.
@@ -148,6 +151,13 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 			continue
 		}
 		req := s.Queue[0]
+		if req.Kind == KindContext {
+			if err := s.commitToHistory(workflow.WithActivityOptions(ctx, tmuxActivityOptions), req); err != nil {
+				workflow.GetLogger(ctx).Warn("context not committed", "session", s.Config.Name, "request", req.ID, "error", err)
+			}
+			s.Queue = s.Queue[1:]
+			continue
+		}
 		result := s.deliver(ctx, req)
 		s.Queue = s.Queue[1:]
 		if result.OK {
