@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin
 ARGS    ?=
 # Packages whose tests do not link the Temporal server: the race detector is affordable there.
-RACE_PKGS := ./config/... ./logging/... ./msgtext/... ./workflows/... ./activities/... ./ingest/... ./telegram/... ./tclient/... ./internal/fakebot/... ./internal/fakentfy/...
+RACE_PKGS := ./config/... ./logging/... ./msgtext/... ./workflows/... ./activities/... ./ingest/... ./telegram/... ./tclient/... ./internal/fakebot/... ./internal/fakentfy/... ./hooks/... ./watchdog/...
 
 .PHONY: run build test vet bench clean
 

@@ -96,7 +96,7 @@ func Run(ctx context.Context, cfg *config.Config, logger *zap.Logger) Report {
 		r = append(r, Result{Name: "temporal", OK: true, Detail: "reachable at " + cfg.TemporalAddress()})
 		r = append(r, checkNamespace(ctx, c, cfg.Temporal.Namespace))
 		r = append(r, checkSearchAttributes(ctx, c, cfg.Temporal.Namespace))
-		worker := checkWorker(ctx, c, cfg.Temporal.TaskQueue)
+		worker := WorkerPolling(ctx, c, cfg.Temporal.TaskQueue)
 		r = append(r, worker)
 		if worker.OK {
 			r = append(r, checkProbe(ctx, c, cfg.Temporal.TaskQueue))
@@ -147,10 +147,10 @@ func checkSearchAttributes(ctx context.Context, c client.Client, ns string) Resu
 	return Result{Name: "search attributes", OK: true, Detail: fmt.Sprintf("%d registered", len(workflows.SearchAttributes()))}
 }
 
-// checkWorker looks for a worker that polled both the workflow and the activity task queue
+// WorkerPolling looks for a worker that polled both the workflow and the activity task queue
 // recently. A worker that has just started needs a moment before its polls show, so the check
 // looks again for a few seconds before it fails.
-func checkWorker(ctx context.Context, c client.Client, taskQueue string) Result {
+func WorkerPolling(ctx context.Context, c client.Client, taskQueue string) Result {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	for {

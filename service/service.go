@@ -13,18 +13,21 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	"go.uber.org/zap"
 
 	"github.com/intentq/intentq/activities"
 	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/doctor"
 	"github.com/intentq/intentq/embedded"
 	"github.com/intentq/intentq/ingest"
 	"github.com/intentq/intentq/logging"
 	"github.com/intentq/intentq/recorder"
 	"github.com/intentq/intentq/tclient"
 	"github.com/intentq/intentq/telegram"
+	"github.com/intentq/intentq/watchdog"
 	"github.com/intentq/intentq/workflows"
 )
 
@@ -39,6 +42,10 @@ type Service struct {
 	// stopPoller ends the Telegram poller; pollerDone closes when it has.
 	stopPoller context.CancelFunc
 	pollerDone chan struct{}
+	// stopWatchdog ends the watchdog; watchdogDone closes when it has.
+	stopWatchdog context.CancelFunc
+	watchdogDone chan struct{}
+	watchdog     *watchdog.Watchdog
 }
 
 // Start brings everything up in dependency order and returns once all parts serve. On error,
@@ -85,9 +92,11 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 	}
 
 	identity := workerIdentity()
+	failures := &watchdog.FailureWindow{Window: 10 * time.Minute, Limit: 10}
 	s.worker = worker.New(s.client, cfg.Temporal.TaskQueue, worker.Options{
 		Identity:          identity,
 		WorkerStopTimeout: 10 * time.Second,
+		Interceptors:      []interceptor.WorkerInterceptor{watchdog.CountFailures(failures, activities.TmuxInjectName, activities.NtfyPublishName)},
 	})
 	Register(s.worker, Deps{
 		Identity: identity,
@@ -114,6 +123,8 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 		return nil, err
 	}
 
+	s.startWatchdog(cfg, failures, logger)
+
 	if cfg.Telegram.Token.IsSet() {
 		poller := telegram.New(telegram.Options{
 			Token:        cfg.Telegram.Token,
@@ -132,6 +143,37 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 		}()
 	}
 	return s, nil
+}
+
+// startWatchdog runs the in-process watchdog (SPEC I9): a worker polling the task queue, and
+// reminder activities failing more than 10 times in 10 minutes.
+func (s *Service) startWatchdog(cfg *config.Config, failures *watchdog.FailureWindow, logger *zap.Logger) {
+	s.watchdog = &watchdog.Watchdog{
+		Checks: []watchdog.Check{
+			{Name: "worker", Run: func(ctx context.Context) (string, error) {
+				if r := doctor.WorkerPolling(ctx, s.client, cfg.Temporal.TaskQueue); !r.OK {
+					return r.Detail, nil
+				}
+				return "", nil
+			}},
+			failures.Check("reminders", "reminder deliveries or pushes"),
+		},
+		Ntfy:   &activities.Ntfy{URL: cfg.Ntfy.URL, Token: cfg.Ntfy.Token.Reveal()},
+		Topic:  cfg.Ntfy.Topic,
+		Logger: logger.Named("watchdog"),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopWatchdog, s.watchdogDone = cancel, make(chan struct{})
+	go func() {
+		defer close(s.watchdogDone)
+		// The first look waits a minute: a worker that has just started has not polled yet.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Minute):
+		}
+		s.watchdog.Run(ctx)
+	}()
 }
 
 // EnsureSessions starts the workflow `session/<name>` of every configured session, or hands a
@@ -231,6 +273,11 @@ func (s *Service) health(ctx context.Context) error {
 // Stop shuts down in reverse order: the doors stop taking messages (Telegram poller, ingest),
 // the worker drains running tasks, then the client, the Web UI and the server stop.
 func (s *Service) Stop(ctx context.Context) {
+	if s.stopWatchdog != nil {
+		s.stopWatchdog()
+		<-s.watchdogDone
+		s.stopWatchdog = nil
+	}
 	if s.stopPoller != nil {
 		s.stopPoller()
 		<-s.pollerDone

@@ -1,0 +1,340 @@
+package plugin
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"unicode"
+)
+
+// Markers and anchor of the patch.
+const (
+	// BeginMarker starts the BEGIN line of intentq's block; the line goes on with the block's
+	// version ("// BEGIN intentq ingest v2 ..."), so an older block is recognised and replaced.
+	BeginMarker = "// BEGIN intentq ingest"
+	// EndMarker is the block's last line.
+	EndMarker = "// END intentq ingest"
+	// BlockVersion is the version written into the BEGIN line.
+	BlockVersion = 2
+	// Anchor is the comment in handleInbound that the block goes right before; it must occur
+	// exactly once in server.ts. Every version of the plugin so far has it.
+	Anchor = "// image_path goes in meta only"
+	// IngestPath is the ingest endpoint the block posts to.
+	IngestPath = "/v1/intents"
+)
+
+// IngestURL turns ingest.listen (host:port) into the URL of the ingest endpoint on loopback.
+// A wildcard or empty host becomes 127.0.0.1; any other host must be a loopback address or
+// localhost.
+func IngestURL(listen string) (string, error) {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", fmt.Errorf("plugin: ingest.listen %q is not host:port", listen)
+	}
+	switch host {
+	case "", "0.0.0.0", "::":
+		host = "127.0.0.1"
+	}
+	u := "http://" + net.JoinHostPort(host, port) + IngestPath
+	if _, err := checkIngestURL(u); err != nil {
+		return "", err
+	}
+	return u, nil
+}
+
+// checkIngestURL accepts only http(s) URLs to a loopback host: the message text must never
+// leave the machine. It returns the URL in canonical form.
+func checkIngestURL(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("plugin: ingest URL is not a URL: %w", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "", fmt.Errorf("plugin: ingest URL %s must be http:// (to 127.0.0.1 or localhost)", u.Redacted())
+	}
+	if u.User != nil || u.Opaque != "" || u.Fragment != "" || u.RawQuery != "" {
+		return "", fmt.Errorf("plugin: ingest URL %s must be a plain http://host:port/path URL", u.Redacted())
+	}
+	host := u.Hostname()
+	ip := net.ParseIP(host)
+	if !strings.EqualFold(host, "localhost") && (ip == nil || !ip.IsLoopback()) {
+		return "", fmt.Errorf("plugin: ingest URL %s is not on loopback (127.0.0.1, ::1 or localhost); message text must not leave the machine", u.Redacted())
+	}
+	if p := u.Port(); p != "" {
+		for _, r := range p {
+			if r < '0' || r > '9' {
+				return "", fmt.Errorf("plugin: ingest URL %s has a bad port", u.Redacted())
+			}
+		}
+	}
+	return u.String(), nil
+}
+
+// Block returns the TypeScript block that Patch inserts into handleInbound, without
+// indentation (Patch indents it like the anchor line), ending in a newline.
+//
+// The block posts {chat_id, message_id, text, user, ts} to ingestURL with the bearer token,
+// fire-and-forget: it never awaits, never throws, and skips updates without a message id. The
+// URL and the token are embedded as JSON string literals. ingestURL must be an http(s) URL to
+// a loopback host; the token must be non-empty and free of whitespace and control characters.
+func Block(ingestURL, token string) (string, error) {
+	u, err := checkIngestURL(ingestURL)
+	if err != nil {
+		return "", err
+	}
+	if token == "" {
+		return "", errors.New("plugin: the ingest token is empty (set ingest.token or ingest.token_file)")
+	}
+	for _, r := range token {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || r == unicode.ReplacementChar {
+			return "", errors.New("plugin: the ingest token contains whitespace or control characters")
+		}
+	}
+	urlLit, err := json.Marshal(u)
+	if err != nil {
+		return "", fmt.Errorf("plugin: quote ingest URL: %w", err)
+	}
+	authLit, err := json.Marshal("Bearer " + token)
+	if err != nil {
+		return "", fmt.Errorf("plugin: quote ingest token: %w", err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s v%d: records every inbound message in intentq before Claude sees it. Managed by intentq; do not edit.\n", BeginMarker, BlockVersion)
+	b.WriteString("try {\n")
+	b.WriteString("  if (msgId != null) {\n")
+	fmt.Fprintf(&b, "    void fetch(%s, {\n", urlLit)
+	b.WriteString("      method: 'POST',\n")
+	fmt.Fprintf(&b, "      headers: { 'content-type': 'application/json', authorization: %s },\n", authLit)
+	b.WriteString("      body: JSON.stringify({\n")
+	b.WriteString("        chat_id,\n")
+	b.WriteString("        message_id: msgId,\n")
+	b.WriteString("        text: text ?? '',\n")
+	b.WriteString("        user: from?.username ?? String(from?.id ?? ''),\n")
+	b.WriteString("        ts: (typeof ctx !== 'undefined' && ctx?.message?.date) || Math.floor(Date.now() / 1000),\n")
+	b.WriteString("      }),\n")
+	b.WriteString("      signal: AbortSignal.timeout(10_000),\n")
+	b.WriteString("    }).then(res => {\n")
+	b.WriteString("      if (!res.ok) process.stderr.write(`intentq: ingest answered ${res.status} for message ${msgId}\\n`)\n")
+	b.WriteString("    }).catch(err => {\n")
+	b.WriteString("      try { process.stderr.write(`intentq: ingest unreachable for message ${msgId}: ${err}\\n`) } catch {}\n")
+	b.WriteString("    })\n")
+	b.WriteString("  }\n")
+	b.WriteString("} catch {}\n")
+	b.WriteString(EndMarker + "\n")
+	return b.String(), nil
+}
+
+// checkBlock makes sure block is one marked block that cannot be confused with the anchor.
+func checkBlock(block string) error {
+	lines := splitLines(block)
+	if len(lines) < 2 || !strings.HasPrefix(lines[0], BeginMarker) ||
+		strings.TrimRight(lines[len(lines)-1], "\r\n") != EndMarker {
+		return errors.New("plugin: block must start with the BEGIN marker line and end with the END marker line")
+	}
+	begins, ends := 0, 0
+	for _, l := range lines {
+		tl := strings.TrimSpace(l)
+		if strings.HasPrefix(tl, BeginMarker) {
+			begins++
+		}
+		if strings.HasPrefix(tl, EndMarker) {
+			ends++
+		}
+	}
+	if begins != 1 || ends != 1 || strings.Contains(block, Anchor) {
+		return errors.New("plugin: block must hold exactly one BEGIN and one END marker and no anchor")
+	}
+	return nil
+}
+
+// plan computes what server.ts (src, named file) should look like with block in place: any
+// existing intentq block is removed and block is inserted right before the anchor line,
+// indented like it. It also reports the state src is in.
+func plan(src []byte, block, file string) ([]byte, string, error) {
+	lines := splitLines(string(src))
+	begin, end := -1, -1
+	for i, l := range lines {
+		tl := strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(tl, BeginMarker):
+			if begin >= 0 {
+				return nil, "", fmt.Errorf("%w: %s has more than one %q line; fix it by hand or restore the plugin", ErrMalformedBlock, file, BeginMarker)
+			}
+			begin = i
+		case strings.HasPrefix(tl, EndMarker):
+			if end >= 0 || begin < 0 {
+				return nil, "", fmt.Errorf("%w: %s has a stray %q line (line %d)", ErrMalformedBlock, file, EndMarker, i+1)
+			}
+			end = i
+		}
+	}
+	if begin >= 0 && end < 0 {
+		return nil, "", fmt.Errorf("%w: %s has %q (line %d) without %q", ErrMalformedBlock, file, BeginMarker, begin+1, EndMarker)
+	}
+	state := StateUnpatched
+	base := lines
+	if begin >= 0 {
+		state = StateOutdated
+		base = append(append([]string{}, lines[:begin]...), lines[end+1:]...)
+	}
+
+	anchor, count := -1, 0
+	for i, l := range base {
+		if n := strings.Count(l, Anchor); n > 0 {
+			count += n
+			anchor = i
+		}
+	}
+	switch {
+	case count == 0:
+		return nil, "", fmt.Errorf("%w: no anchor %q in %s", ErrAnchor, Anchor, file)
+	case count > 1:
+		return nil, "", fmt.Errorf("%w: anchor %q found %d times in %s", ErrAnchor, Anchor, count, file)
+	}
+	al := base[anchor]
+	indent := al[:len(al)-len(strings.TrimLeft(al, " \t"))]
+	eol := "\n"
+	if strings.HasSuffix(al, "\r\n") {
+		eol = "\r\n"
+	}
+
+	var out strings.Builder
+	out.Grow(len(src) + len(block) + 256)
+	for _, l := range base[:anchor] {
+		out.WriteString(l)
+	}
+	for _, l := range splitLines(block) {
+		l = strings.TrimRight(l, "\r\n")
+		if l != "" {
+			out.WriteString(indent)
+			out.WriteString(l)
+		}
+		out.WriteString(eol)
+	}
+	for _, l := range base[anchor:] {
+		out.WriteString(l)
+	}
+	if state == StateOutdated && out.String() == string(src) {
+		state = StatePatched
+	}
+	return []byte(out.String()), state, nil
+}
+
+// State reports whether t.ServerTS holds block before the anchor (StatePatched), an other
+// intentq block (StateOutdated) or none (StateUnpatched), for doctor and the watchdog.
+// A file that Patch would refuse (no anchor, two anchors, broken markers) is an error.
+func State(t Target, block string) (string, error) {
+	if err := checkBlock(block); err != nil {
+		return "", err
+	}
+	src, _, err := readLimited(t.ServerTS, MaxServerTSBytes, "plugin: server.ts")
+	if err != nil {
+		return "", err
+	}
+	_, state, err := plan(src, block, t.ServerTS)
+	return state, err
+}
+
+// Patch puts block (from Block) into t.ServerTS right before the anchor line, replacing an
+// older intentq block. When the file already holds exactly this block nothing is written
+// (Changed false). Otherwise it backs the file up, writes it atomically (same mode), checks
+// the syntax with `bun build --no-bundle` (restoring the backup byte for byte on failure,
+// error wraps ErrBunFailed), and re-reads the file to verify the BEGIN marker is there exactly
+// once. A file without the anchor, with it twice, or with broken markers is not touched.
+func Patch(t Target, block string, opts PatchOptions) (Result, error) {
+	res := Result{File: t.ServerTS}
+	if t.ServerTS == "" {
+		return res, errors.New("plugin: target has no server.ts (use Resolve)")
+	}
+	if err := checkBlock(block); err != nil {
+		return res, err
+	}
+	src, mode, err := readLimited(t.ServerTS, MaxServerTSBytes, "plugin: server.ts")
+	if err != nil {
+		return res, err
+	}
+	out, state, err := plan(src, block, t.ServerTS)
+	res.Before = state
+	if err != nil {
+		return res, err
+	}
+	if state == StatePatched {
+		return res, verify(t.ServerTS, out)
+	}
+	bun, err := FindBun(opts.Bun)
+	if err != nil {
+		return res, fmt.Errorf("plugin: cannot check the syntax of %s: %w", t.ServerTS, err)
+	}
+	if err := writeChecked(t.ServerTS, "telegram", src, out, mode, bun, opts, &res); err != nil {
+		return res, err
+	}
+	return res, verify(t.ServerTS, out)
+}
+
+// writeChecked backs up src, writes out to file and has bun check it; on a failed check it
+// restores src and returns an error wrapping ErrBunFailed.
+func writeChecked(file, tag string, src, out []byte, mode os.FileMode, bun string, opts PatchOptions, res *Result) error {
+	bk, err := backup(file, src, opts, tag)
+	if err != nil {
+		return fmt.Errorf("plugin: %w (nothing written)", err)
+	}
+	res.Backup = bk
+	if err := writeAtomic(file, out, mode); err != nil {
+		return fmt.Errorf("plugin: %w", err)
+	}
+	res.Changed = true
+	output, err := bunCheck(bun, file, opts.BunTimeout)
+	if err == nil {
+		return nil
+	}
+	if rerr := restore(file, src, mode); rerr != nil {
+		return fmt.Errorf("%w on %s (%v), and restoring it failed: %v; the backup is %s\n%s", ErrBunFailed, file, err, rerr, bk, output)
+	}
+	res.Changed = false
+	note := ""
+	if _, err2 := bunCheck(bun, file, opts.BunTimeout); err2 != nil {
+		note = " (the original file fails the check too: is bun too old?)"
+	}
+	return fmt.Errorf("%w on %s (%v); restored the original from %s%s\n%s", ErrBunFailed, file, err, bk, note, output)
+}
+
+// restore writes src back and checks it reads back byte for byte.
+func restore(file string, src []byte, mode os.FileMode) error {
+	if err := writeAtomic(file, src, mode); err != nil {
+		return err
+	}
+	got, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	if string(got) != string(src) {
+		return fmt.Errorf("%s does not read back as the original", file)
+	}
+	return nil
+}
+
+// verify re-reads file (the one bun runs) and checks it is what was written, with the BEGIN
+// marker exactly once.
+func verify(file string, want []byte) error {
+	got, _, err := readLimited(file, MaxServerTSBytes, "plugin: verify server.ts")
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNotVerified, err)
+	}
+	n := 0
+	for _, l := range splitLines(string(got)) {
+		if strings.HasPrefix(strings.TrimSpace(l), BeginMarker) {
+			n++
+		}
+	}
+	if n != 1 {
+		return fmt.Errorf("%w: %s holds the %q marker %d times after patching", ErrNotVerified, file, BeginMarker, n)
+	}
+	if string(got) != string(want) {
+		return fmt.Errorf("%w: %s changed while it was being patched; run the patch again", ErrNotVerified, file)
+	}
+	return nil
+}

@@ -1,0 +1,167 @@
+// Package watchdog notices, from inside the worker process, when the reminder engine stops
+// working (SPEC I9): no worker polls the task queue, reminders fail repeatedly, the plugin patch
+// vanished. Each condition alerts once through ntfy, with metadata only, and again only when it
+// changes; a check may also repair what it found (re-apply the plugin patch).
+package watchdog
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/intentq/intentq/activities"
+)
+
+// Check looks at one condition. It returns a non-empty problem when something is wrong; the
+// text is metadata (IDs, counts, names), never message text.
+type Check struct {
+	Name string
+	Run  func(ctx context.Context) (problem string, err error)
+}
+
+// Publisher sends an alert; *activities.Ntfy is the real one.
+type Publisher interface {
+	Publish(ctx context.Context, p activities.Push) error
+}
+
+// Watchdog runs checks on an interval and alerts on changes.
+type Watchdog struct {
+	Checks   []Check
+	Ntfy     Publisher // nil: alerts are only logged
+	Topic    string
+	Interval time.Duration
+	Logger   *zap.Logger
+
+	mu    sync.Mutex
+	state map[string]string // check name -> current problem ("" = fine)
+}
+
+// Run checks every Interval until ctx ends.
+func (w *Watchdog) Run(ctx context.Context) {
+	interval := w.Interval
+	if interval <= 0 {
+		interval = time.Minute
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		w.RunOnce(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// RunOnce runs every check once and alerts on each condition that changed: a new or different
+// problem alerts, a resolved one says so; a problem that stays the same stays quiet.
+func (w *Watchdog) RunOnce(ctx context.Context) {
+	for _, c := range w.Checks {
+		problem, err := c.Run(ctx)
+		if err != nil {
+			w.logger().Warn("watchdog check failed", zap.String("check", c.Name), zap.Error(err))
+			continue
+		}
+		w.mu.Lock()
+		if w.state == nil {
+			w.state = map[string]string{}
+		}
+		before := w.state[c.Name]
+		w.state[c.Name] = problem
+		w.mu.Unlock()
+		switch {
+		case problem == before:
+		case problem != "":
+			w.alert(ctx, c.Name, "intentq watchdog: "+c.Name, problem, 4, "warning")
+		default:
+			w.alert(ctx, c.Name, "intentq watchdog: "+c.Name+" ok again", "resolved: "+before, 3, "white_check_mark")
+		}
+	}
+}
+
+// Problems returns the current problems by check name, sorted.
+func (w *Watchdog) Problems() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for name, p := range w.state {
+		if p != "" {
+			out = append(out, name+": "+p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (w *Watchdog) alert(ctx context.Context, check, title, message string, priority int, tag string) {
+	w.logger().Warn("watchdog", zap.String("check", check), zap.String("state", message))
+	if w.Ntfy == nil || w.Topic == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := w.Ntfy.Publish(ctx, activities.Push{Topic: w.Topic, Title: title, Message: message, Priority: priority, Tags: []string{tag}}); err != nil {
+		w.logger().Warn("watchdog alert not sent", zap.String("check", check), zap.Error(err))
+	}
+}
+
+func (w *Watchdog) logger() *zap.Logger {
+	if w.Logger != nil {
+		return w.Logger
+	}
+	return zap.NewNop()
+}
+
+// FailureWindow counts failures in a sliding window: "reminders fail repeatedly" is more than
+// Limit failures within Window (SPEC I9: 10 in 10 minutes).
+type FailureWindow struct {
+	Window time.Duration
+	Limit  int
+	Now    func() time.Time
+
+	mu    sync.Mutex
+	times []time.Time
+}
+
+// Add records one failure.
+func (f *FailureWindow) Add() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.times = append(f.prune(), f.now())
+}
+
+// Check is a watchdog Check over the window.
+func (f *FailureWindow) Check(name, what string) Check {
+	return Check{Name: name, Run: func(context.Context) (string, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.times = f.prune()
+		if len(f.times) > f.Limit {
+			return fmt.Sprintf("%d %s failed in the last %s", len(f.times), what, f.Window), nil
+		}
+		return "", nil
+	}}
+}
+
+func (f *FailureWindow) prune() []time.Time {
+	cut := f.now().Add(-f.Window)
+	kept := f.times[:0]
+	for _, t := range f.times {
+		if t.After(cut) {
+			kept = append(kept, t)
+		}
+	}
+	return kept
+}
+
+func (f *FailureWindow) now() time.Time {
+	if f.Now != nil {
+		return f.Now()
+	}
+	return time.Now()
+}
