@@ -110,7 +110,7 @@ func Run(ctx context.Context, cfg *config.Config, logger *zap.Logger) Report {
 	}
 	r = append(r, checkHTTP(ctx, "ingest", "http://"+cfg.Ingest.Listen+"/healthz",
 		"the ingest endpoint runs inside the worker (ingest.listen): start it with make run"))
-	return r
+	return append(r, Local(ctx, cfg)...)
 }
 
 func notChecked(reason string, names ...string) Report {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"unicode"
 )
@@ -231,11 +232,15 @@ func State(t Target, block string) (string, error) {
 	if err := checkBlock(block); err != nil {
 		return "", err
 	}
-	src, _, err := readLimited(t.ServerTS, MaxServerTSBytes, "plugin: server.ts")
+	file, err := checkTarget(t)
 	if err != nil {
 		return "", err
 	}
-	_, state, err := plan(src, block, t.ServerTS)
+	src, _, err := readLimited(file, MaxServerTSBytes, "plugin: server.ts")
+	if err != nil {
+		return "", err
+	}
+	_, state, err := plan(src, block, file)
 	return state, err
 }
 
@@ -247,12 +252,14 @@ func State(t Target, block string) (string, error) {
 // once. A file without the anchor, with it twice, or with broken markers is not touched.
 func Patch(t Target, block string, opts PatchOptions) (Result, error) {
 	res := Result{File: t.ServerTS}
-	if t.ServerTS == "" {
-		return res, errors.New("plugin: target has no server.ts (use Resolve)")
-	}
 	if err := checkBlock(block); err != nil {
 		return res, err
 	}
+	file, err := checkTarget(t)
+	if err != nil {
+		return res, err
+	}
+	t.ServerTS, res.File = file, file
 	src, mode, err := readLimited(t.ServerTS, MaxServerTSBytes, "plugin: server.ts")
 	if err != nil {
 		return res, err
@@ -273,6 +280,22 @@ func Patch(t Target, block string, opts PatchOptions) (Result, error) {
 		return res, err
 	}
 	return res, verify(t.ServerTS, out)
+}
+
+// checkTarget re-resolves t.ServerTS right before use, so a symlink swapped in after Resolve
+// cannot redirect the write out of the marketplaces root.
+func checkTarget(t Target) (string, error) {
+	if t.ServerTS == "" || t.MarketplacesRoot == "" {
+		return "", errors.New("plugin: target is incomplete (use Resolve)")
+	}
+	real, err := filepath.EvalSymlinks(t.ServerTS)
+	if err != nil {
+		return "", fmt.Errorf("plugin: server.ts: %w", err)
+	}
+	if !within(t.MarketplacesRoot, real) {
+		return "", fmt.Errorf("%w: %s resolves to %s, outside %s", ErrOutsideRoot, t.ServerTS, real, t.MarketplacesRoot)
+	}
+	return real, nil
 }
 
 // writeChecked backs up src, writes out to file and has bun check it; on a failed check it

@@ -47,25 +47,25 @@ const (
 var (
 	// ErrOutsideRoot: a resolved path lies outside the marketplaces (or cache) root: a path
 	// traversal or a symlink out. Callers should alert.
-	ErrOutsideRoot = errors.New("path is outside the plugin root")
+	ErrOutsideRoot = errors.New("plugin: path outside the plugin root")
 	// ErrNotEnabled: settings.json enables no telegram@<marketplace> plugin.
-	ErrNotEnabled = errors.New("telegram plugin is not enabled")
+	ErrNotEnabled = errors.New("plugin: telegram plugin not enabled")
 	// ErrUnsupportedSource: marketplace.json installs the plugin from somewhere other than a
 	// directory inside the marketplace (github, url, git-subdir, npm, ...).
-	ErrUnsupportedSource = errors.New("unsupported plugin source")
+	ErrUnsupportedSource = errors.New("plugin: unsupported plugin source")
 	// ErrAnchor: the anchor line is missing or occurs more than once.
-	ErrAnchor = errors.New("anchor line not found exactly once")
+	ErrAnchor = errors.New("plugin: anchor line not found exactly once")
 	// ErrMalformedBlock: server.ts holds unbalanced or repeated intentq markers.
-	ErrMalformedBlock = errors.New("malformed intentq block")
+	ErrMalformedBlock = errors.New("plugin: malformed intentq block")
 	// ErrBunFailed: bun build --no-bundle rejected the written file (the backup was restored).
-	ErrBunFailed = errors.New("bun build failed")
+	ErrBunFailed = errors.New("plugin: bun build failed")
 	// ErrNoBun: no bun executable was found.
 	ErrNoBun = errors.New("bun not found")
 	// ErrSuspiciousV1Span: the old v1 block to remove from the cache is implausibly small or
 	// large; nothing was written.
-	ErrSuspiciousV1Span = errors.New("v1 block size out of bounds")
+	ErrSuspiciousV1Span = errors.New("plugin: v1 block out of bounds")
 	// ErrNotVerified: after writing, the file does not hold the marker exactly once.
-	ErrNotVerified = errors.New("patch not verified")
+	ErrNotVerified = errors.New("plugin: patch not verified")
 )
 
 // Target is the resolved location of the Telegram plugin that Claude Code runs.

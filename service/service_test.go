@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
 	"go.temporal.io/server/temporaltest"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/doctor"
 	"github.com/intentq/intentq/internal/testenv"
 	"github.com/intentq/intentq/service"
@@ -22,6 +24,7 @@ import (
 func TestEmbeddedDefault(t *testing.T) {
 	ctx := context.Background()
 	cfg := testenv.Config(t)
+	testenv.Agent(t, os.Environ(), cfg.Sessions[config.DefaultSessionName].TmuxTarget, cfg.Claude.Settings)
 	testenv.StartService(t, cfg, zaptest.NewLogger(t))
 
 	report := doctor.Run(ctx, cfg, zaptest.NewLogger(t))
@@ -30,7 +33,7 @@ func TestEmbeddedDefault(t *testing.T) {
 	if !report.OK() {
 		t.Fatalf("doctor found problems:\n%s", out.String())
 	}
-	for _, name := range []string{"config", "temporal", "namespace", "search attributes", "worker", "probe", "web ui", "ingest"} {
+	for _, name := range []string{"config", "temporal", "namespace", "search attributes", "worker", "probe", "web ui", "ingest", "tmux secretary", "hooks"} {
 		if !hasCheck(report, name) {
 			t.Errorf("doctor did not pass %s:\n%s", name, out.String())
 		}
@@ -62,6 +65,7 @@ func TestExternalAddress(t *testing.T) {
 	ctx := context.Background()
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	cfg := testenv.Config(t)
+	testenv.Agent(t, os.Environ(), cfg.Sessions[config.DefaultSessionName].TmuxTarget, cfg.Claude.Settings)
 	cfg.Temporal.Address = ts.GetFrontendHostPort()
 	cfg.Temporal.Namespace = ts.GetDefaultNamespace()
 

@@ -39,6 +39,7 @@ func TestWorkerProcess(t *testing.T) {
 		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_UI_PORT=%d", testenv.FreePort(t)),
 		fmt.Sprintf("INTENTQ_INGEST_LISTEN=127.0.0.1:%d", testenv.FreePort(t)),
 	}
+	testenv.Agent(t, env, "secretary:0", filepath.Join(home, ".claude", "secretary", "settings.json"))
 	worker, lines := startWorker(t, bin, env)
 	ready := waitFor(t, lines, "ready", 60*time.Second)
 	for _, key := range []string{"temporal", "ui", "ingest", "task_queue"} {

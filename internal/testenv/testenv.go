@@ -6,6 +6,8 @@ import (
 	"context"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -72,5 +74,42 @@ func StartService(t testing.TB, cfg *config.Config, logger *zap.Logger) *service
 		cfg.Temporal.Embedded.Port = FreePort(t)
 		cfg.Temporal.Embedded.UIPort = FreePort(t)
 		cfg.Ingest.Listen = net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t)))
+	}
+}
+
+// HooksSettings is the settings.json hooks block the README tells users to paste.
+const HooksSettings = `{
+  "hooks": {
+    "SessionStart": [{"hooks": [{"type": "command", "command": "starter hook session-start", "timeout": 10}]}],
+    "PostToolUse": [{"matcher": "mcp__plugin_telegram_telegram__reply|Bash",
+                     "hooks": [{"type": "command", "command": "starter hook post-tool-use", "timeout": 10}]}],
+    "Stop": [{"hooks": [{"type": "command", "command": "starter hook stop", "timeout": 10}]}]
+  }
+}`
+
+// Agent sets up what the doctor expects of a running secretary: a live tmux pane for the
+// session's target (on the test's private tmux server, TMUX_TMPDIR from env) and the hooks in
+// settingsPath. The pane's program survives C-c and reads everything typed.
+func Agent(t testing.TB, env []string, target, settingsPath string) {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux not installed")
+	}
+	session := strings.Split(target, ":")[0]
+	cmd := exec.Command("tmux", "new-session", "-d", "-s", session, "trap '' INT; stty -echo; exec cat > /dev/null")
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("tmux: %v %s", err, out)
+	}
+	t.Cleanup(func() {
+		k := exec.Command("tmux", "kill-server")
+		k.Env = env
+		_ = k.Run()
+	})
+	if err := os.MkdirAll(filepath.Dir(settingsPath), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(settingsPath, []byte(HooksSettings), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
