@@ -288,14 +288,14 @@ func checkTarget(t Target) (string, error) {
 	if t.ServerTS == "" || t.MarketplacesRoot == "" {
 		return "", errors.New("plugin: target is incomplete (use Resolve)")
 	}
-	real, err := filepath.EvalSymlinks(t.ServerTS)
+	resolved, err := filepath.EvalSymlinks(t.ServerTS)
 	if err != nil {
 		return "", fmt.Errorf("plugin: server.ts: %w", err)
 	}
-	if !within(t.MarketplacesRoot, real) {
-		return "", fmt.Errorf("%w: %s resolves to %s, outside %s", ErrOutsideRoot, t.ServerTS, real, t.MarketplacesRoot)
+	if !within(t.MarketplacesRoot, resolved) {
+		return "", fmt.Errorf("%w: %s resolves to %s, outside %s", ErrOutsideRoot, t.ServerTS, resolved, t.MarketplacesRoot)
 	}
-	return real, nil
+	return resolved, nil
 }
 
 // writeChecked backs up src, writes out to file and has bun check it; on a failed check it

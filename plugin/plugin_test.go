@@ -198,20 +198,20 @@ func checkPatched(t *testing.T, file, block string) {
 func TestResolveFixture(t *testing.T) {
 	h := newHome(t, nil)
 	tg := h.resolve(t)
-	real := func(p string) string {
+	resolved := func(p string) string {
 		r, err := filepath.EvalSymlinks(p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return r
 	}
-	if tg.Marketplace != marketName || tg.PluginDir != real(h.pluginDir) || tg.ServerTS != real(h.serverTS) {
+	if tg.Marketplace != marketName || tg.PluginDir != resolved(h.pluginDir) || tg.ServerTS != resolved(h.serverTS) {
 		t.Errorf("target = %+v", tg)
 	}
 	if want := filepath.Join(h.claude, "plugins", "cache", marketName, "telegram"); tg.CacheRoot != want {
 		t.Errorf("CacheRoot = %s, want %s", tg.CacheRoot, want)
 	}
-	if tg.SettingsPath != h.settings || tg.MarketplaceJSON != real(h.mpJSON) {
+	if tg.SettingsPath != h.settings || tg.MarketplaceJSON != resolved(h.mpJSON) {
 		t.Errorf("target = %+v", tg)
 	}
 }
