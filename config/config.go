@@ -201,6 +201,11 @@ type Scheduler struct {
 type Claude struct {
 	Home     string `mapstructure:"home"`
 	Settings string `mapstructure:"settings"`
+	// PatchPlugin: the worker patches the Telegram plugin at start and the watchdog re-applies
+	// the patch when it vanishes (a plugin upgrade).
+	PatchPlugin bool `mapstructure:"patch_plugin"`
+	// Bun is the bun executable for the patch's syntax check; empty: PATH.
+	Bun string `mapstructure:"bun"`
 }
 
 // Embedded reports whether the worker should run the in-process Temporal server.

@@ -65,8 +65,10 @@ func defaults() map[string]any {
 		"hooks.completion_patterns": []string{},
 		"hooks.error_patterns":      []string{},
 
-		"claude.home":     "~/.claude",
-		"claude.settings": "~/.claude/secretary/settings.json",
+		"claude.home":         "~/.claude",
+		"claude.settings":     "~/.claude/secretary/settings.json",
+		"claude.patch_plugin": false,
+		"claude.bun":          "",
 	}
 }
 

@@ -24,6 +24,7 @@ const EnvConfigFile = EnvPrefix + "_CONFIG"
 var nonConfigEnv = map[string]bool{
 	EnvConfigFile:           true,
 	EnvPrefix + "_AGENT_ID": true, // the Stop hook's agent override (SPEC S1)
+	EnvPrefix + "_BUN":      true, // the bun the plugin tests use
 }
 
 // flagKeys maps the command-line flags shared by the worker and the starter to config keys.
@@ -142,6 +143,7 @@ func (c *Config) finish() error {
 	c.DataDir = expandHome(c.DataDir)
 	c.Claude.Home = expandHome(c.Claude.Home)
 	c.Claude.Settings = expandHome(c.Claude.Settings)
+	c.Claude.Bun = expandHome(c.Claude.Bun)
 	c.Temporal.TLS.CertFile = expandHome(c.Temporal.TLS.CertFile)
 	c.Temporal.TLS.KeyFile = expandHome(c.Temporal.TLS.KeyFile)
 	c.Temporal.TLS.CAFile = expandHome(c.Temporal.TLS.CAFile)

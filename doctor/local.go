@@ -15,6 +15,7 @@ import (
 
 	"github.com/intentq/intentq/activities"
 	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/plugin"
 )
 
 // Local checks the parts beside Temporal: tmux panes, ntfy, Telegram, the hooks.
@@ -44,7 +45,22 @@ func Local(ctx context.Context, cfg *config.Config) Report {
 		r = append(r, checkTelegram(ctx, cfg))
 	}
 	r = append(r, Hooks(cfg.Claude.Settings))
+	if cfg.Claude.PatchPlugin {
+		r = append(r, PluginPatch(cfg))
+	}
 	return r
+}
+
+// PluginPatch reports whether the Telegram plugin carries the current ingest block.
+func PluginPatch(cfg *config.Config) Result {
+	t, state, err := plugin.Check(cfg)
+	switch {
+	case err != nil:
+		return Result{Name: "plugin patch", Detail: err.Error(), Hint: "check claude.home, claude.settings and ingest.token"}
+	case state != plugin.StatePatched:
+		return Result{Name: "plugin patch", Detail: fmt.Sprintf("%s is %s", t.ServerTS, state), Hint: "run starter patch-plugin (the worker re-applies it within a minute)"}
+	}
+	return Result{Name: "plugin patch", OK: true, Detail: t.ServerTS + " patched"}
 }
 
 // checkNtfy asks the server's health endpoint; nothing is published.

@@ -19,12 +19,14 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/doctor"
 	"github.com/intentq/intentq/hooks"
 	"github.com/intentq/intentq/intentapi"
 	"github.com/intentq/intentq/internal/fakebot"
 	"github.com/intentq/intentq/internal/fakentfy"
 	"github.com/intentq/intentq/internal/testenv"
 	"github.com/intentq/intentq/msgtext"
+	"github.com/intentq/intentq/plugin"
 	"github.com/intentq/intentq/service"
 	"github.com/intentq/intentq/tclient"
 	"github.com/intentq/intentq/workflows"
@@ -604,5 +606,70 @@ func TestHooksEndToEnd(t *testing.T) {
 	var out strings.Builder
 	if err := hooks.Run(ctx, hooks.EventStop, strings.NewReader(`{"session_id":"abc"}`), &out, hooks.Settings{Agent: "secretary"}, deadDial, 2*time.Second); err != nil || out.Len() != 0 {
 		t.Errorf("stop hook with Temporal down: %q %v, want allow", out.String(), err)
+	}
+}
+
+// I8: with claude.patch_plugin, the worker patches the real plugin at start; after a plugin
+// upgrade (server.ts replaced) the watchdog finds the patch gone, re-applies it and says so; the
+// doctor reports the state.
+func TestI8PluginPatchedAtStartAndRepatched(t *testing.T) {
+	cfg := testenv.Config(t)
+	bun, err := plugin.FindBun(os.Getenv("INTENTQ_BUN"))
+	if err != nil {
+		if _, statErr := os.Stat("../.tools/node_modules/.bin/bun"); statErr != nil {
+			t.Skip("bun not installed")
+		}
+		bun, _ = filepath.Abs("../.tools/node_modules/.bin/bun")
+	}
+	home := filepath.Join(cfg.Claude.Home, "plugins", "marketplaces", "claude-plugins-official")
+	fixture := "../plugin/testdata/claude-plugins-official"
+	for _, f := range []string{".claude-plugin/marketplace.json", "external_plugins/telegram/server.ts", "external_plugins/telegram/package.json"} {
+		data, err := os.ReadFile(filepath.Join(fixture, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(home, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(home, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(cfg.Claude.Settings), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg.Claude.Settings, []byte(`{"enabledPlugins":{"telegram@claude-plugins-official":true}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Claude.PatchPlugin, cfg.Claude.Bun, cfg.Ingest.Token = true, bun, "tok"
+	ntfy := fakentfy.New()
+	defer ntfy.Close()
+	cfg.Ntfy.URL, cfg.Ntfy.Topic = ntfy.URL(), "ops"
+	svc, _ := startService(t, cfg)
+
+	serverTS := filepath.Join(home, "external_plugins/telegram/server.ts")
+	patched, _ := os.ReadFile(serverTS)
+	if !strings.Contains(string(patched), plugin.BeginMarker) {
+		t.Fatal("the worker did not patch the plugin at start")
+	}
+	if res := doctor.PluginPatch(cfg); !res.OK {
+		t.Errorf("doctor: %+v", res)
+	}
+
+	original, _ := os.ReadFile(filepath.Join(fixture, "external_plugins/telegram/server.ts"))
+	if err := os.WriteFile(serverTS, original, 0o644); err != nil { // a plugin upgrade
+		t.Fatal(err)
+	}
+	if res := doctor.PluginPatch(cfg); res.OK {
+		t.Errorf("doctor after the upgrade: %+v", res)
+	}
+	svc.Watchdog().RunOnce(context.Background())
+	again, _ := os.ReadFile(serverTS)
+	if string(again) != string(patched) {
+		t.Error("the watchdog did not re-apply the patch")
+	}
+	msgs := ntfy.Messages()
+	if len(msgs) == 0 || !strings.Contains(msgs[len(msgs)-1].Message, "re-applied") {
+		t.Errorf("alerts = %+v, want one saying the patch was re-applied", msgs)
 	}
 }

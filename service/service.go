@@ -24,6 +24,7 @@ import (
 	"github.com/intentq/intentq/embedded"
 	"github.com/intentq/intentq/ingest"
 	"github.com/intentq/intentq/logging"
+	"github.com/intentq/intentq/plugin"
 	"github.com/intentq/intentq/recorder"
 	"github.com/intentq/intentq/tclient"
 	"github.com/intentq/intentq/telegram"
@@ -123,6 +124,13 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 		return nil, err
 	}
 
+	if cfg.Claude.PatchPlugin {
+		if out, err := plugin.Ensure(cfg); err != nil {
+			logger.Error("plugin patch failed; the watchdog retries and alerts", zap.Error(err))
+		} else {
+			logger.Info("plugin patch in place", zap.String("file", out.Target.ServerTS), zap.Bool("changed", out.Patch.Changed))
+		}
+	}
 	s.startWatchdog(cfg, failures, logger)
 
 	if cfg.Telegram.Token.IsSet() {
@@ -162,6 +170,11 @@ func (s *Service) startWatchdog(cfg *config.Config, failures *watchdog.FailureWi
 		Topic:  cfg.Ntfy.Topic,
 		Logger: logger.Named("watchdog"),
 	}
+	if cfg.Claude.PatchPlugin {
+		s.watchdog.Checks = append(s.watchdog.Checks, watchdog.Check{Name: "plugin patch", Run: func(context.Context) (string, error) {
+			return repatch(cfg)
+		}})
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopWatchdog, s.watchdogDone = cancel, make(chan struct{})
 	go func() {
@@ -174,6 +187,23 @@ func (s *Service) startWatchdog(cfg *config.Config, failures *watchdog.FailureWi
 		}
 		s.watchdog.Run(ctx)
 	}()
+}
+
+// repatch finds a vanished plugin patch (a plugin upgrade replaced server.ts) and applies it
+// again; the problem says what was found, or why it could not be fixed.
+func repatch(cfg *config.Config) (string, error) {
+	t, state, err := plugin.Check(cfg)
+	if err == nil && state == plugin.StatePatched {
+		return "", nil
+	}
+	before := state
+	if err != nil {
+		before = "unreadable (" + err.Error() + ")"
+	}
+	if _, err := plugin.Ensure(cfg); err != nil {
+		return fmt.Sprintf("patch of %s is %s and could not be re-applied: %v", t.ServerTS, before, err), nil
+	}
+	return fmt.Sprintf("patch of %s was %s; re-applied", t.ServerTS, before), nil
 }
 
 // EnsureSessions starts the workflow `session/<name>` of every configured session, or hands a
@@ -258,6 +288,9 @@ func (s *Service) Fields() []zap.Field {
 	}
 	return fields
 }
+
+// Watchdog is the service's watchdog (nil before Start completes).
+func (s *Service) Watchdog() *watchdog.Watchdog { return s.watchdog }
 
 // Client is the service's Temporal client.
 func (s *Service) Client() client.Client { return s.client }
