@@ -126,10 +126,14 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Output,
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "<system-reminder>\n%d pending message(s) for session %s, oldest first. Answer each, then close it (reply with reply_to, or `starter close ID`).\n", len(list), s.Session)
 	for _, p := range list {
+		// The full text comes from the intent itself, which needs a worker; without one the
+		// snippet stands in rather than the whole hook running out of time.
 		text := p.Snippet
-		if v, err := b.Show(ctx, p.ID); err == nil {
+		sctx, cancel := context.WithTimeout(ctx, time.Second)
+		if v, err := b.Show(sctx, p.ID); err == nil {
 			text = v.Text
 		}
+		cancel()
 		fmt.Fprintf(&sb, "\n- id=%s chat=%s age=%s\n%s\n", p.ID, p.ChatID, now.Sub(p.ReceivedAt).Round(time.Second), text)
 	}
 	sb.WriteString("</system-reminder>")
