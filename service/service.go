@@ -271,6 +271,7 @@ func Register(r worker.Registry, deps Deps) {
 	r.RegisterActivityWithOptions(deps.Tmux.Capture, activity.RegisterOptions{Name: activities.TmuxCaptureName})
 	r.RegisterActivityWithOptions(deps.Tmux.SendKeys, activity.RegisterOptions{Name: activities.TmuxSendKeysName})
 	r.RegisterActivityWithOptions(activities.History{}.Append, activity.RegisterOptions{Name: activities.HistoryAppendName})
+	r.RegisterActivityWithOptions(activities.AgentRunner{}.Run, activity.RegisterOptions{Name: activities.AgentRunName})
 	r.RegisterActivityWithOptions(deps.Ntfy.Publish, activity.RegisterOptions{Name: activities.NtfyPublishName})
 }
 
