@@ -65,6 +65,14 @@ type RunResult struct {
 	Truncated   bool     `json:"truncated,omitempty"`
 }
 
+// RunError is a failed run's error carrying its RunResult as details, so the workflow can audit
+// the attempt (exit code, cost, tokens) even when it failed.
+func RunError(res RunResult, msg, errType string, nonRetryable bool, cause error) error {
+	return temporal.NewApplicationErrorWithOptions(msg, errType, temporal.ApplicationErrorOptions{
+		NonRetryable: nonRetryable, Cause: cause, Details: []interface{}{res},
+	})
+}
+
 // claudeResult is the part of `claude -p --output-format json` intentq reads.
 type claudeResult struct {
 	Type       string   `json:"type"`
@@ -147,16 +155,16 @@ wait:
 	res := RunResult{ExitCode: cmd.ProcessState.ExitCode(), Stderr: stderr.String(), Truncated: stdout.truncated || stderr.truncated}
 	switch {
 	case ctx.Err() != nil:
-		return res, temporal.NewNonRetryableApplicationError("agent run cancelled", ErrTypeCancelled, ctx.Err())
+		return res, RunError(res, "agent run cancelled", ErrTypeCancelled, true, ctx.Err())
 	case runCtx.Err() != nil:
-		return res, temporal.NewApplicationError(fmt.Sprintf("agent run: %s timed out after %s", req.Command, timeout), ErrTypeRunTimeout)
+		return res, RunError(res, fmt.Sprintf("agent run: %s timed out after %s", req.Command, timeout), ErrTypeRunTimeout, false, nil)
 	}
 	parsed, perr := parseResult(stdout.Bytes())
 	if perr != nil {
 		if looksLikeNetwork(res.Stderr) {
-			return res, temporal.NewApplicationError(fmt.Sprintf("agent run: network error (exit %d): %s", res.ExitCode, lastLine(res.Stderr)), ErrTypeNetwork)
+			return res, RunError(res, fmt.Sprintf("agent run: network error (exit %d): %s", res.ExitCode, lastLine(res.Stderr)), ErrTypeNetwork, false, nil)
 		}
-		return res, temporal.NewApplicationError(fmt.Sprintf("agent run: %s exited %d without a JSON result (%v)%s", req.Command, res.ExitCode, describeExit(waitErr), stderrHint(res.Stderr)), ErrTypeCLICrashed)
+		return res, RunError(res, fmt.Sprintf("agent run: %s exited %d without a JSON result (%v)%s", req.Command, res.ExitCode, describeExit(waitErr), stderrHint(res.Stderr)), ErrTypeCLICrashed, false, nil)
 	}
 	res.Result, res.SessionID, res.IsError = parsed.Result, parsed.SessionID, parsed.IsError
 	res.DurationMS, res.NumTurns = parsed.DurationMS, parsed.NumTurns
@@ -172,11 +180,11 @@ wait:
 	}
 	switch {
 	case len(res.DeniedTools) > 0:
-		return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("agent run: permission denied for %s", strings.Join(res.DeniedTools, ", ")), ErrTypePermissionDenied, nil)
+		return res, RunError(res, fmt.Sprintf("agent run: permission denied for %s", strings.Join(res.DeniedTools, ", ")), ErrTypePermissionDenied, true, nil)
 	case res.IsError && strings.Contains(strings.ToLower(res.Result), "invalid tool"):
-		return res, temporal.NewNonRetryableApplicationError("agent run: invalid tool: "+firstLine(res.Result), ErrTypeInvalidTool, nil)
+		return res, RunError(res, "agent run: invalid tool: "+firstLine(res.Result), ErrTypeInvalidTool, true, nil)
 	case res.IsError:
-		return res, temporal.NewNonRetryableApplicationError("agent run: the CLI reported an error: "+firstLine(res.Result), ErrTypeRunFailed, nil)
+		return res, RunError(res, "agent run: the CLI reported an error: "+firstLine(res.Result), ErrTypeRunFailed, true, nil)
 	}
 	return res, nil
 }

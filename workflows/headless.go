@@ -1,0 +1,294 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/intentq/intentq/activities"
+)
+
+// Headless sessions (SPEC P1-P7): instead of typing into a pane, each prompt runs the agent CLI
+// once, headless, FIFO per session and one at a time, under the global permit limit.
+const (
+	HeadlessWorkflowName = "HeadlessSession"
+	UpdatePrompt         = "prompt"
+	QueryAudit           = "audit"
+)
+
+// Prompt statuses.
+const (
+	PromptQueued    = "queued"
+	PromptWaiting   = "waiting" // for a global permit
+	PromptRunning   = "running"
+	PromptSucceeded = "succeeded"
+	PromptFailed    = "failed"
+)
+
+// Retry of runs (SPEC P6): at most 3 attempts, 1 s, 2 s, 4 s apart, capped at 60 s.
+const (
+	MaxRunAttempts   = 3
+	RunBackoffFirst  = time.Second
+	RunBackoffCap    = 60 * time.Second
+	maxKeptPrompts   = 200
+	maxResultInAudit = 64 << 10
+)
+
+// HeadlessConfig is how a headless session runs its CLI.
+type HeadlessConfig struct {
+	Name string `json:"name"`
+	// Command and BaseArgs start the CLI in headless JSON mode, e.g. claude -p --output-format
+	// json [--model M]; --resume and the tool flags are added per run.
+	Command  string        `json:"command"`
+	BaseArgs []string      `json:"base_args"`
+	Timeout  time.Duration `json:"timeout"`
+}
+
+// PromptRequest submits a prompt. Key makes it idempotent (the same key twice runs once).
+type PromptRequest struct {
+	Key     string `json:"key"`
+	Channel string `json:"channel"`
+	Text    string `json:"text"`
+	// ToolFlags are the CLI's allowed/disallowed tool flags from the tool policy (SPEC P5).
+	ToolFlags []string `json:"tool_flags,omitempty"`
+	// NoRetry: the policy allows a non-idempotent tool and the prompt is not marked safe to
+	// repeat, so a failed run is not tried again (SPEC P6).
+	NoRetry bool `json:"no_retry,omitempty"`
+}
+
+// Invocation is one attempt of a run.
+type Invocation struct {
+	Attempt    int       `json:"attempt"`
+	StartedAt  time.Time `json:"started_at"`
+	ExitCode   int       `json:"exit_code"`
+	DurationMS int64     `json:"duration_ms"`
+	CostUSD    float64   `json:"cost_usd"`
+	Tokens     int64     `json:"tokens"`
+	Error      string    `json:"error,omitempty"`
+}
+
+// PromptRecord is a prompt with its status and runs (the audit, SPEC P4).
+type PromptRecord struct {
+	ID          string       `json:"id"`
+	Key         string       `json:"key"`
+	Channel     string       `json:"channel"`
+	Text        string       `json:"text"`
+	Status      string       `json:"status"`
+	QueuedAt    time.Time    `json:"queued_at"`
+	FinishedAt  *time.Time   `json:"finished_at,omitempty"`
+	Result      string       `json:"result,omitempty"`
+	Error       string       `json:"error,omitempty"`
+	CostUSD     float64      `json:"cost_usd"`
+	Invocations []Invocation `json:"invocations,omitempty"`
+}
+
+// HeadlessState is a headless session's state, carried over by continue-as-new.
+type HeadlessState struct {
+	Config    HeadlessConfig `json:"config"`
+	Prompts   []PromptRecord `json:"prompts"`
+	Seq       int64          `json:"seq"`
+	CostUSD   float64        `json:"cost_usd"`
+	ResumeID  string         `json:"resume_id,omitempty"`
+	Succeeded int64          `json:"succeeded"`
+	Failed    int64          `json:"failed"`
+}
+
+// HeadlessSessionWorkflow runs a session's prompts FIFO, one at a time (SPEC P1), each under a
+// global permit (P2), retried per P6, with every invocation recorded (P4) and the cost summed
+// (P7). A prompt that finished is never run again (P3): the state is the workflow's.
+func HeadlessSessionWorkflow(ctx workflow.Context, st HeadlessState) error {
+	h := &headless{HeadlessState: st, flags: map[string]PromptRequest{}}
+	if err := workflow.SetQueryHandler(ctx, QueryAudit, func() (HeadlessState, error) { return h.HeadlessState, nil }); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdatePrompt, h.submit, workflow.UpdateHandlerOptions{Validator: func(r PromptRequest) error {
+		if r.Text == "" {
+			return errors.New("prompt text is empty")
+		}
+		return nil
+	}}); err != nil {
+		return err
+	}
+	configure := workflow.GetSignalChannel(ctx, SignalConfigure)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var c HeadlessConfig
+			configure.Receive(ctx, &c)
+			h.Config = c
+		}
+	})
+	historyLong := func() bool {
+		info := workflow.GetInfo(ctx)
+		return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > 5000
+	}
+	for {
+		i := h.next()
+		if i < 0 {
+			if historyLong() {
+				if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+					return err
+				}
+				return workflow.NewContinueAsNewError(ctx, HeadlessWorkflowName, h.HeadlessState)
+			}
+			if err := workflow.Await(ctx, func() bool { return h.next() >= 0 || historyLong() }); err != nil {
+				return err
+			}
+			continue
+		}
+		h.run(ctx, i)
+	}
+}
+
+type headless struct {
+	HeadlessState
+	flags map[string]PromptRequest // tool flags and retry switch by prompt ID (not in the audit)
+}
+
+func (h *headless) submit(ctx workflow.Context, r PromptRequest) (PromptRecord, error) {
+	if r.Key != "" {
+		for _, p := range h.Prompts {
+			if p.Key == r.Key {
+				return p, nil // the same key twice runs once
+			}
+		}
+	}
+	h.Seq++
+	p := PromptRecord{ID: fmt.Sprintf("%s#%d", h.Config.Name, h.Seq), Key: r.Key, Channel: r.Channel, Text: r.Text,
+		Status: PromptQueued, QueuedAt: workflow.Now(ctx)}
+	if p.Key == "" {
+		p.Key = p.ID
+	}
+	h.flags[p.ID] = r
+	h.Prompts = append(h.Prompts, p)
+	h.trim()
+	return p, nil
+}
+
+// next is the index of the oldest queued prompt, or -1.
+func (h *headless) next() int {
+	for i, p := range h.Prompts {
+		if p.Status == PromptQueued {
+			return i
+		}
+	}
+	return -1
+}
+
+// trim keeps the audit bounded: the oldest finished prompts go first.
+func (h *headless) trim() {
+	for len(h.Prompts) > maxKeptPrompts {
+		i := 0
+		for i < len(h.Prompts) && h.Prompts[i].FinishedAt == nil {
+			i++
+		}
+		if i == len(h.Prompts) {
+			return
+		}
+		h.Prompts = append(h.Prompts[:i], h.Prompts[i+1:]...)
+	}
+}
+
+// run executes prompt i: permit, attempts with backoff, audit, release.
+func (h *headless) run(ctx workflow.Context, i int) {
+	id := h.Prompts[i].ID
+	req := h.flags[id]
+	h.set(id, func(p *PromptRecord) { p.Status = PromptWaiting })
+	if err := AcquirePermit(ctx); err != nil {
+		h.finish(ctx, id, "", fmt.Errorf("no permit: %w", err))
+		return
+	}
+	defer ReleasePermit(ctx)
+	h.set(id, func(p *PromptRecord) { p.Status = PromptRunning })
+
+	attempts := MaxRunAttempts
+	if req.NoRetry {
+		attempts = 1
+	}
+	backoff := RunBackoffFirst
+	var lastErr error
+	for attempt := 1; attempt <= attempts; attempt++ {
+		args := append([]string(nil), h.Config.BaseArgs...)
+		if h.ResumeID != "" {
+			args = append(args, "--resume", h.ResumeID)
+		}
+		args = append(args, req.ToolFlags...)
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: orDefault(h.Config.Timeout, 30*time.Minute) + time.Minute,
+			// A worker that dies mid-run stops heartbeating; the attempt fails over in 30 s.
+			HeartbeatTimeout: 30 * time.Second,
+			// Attempts are counted here, so each one is audited.
+			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
+		})
+		started := workflow.Now(ctx)
+		var res activities.RunResult
+		err := workflow.ExecuteActivity(actx, activities.AgentRunName, activities.RunRequest{
+			Command: h.Config.Command, Args: args, Prompt: h.Prompts[h.index(id)].Text, Timeout: h.Config.Timeout,
+		}).Get(ctx, &res)
+		if appErr, ok := asApplicationError(err); ok && appErr.HasDetails() {
+			_ = appErr.Details(&res) // a failed attempt still reports exit code, cost, tokens
+		}
+		inv := Invocation{Attempt: attempt, StartedAt: started, ExitCode: res.ExitCode, DurationMS: res.DurationMS,
+			CostUSD: res.CostUSD, Tokens: res.InputTokens + res.OutputTokens + res.CacheReadTokens + res.CacheCreationTokens}
+		if err != nil {
+			inv.Error = err.Error()
+		}
+		h.set(id, func(p *PromptRecord) { p.Invocations = append(p.Invocations, inv); p.CostUSD += res.CostUSD })
+		h.CostUSD += res.CostUSD
+		if res.SessionID != "" {
+			h.ResumeID = res.SessionID
+		}
+		if err == nil {
+			h.finish(ctx, id, res.Result, nil)
+			return
+		}
+		lastErr = err
+		if appErr, ok := asApplicationError(err); ok && appErr.NonRetryable() {
+			break
+		}
+		if attempt < attempts {
+			_ = workflow.Sleep(ctx, backoff)
+			backoff = min(2*backoff, RunBackoffCap)
+		}
+	}
+	h.finish(ctx, id, "", lastErr)
+}
+
+func (h *headless) finish(ctx workflow.Context, id, result string, err error) {
+	now := workflow.Now(ctx)
+	h.set(id, func(p *PromptRecord) {
+		p.FinishedAt = &now
+		if len(result) > maxResultInAudit {
+			result = result[:maxResultInAudit] + "…"
+		}
+		p.Result = result
+		if err != nil {
+			p.Status, p.Error = PromptFailed, err.Error()
+		} else {
+			p.Status = PromptSucceeded
+		}
+	})
+	if err != nil {
+		h.Failed++
+	} else {
+		h.Succeeded++
+	}
+	delete(h.flags, id)
+}
+
+func (h *headless) index(id string) int {
+	for i := range h.Prompts {
+		if h.Prompts[i].ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func (h *headless) set(id string, f func(*PromptRecord)) {
+	if i := h.index(id); i >= 0 {
+		f(&h.Prompts[i])
+	}
+}
