@@ -190,11 +190,17 @@ type CLI struct {
 	InputLines *int `mapstructure:"input_lines"`
 	// ClearKeys empty the input line before a delivery is typed again (default C-u).
 	ClearKeys string `mapstructure:"clear_keys"`
+	// HeadlessArgs run the CLI once per prompt, prompt on stdin, JSON result on stdout
+	// (claude: -p --output-format json); needed for sessions in mode headless.
+	HeadlessArgs []string `mapstructure:"headless_args"`
 }
 
 // Scheduler configures headless agent runs.
 type Scheduler struct {
+	// MaxConcurrentSessions limits runs at once across all workers (SPEC P2).
 	MaxConcurrentSessions int `mapstructure:"max_concurrent_sessions"`
+	// RunTimeout bounds one run of the CLI.
+	RunTimeout time.Duration `mapstructure:"run_timeout"`
 }
 
 // Claude says where the secretary's Claude Code lives.

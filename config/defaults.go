@@ -50,6 +50,7 @@ func defaults() map[string]any {
 		"reminders.snippet_chars": 40,
 
 		"scheduler.max_concurrent_sessions": 2,
+		"scheduler.run_timeout":             30 * time.Minute,
 
 		"delivery.busy_wait":        10 * time.Second,
 		"delivery.busy_alert_after": 5 * time.Minute,
@@ -90,7 +91,8 @@ func BuiltinCLIs() map[string]CLI {
 			Reset:        "/clear",
 			BusyPatterns: []string{"Working", "Thinking", "Planning", "Sending", "esc to interrupt"},
 			// The input box (three lines) and the hint line under it.
-			InputLines: ptr(4),
+			InputLines:   ptr(4),
+			HeadlessArgs: []string{"-p", "--output-format", "json"},
 		},
 		"codex": {
 			Command:      "codex",

@@ -183,6 +183,9 @@ func (c *Config) applyMapDefaults() {
 		if user.InputLines == nil {
 			user.InputLines = def.InputLines
 		}
+		if user.HeadlessArgs == nil {
+			user.HeadlessArgs = def.HeadlessArgs
+		}
 		c.CLIs[kind] = user
 	}
 	for kind, cli := range c.CLIs {

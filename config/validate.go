@@ -150,6 +150,9 @@ func (c *Config) Validate() error {
 	}
 	c.validateSessions(bad)
 
+	if c.Scheduler.RunTimeout <= 0 {
+		bad("scheduler.run_timeout", "%s must be positive", c.Scheduler.RunTimeout)
+	}
 	if c.Scheduler.MaxConcurrentSessions < 1 {
 		bad("scheduler.max_concurrent_sessions", "%d must be at least 1", c.Scheduler.MaxConcurrentSessions)
 	}
@@ -169,6 +172,9 @@ func (c *Config) validateSessions(bad func(key, format string, args ...any)) {
 		}
 		if !oneOf(s.Mode, modes) {
 			bad(key+".mode", "%q is not one of %s", s.Mode, strings.Join(modes, ", "))
+		}
+		if s.Mode == ModeHeadless && len(c.CLIs[s.CLI].HeadlessArgs) == 0 {
+			bad(key+".mode", "headless needs clis.%s.headless_args (how to run it once per prompt)", s.CLI)
 		}
 		if s.Mode == ModeTmux && s.TmuxTarget == "" {
 			bad(key+".tmux_target", "must be set for mode tmux (e.g. secretary:0)")

@@ -673,3 +673,34 @@ func TestI8PluginPatchedAtStartAndRepatched(t *testing.T) {
 		t.Errorf("alerts = %+v, want one saying the patch was re-applied", msgs)
 	}
 }
+
+// P1-P3, P7 against the real server and a fake claude: prompts run FIFO, the same key once,
+// each audited with its cost, and the CLI's latest session is resumed.
+func TestP1HeadlessSessionEndToEnd(t *testing.T) {
+	cfg := testenv.Config(t)
+	fake, _ := filepath.Abs("../activities/testdata/fakeclaude.sh")
+	cfg.CLIs["fake"] = config.CLI{Command: fake, HeadlessArgs: []string{"-p", "--output-format", "json"}}
+	cfg.Sessions["batch"] = config.Session{CLI: "fake", Mode: config.ModeHeadless}
+	svc, _ := startService(t, cfg)
+	ctx := context.Background()
+	for _, p := range []workflows.PromptRequest{{Key: "a", Text: "ok first"}, {Key: "b", Text: "ok second"}, {Key: "a", Text: "ok first"}, {Key: "c", Text: "deny this"}} {
+		if _, err := intentapi.SubmitPrompt(ctx, svc.Client(), "batch", p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var st workflows.HeadlessState
+	waitUntil(t, "all prompts to finish", 60*time.Second, func() bool {
+		var err error
+		st, err = intentapi.Audit(ctx, svc.Client(), "batch")
+		return err == nil && st.Succeeded+st.Failed == 3
+	})
+	if len(st.Prompts) != 3 || st.Prompts[0].Result != "done: ok first" || st.Prompts[1].Result != "done: ok second" {
+		t.Fatalf("prompts = %+v", st.Prompts)
+	}
+	if p := st.Prompts[2]; p.Status != workflows.PromptFailed || len(p.Invocations) != 1 || !strings.Contains(p.Error, "Write") {
+		t.Errorf("denied prompt = %+v", p)
+	}
+	if st.ResumeID != "s" || st.CostUSD < 0.0245 || st.CostUSD > 0.0247 {
+		t.Errorf("resume %q cost %v", st.ResumeID, st.CostUSD)
+	}
+}

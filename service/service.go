@@ -206,11 +206,27 @@ func repatch(cfg *config.Config) (string, error) {
 	return fmt.Sprintf("patch of %s was %s; re-applied", t.ServerTS, before), nil
 }
 
-// EnsureSessions starts the workflow `session/<name>` of every configured session, or hands a
-// running one the current config.
+// EnsureSessions starts the workflow `session/<name>` of every configured session (a typing
+// session, or a headless one), and the global run semaphore, or hands running ones the current
+// config.
 func EnsureSessions(ctx context.Context, c client.Client, cfg *config.Config) error {
+	opts := client.StartWorkflowOptions{TaskQueue: cfg.Temporal.TaskQueue}
+	if _, err := c.SignalWithStartWorkflow(ctx, workflows.SemaphoreID, workflows.SignalPermits, cfg.Scheduler.MaxConcurrentSessions,
+		opts, workflows.SemaphoreWorkflowName, workflows.SemaphoreState{Permits: cfg.Scheduler.MaxConcurrentSessions}); err != nil {
+		return fmt.Errorf("start %s: %w", workflows.SemaphoreID, err)
+	}
 	for _, name := range cfg.SessionNames() {
 		sc := cfg.Sessions[name]
+		if sc.Mode == config.ModeHeadless {
+			cli := cfg.CLIs[sc.CLI]
+			hc := workflows.HeadlessConfig{Name: name, Command: cli.Command, Timeout: cfg.Scheduler.RunTimeout,
+				BaseArgs: append(append([]string{}, cli.HeadlessArgs...), strings.Fields(modelFlag(cli.Model))...)}
+			if _, err := c.SignalWithStartWorkflow(ctx, workflows.SessionWorkflowID(name), workflows.SignalConfigure, hc,
+				opts, workflows.HeadlessWorkflowName, workflows.HeadlessState{Config: hc}); err != nil {
+				return fmt.Errorf("start headless session %s: %w", workflows.SessionWorkflowID(name), err)
+			}
+			continue
+		}
 		cli := cfg.CLIs[sc.CLI]
 		interruptAfter, resetAfter, cooldown, interrupt, reset := cfg.EscalationFor(name)
 		steps := workflows.ResetSteps{Command: cli.Reset}
@@ -265,6 +281,8 @@ func Register(r worker.Registry, deps Deps) {
 	r.RegisterWorkflowWithOptions(workflows.IntentWorkflow, workflow.RegisterOptions{Name: workflows.IntentWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.SessionWorkflow, workflow.RegisterOptions{Name: workflows.SessionWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.InboxWorkflow, workflow.RegisterOptions{Name: workflows.InboxWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.HeadlessSessionWorkflow, workflow.RegisterOptions{Name: workflows.HeadlessWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.SemaphoreWorkflow, workflow.RegisterOptions{Name: workflows.SemaphoreWorkflowName})
 	prober := &activities.Prober{Identity: deps.Identity, StartedAt: time.Now()}
 	r.RegisterActivityWithOptions(prober.Probe, activity.RegisterOptions{Name: activities.ProbeActivityName})
 	r.RegisterActivityWithOptions(deps.Tmux.Inject, activity.RegisterOptions{Name: activities.TmuxInjectName})

@@ -1,0 +1,46 @@
+package intentapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/intentq/intentq/workflows"
+)
+
+// SubmitPrompt queues a prompt on a headless session and returns its record (an existing one
+// for a key already submitted).
+func SubmitPrompt(ctx context.Context, c client.Client, session string, req workflows.PromptRequest) (workflows.PromptRecord, error) {
+	handle, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: workflows.SessionWorkflowID(session), UpdateName: workflows.UpdatePrompt,
+		Args: []any{req}, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	var rec workflows.PromptRecord
+	if err == nil {
+		err = handle.Get(ctx, &rec)
+	}
+	var notFound *serviceerror.NotFound
+	switch {
+	case errors.As(err, &notFound):
+		return rec, fmt.Errorf("session %s is not running (is it configured with mode: headless and the worker up?)", session)
+	case err != nil:
+		return rec, fmt.Errorf("submit prompt to %s: %w", session, plainApplicationError(err))
+	}
+	return rec, nil
+}
+
+// Audit returns a headless session's prompts, invocations and cost.
+func Audit(ctx context.Context, c client.Client, session string) (workflows.HeadlessState, error) {
+	resp, err := c.QueryWorkflow(ctx, workflows.SessionWorkflowID(session), "", workflows.QueryAudit)
+	var st workflows.HeadlessState
+	if err != nil {
+		return st, fmt.Errorf("audit of session %s: %w", session, err)
+	}
+	if err := resp.Get(&st); err != nil {
+		return st, fmt.Errorf("decode audit of %s: %w", session, err)
+	}
+	return st, nil
+}
