@@ -8,12 +8,15 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"github.com/intentq/intentq/mask"
 	"github.com/intentq/intentq/workflows"
 )
 
 // SubmitPrompt queues a prompt on a headless session and returns its record (an existing one
-// for a key already submitted).
+// for a key already submitted). Secrets in the text are masked first.
 func SubmitPrompt(ctx context.Context, c client.Client, session string, req workflows.PromptRequest) (workflows.PromptRecord, error) {
+	// Secrets are masked before the prompt is stored anywhere (SPEC P8).
+	req.Text = mask.Secrets(req.Text)
 	handle, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID: workflows.SessionWorkflowID(session), UpdateName: workflows.UpdatePrompt,
 		Args: []any{req}, WaitForStage: client.WorkflowUpdateStageCompleted,

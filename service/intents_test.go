@@ -683,7 +683,8 @@ func TestP1HeadlessSessionEndToEnd(t *testing.T) {
 	cfg.Sessions["batch"] = config.Session{CLI: "fake", Mode: config.ModeHeadless}
 	svc, _ := startService(t, cfg)
 	ctx := context.Background()
-	for _, p := range []workflows.PromptRequest{{Key: "a", Text: "ok first"}, {Key: "b", Text: "ok second"}, {Key: "a", Text: "ok first"}, {Key: "c", Text: "deny this"}} {
+	token := "ghp_" + strings.Repeat("A1b2", 9)
+	for _, p := range []workflows.PromptRequest{{Key: "a", Text: "ok first"}, {Key: "b", Text: "ok second " + token}, {Key: "a", Text: "ok first"}, {Key: "c", Text: "deny this"}} {
 		if _, err := intentapi.SubmitPrompt(ctx, svc.Client(), "batch", p); err != nil {
 			t.Fatal(err)
 		}
@@ -694,8 +695,11 @@ func TestP1HeadlessSessionEndToEnd(t *testing.T) {
 		st, err = intentapi.Audit(ctx, svc.Client(), "batch")
 		return err == nil && st.Succeeded+st.Failed == 3
 	})
-	if len(st.Prompts) != 3 || st.Prompts[0].Result != "done: ok first" || st.Prompts[1].Result != "done: ok second" {
+	if len(st.Prompts) != 3 || st.Prompts[0].Result != "done: ok first" || !strings.HasPrefix(st.Prompts[1].Result, "done: ok second") {
 		t.Fatalf("prompts = %+v", st.Prompts)
+	}
+	if strings.Contains(st.Prompts[1].Text, token) || strings.Contains(st.Prompts[1].Result, token) || !strings.Contains(st.Prompts[1].Text, "masked") {
+		t.Errorf("P8: the token was stored: text %q result %q", st.Prompts[1].Text, st.Prompts[1].Result)
 	}
 	if p := st.Prompts[2]; p.Status != workflows.PromptFailed || len(p.Invocations) != 1 || !strings.Contains(p.Error, "Write") {
 		t.Errorf("denied prompt = %+v", p)

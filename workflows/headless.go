@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/intentq/intentq/activities"
+	"github.com/intentq/intentq/mask"
 )
 
 // Headless sessions (SPEC P1-P7): instead of typing into a pane, each prompt runs the agent CLI
@@ -233,7 +235,7 @@ func (h *headless) run(ctx workflow.Context, i int) {
 		inv := Invocation{Attempt: attempt, StartedAt: started, ExitCode: res.ExitCode, DurationMS: res.DurationMS,
 			CostUSD: res.CostUSD, Tokens: res.InputTokens + res.OutputTokens + res.CacheReadTokens + res.CacheCreationTokens}
 		if err != nil {
-			inv.Error = err.Error()
+			inv.Error = mask.Secrets(err.Error())
 		}
 		h.set(id, func(p *PromptRecord) { p.Invocations = append(p.Invocations, inv); p.CostUSD += res.CostUSD })
 		h.CostUSD += res.CostUSD
@@ -260,12 +262,18 @@ func (h *headless) finish(ctx workflow.Context, id, result string, err error) {
 	now := workflow.Now(ctx)
 	h.set(id, func(p *PromptRecord) {
 		p.FinishedAt = &now
+		// What the CLI answered is kept masked (SPEC P8): a run can echo a secret it found.
+		result = mask.Secrets(result)
 		if len(result) > maxResultInAudit {
-			result = result[:maxResultInAudit] + "…"
+			cut := maxResultInAudit
+			for cut > 0 && !utf8.RuneStart(result[cut]) {
+				cut--
+			}
+			result = result[:cut] + "…"
 		}
 		p.Result = result
 		if err != nil {
-			p.Status, p.Error = PromptFailed, err.Error()
+			p.Status, p.Error = PromptFailed, mask.Secrets(err.Error())
 		} else {
 			p.Status = PromptSucceeded
 		}
