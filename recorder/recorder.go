@@ -191,6 +191,7 @@ func (r *Recorder) input(m Message, session string) workflows.IntentInput {
 		SentAt:     m.SentAt,
 		Session:    session,
 		Deliver:    deliver,
+		Headless:   m.Source == workflows.SourceTelegram && r.cfg.Sessions[session].Mode == config.ModeHeadless,
 		// Record runs in arrival order per door, so the door queues the delivery itself.
 		DeliveryQueued: deliver,
 		Policy: workflows.ReminderPolicy{

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/intentq/intentq/activities"
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/doctor"
 	"github.com/intentq/intentq/hooks"
@@ -706,5 +707,37 @@ func TestP1HeadlessSessionEndToEnd(t *testing.T) {
 	}
 	if st.ResumeID != "s" || st.CostUSD < 0.0245 || st.CostUSD > 0.0247 {
 		t.Errorf("resume %q cost %v", st.ResumeID, st.CostUSD)
+	}
+}
+
+// P11: a Telegram message for a chat mapped to a headless session runs as a prompt; the CLI's
+// answer goes back to the chat as a reply, split at 4096 characters, and the intent closes.
+func TestP11TelegramHeadlessAnswer(t *testing.T) {
+	bot := fakebot.New(botToken)
+	defer bot.Close()
+	cfg := testenv.Config(t)
+	fake, _ := filepath.Abs("../activities/testdata/fakeclaude.sh")
+	cfg.CLIs["fake"] = config.CLI{Command: fake, HeadlessArgs: []string{"-p", "--output-format", "json"}}
+	cfg.Sessions["batch"] = config.Session{CLI: "fake", Mode: config.ModeHeadless, Chats: []int64{allowedChat}}
+	cfg.Telegram.Token, cfg.Telegram.APIEndpoint, cfg.Telegram.AllowedChatIDs = botToken, bot.Endpoint(), []int64{allowedChat}
+	svc, _ := startService(t, cfg)
+
+	bot.AddMessage(allowedChat, allowedUser, 77, "ok what is the status")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sent, err := bot.WaitSent(ctx, 1)
+	if err != nil {
+		t.Fatalf("no answer sent: %v", err)
+	}
+	if sent[0].Text != "done: ok what is the status" || fmt.Sprint(sent[0].ChatID) != fmt.Sprint(allowedChat) || fmt.Sprint(sent[0].ReplyTo) != "77" {
+		t.Errorf("sent = %+v", sent[0])
+	}
+	id := workflows.IntentID(fmt.Sprint(allowedChat), "77")
+	waitUntil(t, "the intent to close", 10*time.Second, func() bool {
+		v, err := intentapi.Show(context.Background(), svc.Client(), id)
+		return err == nil && v.Status == workflows.StatusClosed
+	})
+	if parts := activities.SplitMessage(strings.Repeat("あいう ", 2000), activities.TelegramMaxChars); len(parts) != 2 || len([]rune(parts[0])) > 4096 {
+		t.Errorf("split into %d parts", len(parts))
 	}
 }

@@ -59,7 +59,15 @@ type PromptRequest struct {
 	// NoRetry: the policy allows a non-idempotent tool and the prompt is not marked safe to
 	// repeat, so a failed run is not tried again (SPEC P6).
 	NoRetry bool `json:"no_retry,omitempty"`
+	// ReplyTo is a workflow (an intent) told through SignalPromptDone when the prompt ends.
+	ReplyTo string `json:"reply_to,omitempty"`
 }
+
+// Signals of headless prompts from other workflows (a Telegram intent, SPEC P11).
+const (
+	SignalPrompt     = "prompt"
+	SignalPromptDone = "prompt-done"
+)
 
 // Invocation is one attempt of a run.
 type Invocation struct {
@@ -114,6 +122,16 @@ func HeadlessSessionWorkflow(ctx workflow.Context, st HeadlessState) error {
 	}}); err != nil {
 		return err
 	}
+	prompts := workflow.GetSignalChannel(ctx, SignalPrompt)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var r PromptRequest
+			prompts.Receive(ctx, &r)
+			if r.Text != "" {
+				_, _ = h.submit(ctx, r)
+			}
+		}
+	})
 	configure := workflow.GetSignalChannel(ctx, SignalConfigure)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
@@ -282,6 +300,13 @@ func (h *headless) finish(ctx workflow.Context, id, result string, err error) {
 		h.Failed++
 	} else {
 		h.Succeeded++
+	}
+	if replyTo := h.flags[id].ReplyTo; replyTo != "" {
+		if i := h.index(id); i >= 0 {
+			if serr := workflow.SignalExternalWorkflow(ctx, replyTo, "", SignalPromptDone, h.Prompts[i]).Get(ctx, nil); serr != nil {
+				workflow.GetLogger(ctx).Info("prompt result not taken", "prompt", id, "reply_to", replyTo, "error", serr)
+			}
+		}
 	}
 	delete(h.flags, id)
 }

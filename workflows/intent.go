@@ -81,6 +81,9 @@ type IntentInput struct {
 	// Deliver: the message itself must be typed into the session (the Telegram door, where
 	// intentq is the poller). The plugin door delivers through Claude Code itself.
 	Deliver bool `json:"deliver"`
+	// Headless: the session runs the agent CLI per prompt; the message is run as a prompt and the
+	// answer goes back to the chat, which closes the intent (SPEC P11).
+	Headless bool `json:"headless,omitempty"`
 	// DeliveryQueued: the door already asked the session to deliver the message (request
 	// DoorDeliveryID), in the order messages arrived; the intent only waits for the result.
 	DeliveryQueued bool           `json:"delivery_queued,omitempty"`
@@ -197,6 +200,9 @@ func IntentWorkflow(ctx workflow.Context, in IntentInput) (IntentState, error) {
 		return w.st, err
 	}
 
+	if w.in.Headless && w.st.Status == StatusPending {
+		w.answerHeadless(ctx)
+	}
 	for w.st.Status == StatusPending || w.st.Status == StatusLinked {
 		if w.historyTooLong(ctx) {
 			return w.st, w.continueAsNew(ctx)
@@ -214,6 +220,14 @@ func IntentWorkflow(ctx workflow.Context, in IntentInput) (IntentState, error) {
 		if !now.Before(w.orphanAt()) {
 			w.transition(ctx, StatusIgnored, ReasonOrphaned)
 			break
+		}
+		if w.in.Headless {
+			// No pane to remind: a failed headless answer waits to be closed by hand, or orphans.
+			if _, err := workflow.AwaitWithTimeout(ctx, w.orphanAt().Sub(now), func() bool { return w.poked }); err != nil {
+				return w.st, err
+			}
+			w.poked = false
+			continue
 		}
 		if w.deliveryPending() && !now.Before(w.nextDeliveryAt()) {
 			w.deliver(ctx)
@@ -458,6 +472,47 @@ func (w *intent) remind(ctx workflow.Context) {
 	if err := w.publishMemo(ctx); err != nil {
 		workflow.GetLogger(ctx).Warn("publish memo", "intent", w.id, "error", err)
 	}
+}
+
+// answerHeadless runs the message as a prompt on the headless session and sends the answer to
+// the chat as a reply; delivered, the intent closes (SPEC P11). A failed run leaves the intent
+// pending with the error recorded.
+func (w *intent) answerHeadless(ctx workflow.Context) {
+	req := PromptRequest{Key: w.id, Channel: SourceTelegram, Text: w.in.Text, ReplyTo: w.id}
+	if err := workflow.SignalExternalWorkflow(ctx, SessionWorkflowID(w.in.Session), "", SignalPrompt, req).Get(ctx, nil); err != nil {
+		w.st.LastError = fmt.Sprintf("headless session %s is not running: %v", w.in.Session, err)
+		return
+	}
+	var done PromptRecord
+	wait := w.in.Policy.OrphanAfter
+	if wait <= 0 {
+		wait = 24 * time.Hour
+	}
+	for done.FinishedAt == nil {
+		var rec PromptRecord
+		ok, _ := workflow.GetSignalChannel(ctx, SignalPromptDone).ReceiveWithTimeout(ctx, wait, &rec)
+		if !ok {
+			w.st.LastError = "no answer from the headless session in time"
+			return
+		}
+		if rec.Key == w.id {
+			done = rec
+		}
+	}
+	if done.Status != PromptSucceeded {
+		w.failed(ctx, 1, "run", errors.New(done.Error))
+		return
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		HeartbeatTimeout:    time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 2 * time.Second, MaximumAttempts: 5, NonRetryableErrorTypes: []string{activities.ErrTypeTelegramRejected}},
+	})
+	if err := workflow.ExecuteActivity(actx, activities.TelegramSendName, activities.SendRequest{ChatID: w.in.ChatID, ReplyTo: w.in.MessageID, Text: done.Result}).Get(ctx, nil); err != nil {
+		w.failed(ctx, 1, "answer", err)
+		return
+	}
+	w.transition(ctx, StatusClosed, "answered by "+done.ID)
 }
 
 // failed records a failed attempt; the first failure of a streak alerts through ntfy with IDs

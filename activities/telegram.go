@@ -1,0 +1,113 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+)
+
+// TelegramSendName is Telegram.Send.
+const TelegramSendName = "TelegramSend"
+
+// TelegramMaxChars is Telegram's limit on one message's text.
+const TelegramMaxChars = 4096
+
+// ErrTypeTelegramRejected marks an answer Telegram refused for good (bad chat, bad token).
+const ErrTypeTelegramRejected = "TelegramRejected"
+
+// SendRequest sends Text to a chat as a reply to ReplyTo, split into parts Telegram accepts.
+type SendRequest struct {
+	ChatID  string `json:"chat_id"`
+	ReplyTo string `json:"reply_to,omitempty"`
+	Text    string `json:"text"`
+}
+
+// Telegram sends messages through the Bot API.
+type Telegram struct {
+	Token string
+	// Endpoint is telegram-bot-api's endpoint format; empty: api.telegram.org.
+	Endpoint string
+}
+
+// Send sends the text in parts of at most 4096 characters, the first as a reply. Parts already
+// sent are reported through heartbeats, so a retried attempt resumes after them.
+func (t *Telegram) Send(ctx context.Context, req SendRequest) (int, error) {
+	chat, err := strconv.ParseInt(req.ChatID, 10, 64)
+	if err != nil {
+		return 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf("telegram send: chat %q is not a number", req.ChatID), ErrTypeTelegramRejected, err)
+	}
+	endpoint := t.Endpoint
+	if endpoint == "" {
+		endpoint = tgbotapi.APIEndpoint
+	}
+	bot := &tgbotapi.BotAPI{Token: t.Token, Client: &http.Client{Timeout: 30 * time.Second}, Buffer: 1}
+	bot.SetAPIEndpoint(endpoint)
+	parts := SplitMessage(req.Text, TelegramMaxChars)
+	from := 0
+	if activity.IsActivity(ctx) && activity.HasHeartbeatDetails(ctx) {
+		_ = activity.GetHeartbeatDetails(ctx, &from) // parts an earlier attempt already sent
+	}
+	sent := 0
+	for i := from; i < len(parts); i++ {
+		msg := tgbotapi.NewMessage(chat, parts[i])
+		if i == 0 && req.ReplyTo != "" {
+			if id, err := strconv.Atoi(req.ReplyTo); err == nil {
+				msg.ReplyToMessageID = id
+				msg.AllowSendingWithoutReply = true
+			}
+		}
+		if _, err := bot.Send(msg); err != nil {
+			if apiErr, ok := err.(*tgbotapi.Error); ok && apiErr.Code >= 400 && apiErr.Code < 500 && apiErr.Code != 429 {
+				return sent, temporal.NewNonRetryableApplicationError(fmt.Sprintf("telegram send to chat %s: %d %s", req.ChatID, apiErr.Code, apiErr.Message), ErrTypeTelegramRejected, nil)
+			}
+			return sent, fmt.Errorf("telegram send to chat %s (part %d of %d): %w", req.ChatID, i+1, len(parts), redactToken(err, t.Token))
+		}
+		sent++
+		if activity.IsActivity(ctx) {
+			activity.RecordHeartbeat(ctx, i+1)
+		}
+	}
+	return sent, nil
+}
+
+// SplitMessage cuts text into parts of at most max characters, preferring to cut after a
+// newline or space in the last tenth of a part.
+func SplitMessage(text string, max int) []string {
+	var parts []string
+	for utf8.RuneCountInString(text) > max {
+		runes := []rune(text)
+		cut := max
+		for i := max - 1; i > max*9/10; i-- {
+			if runes[i] == '\n' || runes[i] == ' ' {
+				cut = i + 1
+				break
+			}
+		}
+		parts = append(parts, string(runes[:cut]))
+		text = string(runes[cut:])
+	}
+	if text != "" || len(parts) == 0 {
+		parts = append(parts, text)
+	}
+	return parts
+}
+
+func redactToken(err error, token string) error {
+	if token == "" {
+		return err
+	}
+	msg := err.Error()
+	for i := 0; i+len(token) <= len(msg); i++ {
+		if msg[i:i+len(token)] == token {
+			return fmt.Errorf("%s<token>%s", msg[:i], msg[i+len(token):])
+		}
+	}
+	return err
+}
