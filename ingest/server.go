@@ -29,8 +29,10 @@ type Options struct {
 	// MaxTextBytes is ingest.max_text_bytes; bodies may be that plus room for the envelope.
 	MaxTextBytes int
 	Recorder     Recorder
-	Health       Health
-	Logger       *zap.Logger
+	// Prompter serves POST /v1/sessions/{id}/prompts; nil: no headless sessions.
+	Prompter Prompter
+	Health   Health
+	Logger   *zap.Logger
 }
 
 // Server is the ingest HTTP server.
@@ -41,6 +43,7 @@ type Server struct {
 	token    config.Secret
 	maxBody  int64
 	recorder Recorder
+	prompter Prompter
 	health   Health
 	log      *zap.Logger
 }
@@ -58,6 +61,7 @@ func Listen(opts Options) (*Server, error) {
 		token:    opts.Token,
 		maxBody:  int64(opts.MaxTextBytes) + envelopeBytes,
 		recorder: opts.Recorder,
+		prompter: opts.Prompter,
 		health:   opts.Health,
 		log:      logger,
 	}
@@ -82,6 +86,7 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.handleHealth)
 	mux.HandleFunc("POST /v1/intents", s.handleIntents)
+	mux.HandleFunc("POST /v1/sessions/{id}/prompts", s.handlePrompts)
 	return mux
 }
 

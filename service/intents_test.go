@@ -682,6 +682,7 @@ func TestP1HeadlessSessionEndToEnd(t *testing.T) {
 	fake, _ := filepath.Abs("../activities/testdata/fakeclaude.sh")
 	cfg.CLIs["fake"] = config.CLI{Command: fake, HeadlessArgs: []string{"-p", "--output-format", "json"}}
 	cfg.Sessions["batch"] = config.Session{CLI: "fake", Mode: config.ModeHeadless}
+	cfg.Ingest.Token = "tok"
 	svc, _ := startService(t, cfg)
 	ctx := context.Background()
 	token := "ghp_" + strings.Repeat("A1b2", 9)
@@ -690,13 +691,28 @@ func TestP1HeadlessSessionEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The HTTP door: 401 without the token, 404 for a session that is not headless, 202 queued.
+	for _, tc := range []struct {
+		path, token string
+		want        int
+	}{{"/v1/sessions/batch/prompts", "", 401}, {"/v1/sessions/secretary/prompts", "tok", 404}, {"/v1/sessions/batch/prompts", "tok", 202}} {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+cfg.Ingest.Listen+tc.path, strings.NewReader(`{"text":"ok via http","key":"h"}`))
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != tc.want {
+			t.Fatalf("POST %s: %v %v, want %d", tc.path, err, resp, tc.want)
+		}
+		resp.Body.Close()
+	}
 	var st workflows.HeadlessState
 	waitUntil(t, "all prompts to finish", 60*time.Second, func() bool {
 		var err error
 		st, err = intentapi.Audit(ctx, svc.Client(), "batch")
-		return err == nil && st.Succeeded+st.Failed == 3
+		return err == nil && st.Succeeded+st.Failed == 4
 	})
-	if len(st.Prompts) != 3 || st.Prompts[0].Result != "done: ok first" || !strings.HasPrefix(st.Prompts[1].Result, "done: ok second") {
+	if len(st.Prompts) != 4 || st.Prompts[0].Result != "done: ok first" || !strings.HasPrefix(st.Prompts[1].Result, "done: ok second") {
 		t.Fatalf("prompts = %+v", st.Prompts)
 	}
 	if strings.Contains(st.Prompts[1].Text, token) || strings.Contains(st.Prompts[1].Result, token) || !strings.Contains(st.Prompts[1].Text, "masked") {
@@ -705,7 +721,7 @@ func TestP1HeadlessSessionEndToEnd(t *testing.T) {
 	if p := st.Prompts[2]; p.Status != workflows.PromptFailed || len(p.Invocations) != 1 || !strings.Contains(p.Error, "Write") {
 		t.Errorf("denied prompt = %+v", p)
 	}
-	if st.ResumeID != "s" || st.CostUSD < 0.0245 || st.CostUSD > 0.0247 {
+	if st.ResumeID != "sess-42" || st.CostUSD < 0.0368 || st.CostUSD > 0.0370 {
 		t.Errorf("resume %q cost %v", st.ResumeID, st.CostUSD)
 	}
 }

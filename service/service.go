@@ -23,6 +23,7 @@ import (
 	"github.com/intentq/intentq/doctor"
 	"github.com/intentq/intentq/embedded"
 	"github.com/intentq/intentq/ingest"
+	"github.com/intentq/intentq/intentapi"
 	"github.com/intentq/intentq/logging"
 	"github.com/intentq/intentq/plugin"
 	"github.com/intentq/intentq/recorder"
@@ -118,6 +119,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 		Token:        cfg.Ingest.Token,
 		MaxTextBytes: cfg.Ingest.MaxTextBytes,
 		Recorder:     rec,
+		Prompter:     prompter{client: s.client, cfg: cfg},
 		Health:       s.health,
 		Logger:       logger,
 	})
@@ -309,6 +311,19 @@ func (s *Service) Fields() []zap.Field {
 		fields = append(fields, zap.String("ui", s.server.UIURL()))
 	}
 	return fields
+}
+
+// prompter queues prompts from the HTTP door on configured headless sessions.
+type prompter struct {
+	client client.Client
+	cfg    *config.Config
+}
+
+func (p prompter) Submit(ctx context.Context, session string, req workflows.PromptRequest) (workflows.PromptRecord, error) {
+	if s, ok := p.cfg.Sessions[session]; !ok || s.Mode != config.ModeHeadless {
+		return workflows.PromptRecord{}, fmt.Errorf("%w: %q", ingest.ErrUnknownSession, session)
+	}
+	return intentapi.SubmitPrompt(ctx, p.client, session, req)
 }
 
 // Watchdog is the service's watchdog (nil before Start completes).

@@ -1,0 +1,78 @@
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/intentq/intentq/workflows"
+)
+
+// Prompter queues prompts on headless sessions.
+type Prompter interface {
+	// Submit queues req on session; ErrUnknownSession when there is no such headless session.
+	Submit(ctx context.Context, session string, req workflows.PromptRequest) (workflows.PromptRecord, error)
+}
+
+// ErrUnknownSession: the path names no headless session.
+var ErrUnknownSession = errors.New("no such headless session")
+
+type promptBody struct {
+	Text    *string `json:"text"`
+	Key     string  `json:"key"`
+	Channel string  `json:"channel"`
+}
+
+// handlePrompts serves POST /v1/sessions/{id}/prompts: 202 with the prompt's record (the same
+// key twice: the same record), 400, 401, 404, 413, 503.
+func (s *Server) handlePrompts(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="intentq"`)
+		writeJSON(w, http.StatusUnauthorized, errorBody(s.authProblem()))
+		return
+	}
+	if s.prompter == nil {
+		writeJSON(w, http.StatusNotFound, errorBody("no headless sessions are configured"))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeJSON(w, http.StatusRequestEntityTooLarge, errorBody(fmt.Sprintf("body is over %d bytes", s.maxBody)))
+			return
+		}
+		writeJSON(w, http.StatusBadRequest, errorBody("cannot read body"))
+		return
+	}
+	var p promptBody
+	if err := json.Unmarshal(body, &p); err != nil {
+		writeJSON(w, http.StatusBadRequest, errorBody("body: is not a JSON object: "+jsonReason(err)))
+		return
+	}
+	if p.Text == nil || strings.TrimSpace(*p.Text) == "" {
+		writeJSON(w, http.StatusBadRequest, errorBody("text: is missing or empty"))
+		return
+	}
+	if p.Channel == "" {
+		p.Channel = "web"
+	}
+	session := r.PathValue("id")
+	rec, err := s.prompter.Submit(r.Context(), session, workflows.PromptRequest{Key: p.Key, Channel: p.Channel, Text: *p.Text})
+	switch {
+	case errors.Is(err, ErrUnknownSession):
+		writeJSON(w, http.StatusNotFound, errorBody(err.Error()))
+	case err != nil:
+		s.log.Error("prompt not queued", zap.String("session", session), zap.Error(err))
+		writeJSON(w, http.StatusServiceUnavailable, errorBody("not queued, try again: "+err.Error()))
+	default:
+		s.log.Info("prompt queued", zap.String("session", session), zap.String("prompt", rec.ID), zap.String("channel", p.Channel))
+		writeJSON(w, http.StatusAccepted, rec)
+	}
+}
