@@ -5,6 +5,8 @@ package config
 
 import (
 	"time"
+
+	"github.com/intentq/intentq/toolpolicy"
 )
 
 // Config is everything the worker and the starter can be told.
@@ -22,7 +24,9 @@ type Config struct {
 	Scheduler Scheduler          `mapstructure:"scheduler"`
 	Delivery  Delivery           `mapstructure:"delivery"`
 	Hooks     Hooks              `mapstructure:"hooks"`
-	Claude    Claude             `mapstructure:"claude"`
+	// Policies are the tool policies of headless runs (SPEC P5), by scope.
+	Policies toolpolicy.Policy `mapstructure:"policies"`
+	Claude   Claude            `mapstructure:"claude"`
 }
 
 // Log sets how the processes log.

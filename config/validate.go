@@ -150,6 +150,9 @@ func (c *Config) Validate() error {
 	}
 	c.validateSessions(bad)
 
+	if err := c.Policies.Validate(); err != nil {
+		bad("policies", "%v", err)
+	}
 	if c.Scheduler.RunTimeout <= 0 {
 		bad("scheduler.run_timeout", "%s must be positive", c.Scheduler.RunTimeout)
 	}

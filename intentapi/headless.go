@@ -8,7 +8,9 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/mask"
+	"github.com/intentq/intentq/toolpolicy"
 	"github.com/intentq/intentq/workflows"
 )
 
@@ -46,4 +48,29 @@ func Audit(ctx context.Context, c client.Client, session string) (workflows.Head
 		return st, fmt.Errorf("decode audit of %s: %w", session, err)
 	}
 	return st, nil
+}
+
+// PreparePrompt readies a prompt for a headless session from the config: secrets masked (SPEC
+// P8), the tool policy of its channel and session turned into the CLI's flags (P5), and no
+// automatic retry when the policy allows a non-idempotent tool and the prompt is not marked
+// safe to repeat (P6).
+func PreparePrompt(cfg *config.Config, session string, req workflows.PromptRequest, safeToRepeat bool) (workflows.PromptRequest, error) {
+	req.Text = mask.Secrets(req.Text)
+	if req.Channel == "" {
+		req.Channel = toolpolicy.ChannelCLI
+	}
+	eff, err := cfg.Policies.Resolve(req.Channel, session)
+	if err != nil {
+		return req, fmt.Errorf("tool policy for %s on %s: %w", req.Channel, session, err)
+	}
+	kind := cfg.Sessions[session].CLI
+	req.ToolFlags, err = eff.FlagsFor(kind)
+	switch {
+	case errors.Is(err, toolpolicy.ErrUnenforceable):
+		return req, fmt.Errorf("tool policy for %s on %s (clis.%s): %w", req.Channel, session, kind, err)
+	case err != nil:
+		req.ToolFlags = eff.Flags(kind) // a custom kind: Claude Code's flags
+	}
+	req.NoRetry = !safeToRepeat && len(toolpolicy.NonIdempotent(eff)) > 0
+	return req, nil
 }

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/intentapi"
 	"github.com/intentq/intentq/msgtext"
 	"github.com/intentq/intentq/workflows"
 )
@@ -123,6 +124,13 @@ func (r *Recorder) Start(ctx context.Context, m Message) (Result, error) {
 		return Result{}, &InvalidError{Field: "chat_id", Reason: err.Error()}
 	}
 	in := r.input(m, session)
+	if in.Headless {
+		prompt, err := intentapi.PreparePrompt(r.cfg, session, workflows.PromptRequest{Channel: workflows.SourceTelegram, Text: m.Text}, false)
+		if err != nil {
+			return Result{}, &InvalidError{Field: "session", Reason: err.Error()}
+		}
+		in.Prompt = &prompt
+	}
 	id := workflows.IntentID(m.ChatID, m.MessageID)
 	res := Result{ID: id, Session: session, Repaired: repaired}
 	_, err = r.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{

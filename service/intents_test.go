@@ -757,3 +757,32 @@ func TestP11TelegramHeadlessAnswer(t *testing.T) {
 		t.Errorf("split into %d parts", len(parts))
 	}
 }
+
+// P5: the tool policy of the prompt's channel reaches the CLI as its flags: telegram is
+// read-only by default (Write and git push denied).
+func TestP5PolicyFlagsReachCLI(t *testing.T) {
+	cfg := testenv.Config(t)
+	fake, _ := filepath.Abs("../activities/testdata/fakeclaude.sh")
+	cfg.CLIs["fake"] = config.CLI{Command: fake, HeadlessArgs: []string{"-p", "--output-format", "json"}}
+	cfg.Sessions["batch"] = config.Session{CLI: "fake", Mode: config.ModeHeadless}
+	svc, _ := startService(t, cfg)
+	ctx := context.Background()
+	req, err := intentapi.PreparePrompt(cfg, "batch", workflows.PromptRequest{Key: "p", Channel: "telegram", Text: "args"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := intentapi.SubmitPrompt(ctx, svc.Client(), "batch", req); err != nil {
+		t.Fatal(err)
+	}
+	var st workflows.HeadlessState
+	waitUntil(t, "the run", 30*time.Second, func() bool {
+		st, err = intentapi.Audit(ctx, svc.Client(), "batch")
+		return err == nil && st.Succeeded == 1
+	})
+	got := st.Prompts[0].Result
+	for _, want := range []string{"--allowedTools", "Read", "--disallowedTools", "Write", "Bash(git push:*)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("CLI arguments %q lack %q", got, want)
+		}
+	}
+}

@@ -323,6 +323,10 @@ func (p prompter) Submit(ctx context.Context, session string, req workflows.Prom
 	if s, ok := p.cfg.Sessions[session]; !ok || s.Mode != config.ModeHeadless {
 		return workflows.PromptRecord{}, fmt.Errorf("%w: %q", ingest.ErrUnknownSession, session)
 	}
+	req, err := intentapi.PreparePrompt(p.cfg, session, req, false)
+	if err != nil {
+		return workflows.PromptRecord{}, err
+	}
 	return intentapi.SubmitPrompt(ctx, p.client, session, req)
 }
 

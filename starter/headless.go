@@ -14,7 +14,7 @@ import (
 
 func newPrompt() *cobra.Command {
 	var session, channel, key string
-	var wait, asJSON bool
+	var wait, asJSON, safe bool
 	cmd := &cobra.Command{
 		Use:   "prompt --session S [--channel cli|telegram|web] TEXT|-",
 		Short: "queue a prompt on a headless session (FIFO, one run at a time); the same --key twice runs once",
@@ -35,7 +35,11 @@ func newPrompt() *cobra.Command {
 			if s, ok := cfg.Sessions[session]; !ok || s.Mode != config.ModeHeadless {
 				return fmt.Errorf("session %q is not a headless session in the config", session)
 			}
-			rec, err := intentapi.SubmitPrompt(cmd.Context(), c, session, workflows.PromptRequest{Key: key, Channel: channel, Text: text})
+			req, err := intentapi.PreparePrompt(cfg, session, workflows.PromptRequest{Key: key, Channel: channel, Text: text}, safe)
+			if err != nil {
+				return err
+			}
+			rec, err := intentapi.SubmitPrompt(cmd.Context(), c, session, req)
 			if err != nil {
 				return err
 			}
@@ -68,6 +72,7 @@ func newPrompt() *cobra.Command {
 	cmd.Flags().StringVar(&channel, "channel", "cli", "channel: cli, telegram or web")
 	cmd.Flags().StringVar(&key, "key", "", "idempotency key (default: a new prompt each time)")
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the run to finish and print its answer")
+	cmd.Flags().BoolVar(&safe, "safe", false, "safe to repeat: retry failed runs even when the policy allows a non-idempotent tool (git push)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the prompt record as JSON")
 	return cmd
 }

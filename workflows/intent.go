@@ -84,6 +84,9 @@ type IntentInput struct {
 	// Headless: the session runs the agent CLI per prompt; the message is run as a prompt and the
 	// answer goes back to the chat, which closes the intent (SPEC P11).
 	Headless bool `json:"headless,omitempty"`
+	// Prompt is the prompt a headless intent runs, prepared by the door (masked text, the tool
+	// policy's flags); nil: the text as it is.
+	Prompt *PromptRequest `json:"prompt,omitempty"`
 	// DeliveryQueued: the door already asked the session to deliver the message (request
 	// DoorDeliveryID), in the order messages arrived; the intent only waits for the result.
 	DeliveryQueued bool           `json:"delivery_queued,omitempty"`
@@ -478,7 +481,11 @@ func (w *intent) remind(ctx workflow.Context) {
 // the chat as a reply; delivered, the intent closes (SPEC P11). A failed run leaves the intent
 // pending with the error recorded.
 func (w *intent) answerHeadless(ctx workflow.Context) {
-	req := PromptRequest{Key: w.id, Channel: SourceTelegram, Text: w.in.Text, ReplyTo: w.id}
+	req := PromptRequest{Channel: SourceTelegram, Text: w.in.Text}
+	if w.in.Prompt != nil {
+		req = *w.in.Prompt
+	}
+	req.Key, req.ReplyTo = w.id, w.id
 	if err := workflow.SignalExternalWorkflow(ctx, SessionWorkflowID(w.in.Session), "", SignalPrompt, req).Get(ctx, nil); err != nil {
 		w.st.LastError = fmt.Sprintf("headless session %s is not running: %v", w.in.Session, err)
 		return
