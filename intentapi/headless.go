@@ -74,3 +74,19 @@ func PreparePrompt(cfg *config.Config, session string, req workflows.PromptReque
 	req.NoRetry = !safeToRepeat && len(toolpolicy.NonIdempotent(eff)) > 0
 	return req, nil
 }
+
+// CancelPrompt stops a queued or running prompt of a headless session.
+func CancelPrompt(ctx context.Context, c client.Client, session, promptID string) (workflows.PromptRecord, error) {
+	handle, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: workflows.SessionWorkflowID(session), UpdateName: workflows.UpdateCancel,
+		Args: []any{promptID}, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	var rec workflows.PromptRecord
+	if err == nil {
+		err = handle.Get(ctx, &rec)
+	}
+	if err != nil {
+		return rec, fmt.Errorf("cancel %s: %w", promptID, plainApplicationError(err))
+	}
+	return rec, nil
+}

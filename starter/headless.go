@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -158,5 +159,64 @@ func newCost() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print {session: cost} as JSON")
+	return cmd
+}
+
+func newCancel() *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel PROMPT-ID",
+		Short: "cancel a queued or running headless prompt (<session>#<n>); it is not retried",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			session, _, ok := strings.Cut(a[0], "#")
+			if !ok || session == "" {
+				return usage(cmd, fmt.Errorf("%q is not a prompt ID (<session>#<n>)", a[0]))
+			}
+			_, c, err := connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			rec, err := intentapi.CancelPrompt(cmd.Context(), c, session, a[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", rec.ID, rec.Status)
+			return nil
+		},
+	}
+}
+
+func newSessionShow() *cobra.Command {
+	var asJSON bool
+	show := &cobra.Command{
+		Use:   "show SESSION",
+		Short: "a headless session's prompts, invocations (attempt, exit code, duration, cost, tokens) and cost",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			_, c, err := connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			st, err := intentapi.Audit(cmd.Context(), c, a[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), st)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "session %s: %d succeeded, %d failed, %.4f USD, resumes %s\n", st.Config.Name, st.Succeeded, st.Failed, st.CostUSD, st.ResumeID)
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "PROMPT\tCHANNEL\tSTATUS\tATTEMPTS\tCOST USD\tQUEUED")
+			for _, p := range st.Prompts {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.4f\t%s\n", p.ID, p.Channel, p.Status, len(p.Invocations), p.CostUSD, p.QueuedAt.Local().Format(time.RFC3339))
+			}
+			return tw.Flush()
+		},
+	}
+	show.Flags().BoolVar(&asJSON, "json", false, "print the audit as JSON")
+	cmd := &cobra.Command{Use: "session", Short: "one headless session"}
+	cmd.AddCommand(show)
 	return cmd
 }

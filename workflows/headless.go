@@ -18,6 +18,7 @@ import (
 const (
 	HeadlessWorkflowName = "HeadlessSession"
 	UpdatePrompt         = "prompt"
+	UpdateCancel         = "cancel"
 	QueryAudit           = "audit"
 )
 
@@ -28,6 +29,7 @@ const (
 	PromptRunning   = "running"
 	PromptSucceeded = "succeeded"
 	PromptFailed    = "failed"
+	PromptCancelled = "cancelled"
 )
 
 // Retry of runs (SPEC P6): at most 3 attempts, 1 s, 2 s, 4 s apart, capped at 60 s.
@@ -122,6 +124,9 @@ func HeadlessSessionWorkflow(ctx workflow.Context, st HeadlessState) error {
 	}}); err != nil {
 		return err
 	}
+	if err := workflow.SetUpdateHandler(ctx, UpdateCancel, h.cancel); err != nil {
+		return err
+	}
 	prompts := workflow.GetSignalChannel(ctx, SignalPrompt)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
@@ -165,6 +170,30 @@ func HeadlessSessionWorkflow(ctx workflow.Context, st HeadlessState) error {
 type headless struct {
 	HeadlessState
 	flags map[string]PromptRequest // tool flags and retry switch by prompt ID (not in the audit)
+	// running is the prompt being run and stopRun cancels it (starter cancel).
+	running string
+	stopRun workflow.CancelFunc
+}
+
+// cancel stops a prompt (SPEC P6: cancelled by the user, not retried): a queued one never runs,
+// a running one has its CLI stopped.
+func (h *headless) cancel(ctx workflow.Context, id string) (PromptRecord, error) {
+	i := h.index(id)
+	if i < 0 {
+		return PromptRecord{}, fmt.Errorf("no prompt %s in session %s", id, h.Config.Name)
+	}
+	switch h.Prompts[i].Status {
+	case PromptQueued, PromptWaiting:
+		now := workflow.Now(ctx)
+		h.Prompts[i].Status, h.Prompts[i].FinishedAt, h.Prompts[i].Error = PromptCancelled, &now, "cancelled by the user"
+	case PromptRunning:
+		if h.running == id && h.stopRun != nil {
+			h.stopRun()
+		}
+	default:
+		return h.Prompts[i], fmt.Errorf("prompt %s is already %s", id, h.Prompts[i].Status)
+	}
+	return h.Prompts[i], nil
 }
 
 func (h *headless) submit(ctx workflow.Context, r PromptRequest) (PromptRecord, error) {
@@ -190,6 +219,9 @@ func (h *headless) submit(ctx workflow.Context, r PromptRequest) (PromptRecord, 
 // next is the index of the oldest queued prompt, or -1.
 func (h *headless) next() int {
 	for i, p := range h.Prompts {
+		if p.Status == PromptCancelled {
+			continue
+		}
 		if p.Status == PromptQueued {
 			return i
 		}
@@ -221,7 +253,13 @@ func (h *headless) run(ctx workflow.Context, i int) {
 		return
 	}
 	defer ReleasePermit(ctx)
+	if h.Prompts[h.index(id)].Status == PromptCancelled {
+		return // cancelled while it waited for the permit
+	}
 	h.set(id, func(p *PromptRecord) { p.Status = PromptRunning })
+	runCtx, stop := workflow.WithCancel(ctx)
+	h.running, h.stopRun = id, stop
+	defer func() { h.running, h.stopRun = "", nil }()
 
 	attempts := MaxRunAttempts
 	if req.NoRetry {
@@ -235,7 +273,7 @@ func (h *headless) run(ctx workflow.Context, i int) {
 			args = append(args, "--resume", h.ResumeID)
 		}
 		args = append(args, req.ToolFlags...)
-		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		actx := workflow.WithActivityOptions(runCtx, workflow.ActivityOptions{
 			StartToCloseTimeout: orDefault(h.Config.Timeout, 30*time.Minute) + time.Minute,
 			// A worker that dies mid-run stops heartbeating; the attempt fails over in 30 s.
 			HeartbeatTimeout: 30 * time.Second,
@@ -262,6 +300,10 @@ func (h *headless) run(ctx workflow.Context, i int) {
 		}
 		if err == nil {
 			h.finish(ctx, id, res.Result, nil)
+			return
+		}
+		if runCtx.Err() != nil {
+			h.finishAs(ctx, id, PromptCancelled, "cancelled by the user")
 			return
 		}
 		lastErr = err
@@ -308,6 +350,13 @@ func (h *headless) finish(ctx workflow.Context, id, result string, err error) {
 			}
 		}
 	}
+	delete(h.flags, id)
+}
+
+// finishAs ends a prompt with a status of its own (cancelled).
+func (h *headless) finishAs(ctx workflow.Context, id, status, reason string) {
+	now := workflow.Now(ctx)
+	h.set(id, func(p *PromptRecord) { p.Status, p.Error, p.FinishedAt = status, reason, &now })
 	delete(h.flags, id)
 }
 

@@ -200,3 +200,24 @@ func TestP2SemaphoreLimitsAcrossHolders(t *testing.T) {
 	require.Equal(t, []string{"session/c"}, mid.Waiting)
 	require.Equal(t, []string{"session/a", "session/b", "session/a", "session/c"}, granted, "a re-asking holder is granted again; c gets a's permit after release")
 }
+
+// P6: a cancelled prompt is not run (queued) or is stopped (running), and never retried.
+func TestP6HeadlessCancel(t *testing.T) {
+	h := newHeadlessHarness(t)
+	h.outcome = func(n int, req activities.RunRequest) (activities.RunResult, error) {
+		return activities.RunResult{Result: "ran " + req.Prompt}, nil
+	}
+	var first, second PromptRecord
+	h.prompt(0, PromptRequest{Key: "a", Text: "one"}, &first)
+	h.prompt(0, PromptRequest{Key: "b", Text: "two"}, &second)
+	h.env.RegisterDelayedCallback(func() {
+		h.env.UpdateWorkflow(UpdateCancel, "", &testsuite.TestUpdateCallback{OnReject: func(error) {}, OnAccept: func() {}, OnComplete: func(interface{}, error) {}}, "batch#2")
+	}, 0)
+	var st HeadlessState
+	h.env.RegisterDelayedCallback(func() { st = h.audit(t); h.env.CancelWorkflow() }, time.Hour)
+	h.env.ExecuteWorkflow(HeadlessWorkflowName, HeadlessState{Config: batchConfig()})
+	require.Len(t, h.runs, 1)
+	require.Equal(t, PromptSucceeded, st.Prompts[0].Status)
+	require.Equal(t, PromptCancelled, st.Prompts[1].Status)
+	require.Empty(t, st.Prompts[1].Invocations)
+}
