@@ -135,6 +135,9 @@ type Session struct {
 	Escalation Escalation `mapstructure:"escalation"`
 	// ProtectContext turns the reset phase off unless escalation.reset says otherwise.
 	ProtectContext bool `mapstructure:"protect_context"`
+	// Labels: important or audit keep the session's records beyond the namespace's retention
+	// (exported to data_dir/archive).
+	Labels []string `mapstructure:"labels"`
 }
 
 // Escalation is how hard reminders push by how long a message has gone unanswered (SPEC N1).

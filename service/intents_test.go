@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/intentq/intentq/activities"
+	"github.com/intentq/intentq/archive"
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/doctor"
 	"github.com/intentq/intentq/hooks"
@@ -784,5 +785,38 @@ func TestP5PolicyFlagsReachCLI(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("CLI arguments %q lack %q", got, want)
 		}
+	}
+}
+
+// P9: records of a session labelled audit are exported once each, so they outlive retention.
+func TestP9ArchiveLabelledSessions(t *testing.T) {
+	cfg := testenv.Config(t)
+	fake, _ := filepath.Abs("../activities/testdata/fakeclaude.sh")
+	cfg.CLIs["fake"] = config.CLI{Command: fake, HeadlessArgs: []string{"-p", "--output-format", "json"}}
+	cfg.Sessions["batch"] = config.Session{CLI: "fake", Mode: config.ModeHeadless, Labels: []string{"audit"}}
+	cfg.Sessions["plain"] = config.Session{CLI: "fake", Mode: config.ModeHeadless}
+	svc, _ := startService(t, cfg)
+	ctx := context.Background()
+	for _, s := range []string{"batch", "plain"} {
+		if _, err := intentapi.SubmitPrompt(ctx, svc.Client(), s, workflows.PromptRequest{Key: "k", Text: "ok archive me"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, "both runs", 30*time.Second, func() bool {
+		a, _ := intentapi.Audit(ctx, svc.Client(), "batch")
+		b, _ := intentapi.Audit(ctx, svc.Client(), "plain")
+		return a.Succeeded == 1 && b.Succeeded == 1
+	})
+	for i := 0; i < 2; i++ {
+		if _, err := archive.Export(ctx, svc.Client(), cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(cfg.DataDir, "archive", "batch.jsonl"))
+	if err != nil || strings.Count(string(data), "\n") != 1 || !strings.Contains(string(data), `"kind":"prompt"`) {
+		t.Errorf("archive = %q (%v), want the one prompt once", data, err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "archive", "plain.jsonl")); err == nil {
+		t.Error("an unlabelled session was archived")
 	}
 }

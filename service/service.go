@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/intentq/intentq/activities"
+	"github.com/intentq/intentq/archive"
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/doctor"
 	"github.com/intentq/intentq/embedded"
@@ -173,6 +175,13 @@ func (s *Service) startWatchdog(cfg *config.Config, failures *watchdog.FailureWi
 		Topic:  cfg.Ntfy.Topic,
 		Logger: logger.Named("watchdog"),
 	}
+	s.watchdog.Checks = append(s.watchdog.Checks, watchdog.Check{Name: "archive", Run: func(ctx context.Context) (string, error) {
+		// Records of sessions labelled important or audit outlive the namespace's retention.
+		if _, err := archive.Export(ctx, s.client, cfg); err != nil {
+			return "export to " + filepath.Join(cfg.DataDir, "archive") + " failed: " + err.Error(), nil
+		}
+		return "", nil
+	}})
 	if cfg.Claude.PatchPlugin {
 		s.watchdog.Checks = append(s.watchdog.Checks, watchdog.Check{Name: "plugin patch", Run: func(context.Context) (string, error) {
 			return repatch(cfg)
