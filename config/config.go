@@ -24,6 +24,7 @@ type Config struct {
 	Scheduler Scheduler          `mapstructure:"scheduler"`
 	Delivery  Delivery           `mapstructure:"delivery"`
 	Hooks     Hooks              `mapstructure:"hooks"`
+	Metrics   Metrics            `mapstructure:"metrics"`
 	// Policies are the tool policies of headless runs (SPEC P5), by scope.
 	Policies toolpolicy.Policy `mapstructure:"policies"`
 	Claude   Claude            `mapstructure:"claude"`
@@ -151,6 +152,12 @@ type Escalation struct {
 	// Interrupt and Reset switch phases 2 and 3 (default on; Reset off with protect_context).
 	Interrupt *bool `mapstructure:"interrupt"`
 	Reset     *bool `mapstructure:"reset"`
+}
+
+// Metrics configures the Prometheus endpoint of the worker.
+type Metrics struct {
+	// Listen is host:port of /metrics (loopback by default); empty turns it off.
+	Listen string `mapstructure:"listen"`
 }
 
 // Hooks configures the Claude Code hooks (`starter hook ...`, SPEC I3, S1, S2, S4).

@@ -28,6 +28,7 @@ func defaults() map[string]any {
 		"temporal.embedded.log_level": "warn",
 
 		"ingest.listen":         "127.0.0.1:8787",
+		"metrics.listen":        "127.0.0.1:9464",
 		"ingest.token":          "",
 		"ingest.token_file":     "",
 		"ingest.max_text_bytes": 64 << 10,

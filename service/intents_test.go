@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -725,6 +727,30 @@ func TestP1HeadlessSessionEndToEnd(t *testing.T) {
 	if st.ResumeID != "sess-42" || st.CostUSD < 0.0368 || st.CostUSD > 0.0370 {
 		t.Errorf("resume %q cost %v", st.ResumeID, st.CostUSD)
 	}
+
+	// P10: the worker's Prometheus endpoint carries the SDK's metrics and intentq's counters.
+	var lastBody string
+	defer func() {
+		if t.Failed() {
+			for _, l := range strings.Split(lastBody, "\n") {
+				if strings.Contains(l, "intentq") {
+					t.Log(l)
+				}
+			}
+		}
+	}()
+	waitUntil(t, "run metrics", 10*time.Second, func() bool {
+		resp, err := http.Get(svc.MetricsURL())
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		lastBody = string(body)
+		succeeded := regexp.MustCompile(`(?m)^intentq_runs\{[^}]*outcome="succeeded"[^}]*session="batch"[^}]*\} 3$`)
+		return succeeded.MatchString(lastBody) && strings.Contains(lastBody, "intentq_run_cost_micro_usd{") &&
+			strings.Contains(lastBody, "temporal_activity_execution_latency")
+	})
 }
 
 // P11: a Telegram message for a chat mapped to a headless session runs as a prompt; the CLI's

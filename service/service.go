@@ -27,6 +27,7 @@ import (
 	"github.com/intentq/intentq/ingest"
 	"github.com/intentq/intentq/intentapi"
 	"github.com/intentq/intentq/logging"
+	"github.com/intentq/intentq/metrics"
 	"github.com/intentq/intentq/plugin"
 	"github.com/intentq/intentq/recorder"
 	"github.com/intentq/intentq/tclient"
@@ -50,6 +51,7 @@ type Service struct {
 	stopWatchdog context.CancelFunc
 	watchdogDone chan struct{}
 	watchdog     *watchdog.Watchdog
+	metrics      *metrics.Server
 }
 
 // Start brings everything up in dependency order and returns once all parts serve. On error,
@@ -83,7 +85,14 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 		}
 	}
 
-	s.client, err = tclient.Dial(ctx, cfg, logger.Named("sdk"))
+	var dialOpts []func(*client.Options)
+	if cfg.Metrics.Listen != "" {
+		if s.metrics, err = metrics.Listen(cfg.Metrics.Listen); err != nil {
+			return nil, err
+		}
+		dialOpts = append(dialOpts, func(o *client.Options) { o.MetricsHandler = s.metrics.Handler })
+	}
+	s.client, err = tclient.Dial(ctx, cfg, logger.Named("sdk"), dialOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -319,6 +328,9 @@ func (s *Service) Fields() []zap.Field {
 	if s.server != nil && s.server.UIURL() != "" {
 		fields = append(fields, zap.String("ui", s.server.UIURL()))
 	}
+	if s.metrics != nil {
+		fields = append(fields, zap.String("metrics", "http://"+s.metrics.Addr()+"/metrics"))
+	}
 	return fields
 }
 
@@ -337,6 +349,14 @@ func (p prompter) Submit(ctx context.Context, session string, req workflows.Prom
 		return workflows.PromptRecord{}, err
 	}
 	return intentapi.SubmitPrompt(ctx, p.client, session, req)
+}
+
+// MetricsURL is the Prometheus endpoint, empty when metrics.listen is off.
+func (s *Service) MetricsURL() string {
+	if s.metrics == nil {
+		return ""
+	}
+	return "http://" + s.metrics.Addr() + "/metrics"
 }
 
 // Watchdog is the service's watchdog (nil before Start completes).
@@ -379,6 +399,10 @@ func (s *Service) Stop(ctx context.Context) {
 	if s.client != nil {
 		s.client.Close()
 		s.client = nil
+	}
+	if s.metrics != nil {
+		_ = s.metrics.Shutdown(ctx)
+		s.metrics = nil
 	}
 	if s.server != nil {
 		if err := s.server.Stop(); err != nil {

@@ -25,12 +25,15 @@ import (
 )
 
 // Dial connects to the cluster the configuration names (the embedded server's address when no
-// external one is set) and checks that it answers.
-func Dial(ctx context.Context, cfg *config.Config, logger *zap.Logger) (client.Client, error) {
+// external one is set) and checks that it answers. Options adjust the client (e.g. metrics).
+func Dial(ctx context.Context, cfg *config.Config, logger *zap.Logger, options ...func(*client.Options)) (client.Client, error) {
 	opts := client.Options{
 		HostPort:  cfg.TemporalAddress(),
 		Namespace: cfg.Temporal.Namespace,
 		Logger:    NewSDKLogger(logger),
+	}
+	for _, o := range options {
+		o(&opts)
 	}
 	if !cfg.EmbeddedServer() {
 		tlsCfg, err := clientTLS(cfg.Temporal)

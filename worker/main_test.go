@@ -35,6 +35,7 @@ func TestWorkerProcess(t *testing.T) {
 		"HOME=" + home,
 		"PATH=" + os.Getenv("PATH"),
 		"TMUX_TMPDIR=" + t.TempDir(), // never the developer's own tmux server
+		"INTENTQ_METRICS_LISTEN=127.0.0.1:0",
 		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_PORT=%d", testenv.FreePort(t)),
 		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_UI_PORT=%d", testenv.FreePort(t)),
 		fmt.Sprintf("INTENTQ_INGEST_LISTEN=127.0.0.1:%d", testenv.FreePort(t)),
@@ -177,7 +178,7 @@ func TestH2HistoryAcrossKill9(t *testing.T) {
 		"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMUX_TMPDIR=" + tmuxDir,
 		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_PORT=%d", testenv.FreePort(t)),
 		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_UI_PORT=%d", testenv.FreePort(t)),
-		"INTENTQ_INGEST_LISTEN=" + ingest, "INTENTQ_INGEST_TOKEN=tok",
+		"INTENTQ_INGEST_LISTEN=" + ingest, "INTENTQ_INGEST_TOKEN=tok", "INTENTQ_METRICS_LISTEN=127.0.0.1:0",
 		"INTENTQ_REMINDERS_FIRST_AFTER=1s", "INTENTQ_REMINDERS_REPEAT_EVERY=1h",
 	}
 	// Like an agent, the reader survives the escalation's C-c.

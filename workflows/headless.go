@@ -295,6 +295,7 @@ func (h *headless) run(ctx workflow.Context, i int) {
 		}
 		h.set(id, func(p *PromptRecord) { p.Invocations = append(p.Invocations, inv); p.CostUSD += res.CostUSD })
 		h.CostUSD += res.CostUSD
+		count(ctx, metricRunCost, map[string]string{"session": h.Config.Name}, int64(res.CostUSD*1e6))
 		if res.SessionID != "" {
 			h.ResumeID = res.SessionID
 		}
@@ -338,11 +339,14 @@ func (h *headless) finish(ctx workflow.Context, id, result string, err error) {
 			p.Status = PromptSucceeded
 		}
 	})
+	outcome := PromptSucceeded
 	if err != nil {
 		h.Failed++
+		outcome = PromptFailed
 	} else {
 		h.Succeeded++
 	}
+	count(ctx, metricRuns, map[string]string{"session": h.Config.Name, "outcome": outcome}, 1)
 	if replyTo := h.flags[id].ReplyTo; replyTo != "" {
 		if i := h.index(id); i >= 0 {
 			if serr := workflow.SignalExternalWorkflow(ctx, replyTo, "", SignalPromptDone, h.Prompts[i]).Get(ctx, nil); serr != nil {

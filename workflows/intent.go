@@ -195,6 +195,7 @@ func IntentWorkflow(ctx workflow.Context, in IntentInput) (IntentState, error) {
 		w.in.State = nil
 	} else {
 		w.st = IntentState{Status: StatusPending, Transitions: []Transition{{Status: StatusPending, At: in.ReceivedAt, Reason: ReasonReceived}}}
+		count(ctx, metricIntents, map[string]string{"door": in.Source, "session": in.Session}, 1)
 	}
 	if err := w.registerHandlers(ctx); err != nil {
 		return w.st, err
@@ -464,10 +465,12 @@ func (w *intent) remind(ctx workflow.Context) {
 	now := workflow.Now(ctx)
 	w.st.LastAttemptAt = &now
 	if err := errors.Join(wrapErr("tmux", tmuxErr), wrapErr("ntfy", pushErr)); err != nil {
+		count(ctx, metricRemindersFailed, map[string]string{"session": w.in.Session}, 1)
 		w.st.FailedAttempts++
 		w.failed(ctx, w.st.FailedAttempts, "remind", err)
 		return
 	}
+	count(ctx, metricRemindersSent, map[string]string{"session": w.in.Session}, 1)
 	w.st.Reminders++
 	w.st.LastRemindedAt = &now
 	w.st.FailedAttempts = 0
@@ -614,6 +617,21 @@ func withNtfyOptions(ctx workflow.Context) workflow.Context {
 			NonRetryableErrorTypes: []string{activities.ErrTypeNtfyRejected, activities.ErrTypeNtfyNotConfigured},
 		},
 	})
+}
+
+// Metric names of intentq's counters (exported by package metrics on the worker's /metrics).
+const (
+	metricIntents         = "intentq_intents_recorded"
+	metricRemindersSent   = "intentq_reminders_sent"
+	metricRemindersFailed = "intentq_reminders_failed"
+	metricDeliveries      = "intentq_deliveries"
+	metricRuns            = "intentq_runs"
+	metricRunCost         = "intentq_run_cost_micro_usd"
+)
+
+// count adds n to a counter; the SDK skips it while replaying.
+func count(ctx workflow.Context, name string, tags map[string]string, n int64) {
+	workflow.GetMetricsHandler(ctx).WithTags(tags).Counter(name).Inc(n)
 }
 
 func minTime(a, b time.Time) time.Time {

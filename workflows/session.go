@@ -160,6 +160,7 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 		}
 		result := s.deliver(ctx, req)
 		s.Queue = s.Queue[1:]
+		count(ctx, metricDeliveries, map[string]string{"session": s.Config.Name, "kind": req.Kind, "ok": fmt.Sprint(result.OK)}, 1)
 		if result.OK {
 			s.Delivered++
 		} else {

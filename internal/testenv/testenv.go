@@ -54,6 +54,7 @@ func Config(t testing.TB) *config.Config {
 	cfg.Temporal.Embedded.Port = FreePort(t)
 	cfg.Temporal.Embedded.UIPort = FreePort(t)
 	cfg.Ingest.Listen = net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t)))
+	cfg.Metrics.Listen = "127.0.0.1:0"
 	return cfg
 }
 
