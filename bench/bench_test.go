@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/intentapi"
 	"github.com/intentq/intentq/internal/fakebot"
 	"github.com/intentq/intentq/internal/fakentfy"
 	"github.com/intentq/intentq/internal/testenv"
@@ -194,5 +195,55 @@ func BenchmarkI6FirstReminderAccuracy(b *testing.B) {
 		svc.Stop(context.Background())
 		ntfy.Close()
 		_ = exec.Command("tmux", "kill-server").Run()
+	}
+}
+
+// BenchmarkP1SchedulerOverhead: prompts/s through the headless scheduler (session FIFO, global
+// permits, audit) with a fake CLI that answers at once: the orchestration overhead per prompt.
+// 4 sessions x 25 prompts, limit 2.
+func BenchmarkP1SchedulerOverhead(b *testing.B) {
+	fake, err := filepath.Abs("../activities/testdata/fakeclaude.sh")
+	if err != nil {
+		b.Fatal(err)
+	}
+	const sessions, perSession = 4, 25
+	for i := 0; i < b.N; i++ {
+		cfg := testenv.Config(b)
+		cfg.CLIs["fake"] = config.CLI{Command: fake, HeadlessArgs: []string{"-p", "--output-format", "json"}}
+		cfg.Scheduler.MaxConcurrentSessions = 2
+		for s := 0; s < sessions; s++ {
+			cfg.Sessions[fmt.Sprintf("b%d", s)] = config.Session{CLI: "fake", Mode: config.ModeHeadless}
+		}
+		svc := start(b, cfg)
+		ctx := context.Background()
+		b.ResetTimer()
+		began := time.Now()
+		for n := 0; n < perSession; n++ {
+			for s := 0; s < sessions; s++ {
+				req := workflows.PromptRequest{Key: fmt.Sprint(n), Text: fmt.Sprintf("ok %d", n)}
+				if _, err := intentapi.SubmitPrompt(ctx, svc.Client(), fmt.Sprintf("b%d", s), req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		for {
+			done := int64(0)
+			for s := 0; s < sessions; s++ {
+				st, err := intentapi.Audit(ctx, svc.Client(), fmt.Sprintf("b%d", s))
+				if err != nil {
+					b.Fatal(err)
+				}
+				done += st.Succeeded + st.Failed
+			}
+			if done == sessions*perSession {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		elapsed := time.Since(began)
+		b.StopTimer()
+		b.ReportMetric(float64(sessions*perSession)/elapsed.Seconds(), "prompts/s")
+		b.ReportMetric(float64(elapsed.Milliseconds())/float64(sessions*perSession), "ms/prompt")
+		svc.Stop(ctx)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	prom "github.com/prometheus/client_golang/prometheus"
 	"github.com/uber-go/tally/v4"
 	tallyprom "github.com/uber-go/tally/v4/prometheus"
 	"go.temporal.io/sdk/client"
@@ -26,7 +27,8 @@ type Server struct {
 
 // Listen starts the metrics endpoint on addr (config key metrics.listen).
 func Listen(addr string) (*Server, error) {
-	reporter := tallyprom.NewReporter(tallyprom.Options{})
+	// A registry of its own: several servers (tests, embedded setups) may live in one process.
+	reporter := tallyprom.NewReporter(tallyprom.Options{Registerer: prom.NewRegistry()})
 	scope, closer := tally.NewRootScope(tally.ScopeOptions{
 		CachedReporter:  reporter,
 		Separator:       tallyprom.DefaultSeparator,

@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -844,5 +846,94 @@ func TestP9ArchiveLabelledSessions(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(cfg.DataDir, "archive", "plain.jsonl")); err == nil {
 		t.Error("an unlabelled session was archived")
+	}
+}
+
+// P1, P2: two workers against one server, 10 headless sessions x 5 prompts, limit 2: never more
+// than 2 runs at once (as the fake CLI records them), each session's prompts in order, all 50
+// succeed.
+func TestP2TwoWorkersGlobalLimit(t *testing.T) {
+	cfg := testenv.Config(t)
+	logPath := filepath.Join(t.TempDir(), "runs.log")
+	t.Setenv("FAKE_LOG", logPath)
+	fake, _ := filepath.Abs("../activities/testdata/fakeclaude.sh")
+	cfg.CLIs["fake"] = config.CLI{Command: fake, HeadlessArgs: []string{"-p", "--output-format", "json"}}
+	cfg.Scheduler.MaxConcurrentSessions = 2
+	for i := 0; i < 10; i++ {
+		cfg.Sessions[fmt.Sprintf("s%d", i)] = config.Session{CLI: "fake", Mode: config.ModeHeadless}
+	}
+	first, _ := startService(t, cfg)
+	second := *cfg
+	second.Temporal.Address = cfg.TemporalAddress()
+	second.Ingest.Listen = fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	startService(t, &second)
+
+	ctx := context.Background()
+	for n := 1; n <= 5; n++ {
+		for i := 0; i < 10; i++ {
+			p := workflows.PromptRequest{Key: fmt.Sprintf("%d", n), Text: fmt.Sprintf("conc s%d %d", i, n)}
+			if _, err := intentapi.SubmitPrompt(ctx, first.Client(), fmt.Sprintf("s%d", i), p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	waitUntil(t, "all 50 runs", 120*time.Second, func() bool {
+		total := int64(0)
+		for i := 0; i < 10; i++ {
+			st, err := intentapi.Audit(ctx, first.Client(), fmt.Sprintf("s%d", i))
+			if err != nil {
+				return false
+			}
+			total += st.Succeeded
+			if st.Failed > 0 {
+				t.Fatalf("s%d: a run failed: %+v", i, st.Prompts)
+			}
+		}
+		return total == 50
+	})
+
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type event struct {
+		at      int64
+		start   bool
+		session string
+		n       string
+	}
+	var events []event
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		f := strings.Fields(line) // start|end <ns> conc <session> <n>
+		at, _ := strconv.ParseInt(f[1], 10, 64)
+		events = append(events, event{at: at, start: f[0] == "start", session: f[3], n: f[4]})
+	}
+	sort.SliceStable(events, func(i, j int) bool {
+		if events[i].at != events[j].at {
+			return events[i].at < events[j].at
+		}
+		return !events[i].start // an end at the same instant comes first
+	})
+	running, maxRunning := 0, 0
+	order := map[string][]string{}
+	for _, e := range events {
+		if e.start {
+			running++
+			maxRunning = max(maxRunning, running)
+			order[e.session] = append(order[e.session], e.n)
+		} else {
+			running--
+		}
+	}
+	if maxRunning > 2 {
+		t.Errorf("%d runs at once, limit 2", maxRunning)
+	}
+	for s, ns := range order {
+		if strings.Join(ns, ",") != "1,2,3,4,5" {
+			t.Errorf("session %s ran its prompts in the order %v", s, ns)
+		}
+	}
+	if len(order) != 10 {
+		t.Errorf("%d sessions ran, want 10", len(order))
 	}
 }
