@@ -50,9 +50,20 @@ func SemaphoreWorkflow(ctx workflow.Context, st SemaphoreState) error {
 			st.Holders = remove(st.Holders, holder)
 		}
 	}
+	releaseOne := func(r SemaphoreRequest) {
+		st.Holders = remove(st.Holders, r.Holder)
+		st.Waiting = remove(st.Waiting, r.Holder)
+	}
 	for {
 		sel := workflow.NewSelector(ctx)
 		sel.AddReceive(acquire, func(c workflow.ReceiveChannel, _ bool) {
+			// A holder releases and then asks again for its next run; when both signals are
+			// pending, the selector may offer the acquire first. Apply pending releases first,
+			// or the holder would be granted again while still counted, and others would starve.
+			var rel SemaphoreRequest
+			for release.ReceiveAsync(&rel) {
+				releaseOne(rel)
+			}
 			var r SemaphoreRequest
 			c.Receive(ctx, &r)
 			switch {
@@ -65,8 +76,7 @@ func SemaphoreWorkflow(ctx workflow.Context, st SemaphoreState) error {
 		sel.AddReceive(release, func(c workflow.ReceiveChannel, _ bool) {
 			var r SemaphoreRequest
 			c.Receive(ctx, &r)
-			st.Holders = remove(st.Holders, r.Holder)
-			st.Waiting = remove(st.Waiting, r.Holder)
+			releaseOne(r)
 		})
 		sel.AddReceive(permits, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &st.Permits) })
 		sel.Select(ctx)
