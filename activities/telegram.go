@@ -2,9 +2,11 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -100,14 +102,8 @@ func SplitMessage(text string, max int) []string {
 }
 
 func redactToken(err error, token string) error {
-	if token == "" {
+	if token == "" || !strings.Contains(err.Error(), token) {
 		return err
 	}
-	msg := err.Error()
-	for i := 0; i+len(token) <= len(msg); i++ {
-		if msg[i:i+len(token)] == token {
-			return fmt.Errorf("%s<token>%s", msg[:i], msg[i+len(token):])
-		}
-	}
-	return err
+	return errors.New(strings.ReplaceAll(err.Error(), token, "<token>"))
 }

@@ -131,19 +131,11 @@ func tsField(raw json.RawMessage) (time.Time, error) {
 // handleIntents serves POST /v1/intents: 201 new, 200 already recorded, 400 bad input with a
 // reason, 401 without the token, 413 over the size limit, 503 when Temporal cannot be reached.
 func (s *Server) handleIntents(w http.ResponseWriter, r *http.Request) {
-	if !s.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="intentq"`)
-		writeJSON(w, http.StatusUnauthorized, errorBody(s.authProblem()))
+	if !s.requireToken(w, r) {
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeJSON(w, http.StatusRequestEntityTooLarge, errorBody(fmt.Sprintf("body is over %d bytes", s.maxBody)))
-			return
-		}
-		writeJSON(w, http.StatusBadRequest, errorBody("cannot read body"))
+	body, ok := s.readBody(w, r)
+	if !ok {
 		return
 	}
 	msg, err := DecodeIntent(body)
@@ -172,6 +164,31 @@ func (s *Server) handleIntents(w http.ResponseWriter, r *http.Request) {
 		s.log.Error("intent not recorded", zap.String("chat", msg.ChatID), zap.String("message", msg.MessageID), zap.Error(err))
 		writeJSON(w, http.StatusServiceUnavailable, errorBody("not recorded, try again: "+err.Error()))
 	}
+}
+
+// requireToken answers 401 unless the request carries the ingest token.
+func (s *Server) requireToken(w http.ResponseWriter, r *http.Request) bool {
+	if s.authorized(r) {
+		return true
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="intentq"`)
+	writeJSON(w, http.StatusUnauthorized, errorBody(s.authProblem()))
+	return false
+}
+
+// readBody reads the request body up to the size limit, answering 413 or 400 when it cannot.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeJSON(w, http.StatusRequestEntityTooLarge, errorBody(fmt.Sprintf("body is over %d bytes", s.maxBody)))
+			return nil, false
+		}
+		writeJSON(w, http.StatusBadRequest, errorBody("cannot read body"))
+		return nil, false
+	}
+	return body, true
 }
 
 func (s *Server) authorized(r *http.Request) bool {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -32,23 +30,15 @@ type promptBody struct {
 // handlePrompts serves POST /v1/sessions/{id}/prompts: 202 with the prompt's record (the same
 // key twice: the same record), 400, 401, 404, 413, 503.
 func (s *Server) handlePrompts(w http.ResponseWriter, r *http.Request) {
-	if !s.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="intentq"`)
-		writeJSON(w, http.StatusUnauthorized, errorBody(s.authProblem()))
+	if !s.requireToken(w, r) {
 		return
 	}
 	if s.prompter == nil {
 		writeJSON(w, http.StatusNotFound, errorBody("no headless sessions are configured"))
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeJSON(w, http.StatusRequestEntityTooLarge, errorBody(fmt.Sprintf("body is over %d bytes", s.maxBody)))
-			return
-		}
-		writeJSON(w, http.StatusBadRequest, errorBody("cannot read body"))
+	body, ok := s.readBody(w, r)
+	if !ok {
 		return
 	}
 	var p promptBody
