@@ -67,3 +67,15 @@ func (c *Config) EscalationFor(session string) (interruptAfter, resetAfter, cool
 	}
 	return interruptAfter, resetAfter, cooldown, interrupt, reset
 }
+
+// HeadlessSessions lists the sessions in mode headless, in name order; only names when only is
+// not empty (an unknown or non-headless name gives none).
+func (c *Config) HeadlessSessions(only string) []string {
+	var out []string
+	for _, name := range c.SessionNames() {
+		if c.Sessions[name].Mode == ModeHeadless && (only == "" || only == name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}

@@ -91,10 +91,7 @@ func newSessionsCmd() *cobra.Command {
 			}
 			defer c.Close()
 			var all []workflows.HeadlessState
-			for _, name := range cfg.SessionNames() {
-				if cfg.Sessions[name].Mode != config.ModeHeadless {
-					continue
-				}
+			for _, name := range cfg.HeadlessSessions("") {
 				st, err := intentapi.Audit(cmd.Context(), c, name)
 				if err != nil {
 					return err
@@ -136,11 +133,12 @@ func newCost() *cobra.Command {
 				return err
 			}
 			defer c.Close()
+			only := ""
+			if len(a) == 1 {
+				only = a[0]
+			}
 			costs := map[string]float64{}
-			for _, name := range cfg.SessionNames() {
-				if cfg.Sessions[name].Mode != config.ModeHeadless || (len(a) == 1 && a[0] != name) {
-					continue
-				}
+			for _, name := range cfg.HeadlessSessions(only) {
 				st, err := intentapi.Audit(cmd.Context(), c, name)
 				if err != nil {
 					return err

@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/intentapi"
 	"github.com/intentq/intentq/workflows"
 )
@@ -46,10 +45,7 @@ func newWatch() *cobra.Command {
 				for _, s := range intents {
 					report(s.ID, fmt.Sprintf("%s reminders=%d", s.Status, s.Reminders))
 				}
-				for _, name := range cfg.SessionNames() {
-					if cfg.Sessions[name].Mode != config.ModeHeadless || (session != "" && session != name) {
-						continue
-					}
+				for _, name := range cfg.HeadlessSessions(session) {
 					st, err := intentapi.Audit(cmd.Context(), c, name)
 					if err != nil {
 						continue
