@@ -15,7 +15,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/intentq/intentq/internal/fakentfy"
+	"github.com/intentq/intentq/internal/testkit/fakentfy"
 )
 
 // secretText is a message body that must never show up in an error.

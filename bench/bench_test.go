@@ -20,11 +20,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/intentq/intentq/config"
-	"github.com/intentq/intentq/intentapi"
-	"github.com/intentq/intentq/internal/fakebot"
-	"github.com/intentq/intentq/internal/fakentfy"
-	"github.com/intentq/intentq/internal/testenv"
-	"github.com/intentq/intentq/service"
+	"github.com/intentq/intentq/internal/headless"
+
+	"github.com/intentq/intentq/internal/service"
+	"github.com/intentq/intentq/internal/testkit/fakebot"
+	"github.com/intentq/intentq/internal/testkit/fakentfy"
+	"github.com/intentq/intentq/internal/testkit/testenv"
 	"github.com/intentq/intentq/workflows"
 )
 
@@ -221,7 +222,7 @@ func BenchmarkP1SchedulerOverhead(b *testing.B) {
 		for n := 0; n < perSession; n++ {
 			for s := 0; s < sessions; s++ {
 				req := workflows.PromptRequest{Key: fmt.Sprint(n), Text: fmt.Sprintf("ok %d", n)}
-				if _, err := intentapi.SubmitPrompt(ctx, svc.Client(), fmt.Sprintf("b%d", s), req); err != nil {
+				if _, err := headless.Submit(ctx, svc.Client(), cfg, fmt.Sprintf("b%d", s), req, true); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -229,7 +230,7 @@ func BenchmarkP1SchedulerOverhead(b *testing.B) {
 		for {
 			done := int64(0)
 			for s := 0; s < sessions; s++ {
-				st, err := intentapi.Audit(ctx, svc.Client(), fmt.Sprintf("b%d", s))
+				st, err := headless.Audit(ctx, svc.Client(), fmt.Sprintf("b%d", s))
 				if err != nil {
 					b.Fatal(err)
 				}

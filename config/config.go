@@ -6,7 +6,7 @@ package config
 import (
 	"time"
 
-	"github.com/intentq/intentq/toolpolicy"
+	"github.com/intentq/intentq/internal/toolpolicy"
 )
 
 // Config is everything the worker and the starter can be told.

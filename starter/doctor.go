@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/intentq/intentq/doctor"
+	"github.com/intentq/intentq/internal/platform/doctor"
 )
 
 func newDoctor() *cobra.Command {

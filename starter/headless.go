@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/intentq/intentq/config"
-	"github.com/intentq/intentq/intentapi"
+	"github.com/intentq/intentq/internal/headless"
+
 	"github.com/intentq/intentq/workflows"
 )
 
@@ -33,20 +33,13 @@ func newPrompt() *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			if s, ok := cfg.Sessions[session]; !ok || s.Mode != config.ModeHeadless {
-				return fmt.Errorf("session %q is not a headless session in the config", session)
-			}
-			req, err := intentapi.PreparePrompt(cfg, session, workflows.PromptRequest{Key: key, Channel: channel, Text: text}, safe)
-			if err != nil {
-				return err
-			}
-			rec, err := intentapi.SubmitPrompt(cmd.Context(), c, session, req)
+			rec, err := headless.Submit(cmd.Context(), c, cfg, session, workflows.PromptRequest{Key: key, Channel: channel, Text: text}, safe)
 			if err != nil {
 				return err
 			}
 			for wait && rec.FinishedAt == nil {
 				time.Sleep(time.Second)
-				st, err := intentapi.Audit(cmd.Context(), c, session)
+				st, err := headless.Audit(cmd.Context(), c, session)
 				if err != nil {
 					return err
 				}
@@ -92,7 +85,7 @@ func newSessionsCmd() *cobra.Command {
 			defer c.Close()
 			var all []workflows.HeadlessState
 			for _, name := range cfg.HeadlessSessions("") {
-				st, err := intentapi.Audit(cmd.Context(), c, name)
+				st, err := headless.Audit(cmd.Context(), c, name)
 				if err != nil {
 					return err
 				}
@@ -139,7 +132,7 @@ func newCost() *cobra.Command {
 			}
 			costs := map[string]float64{}
 			for _, name := range cfg.HeadlessSessions(only) {
-				st, err := intentapi.Audit(cmd.Context(), c, name)
+				st, err := headless.Audit(cmd.Context(), c, name)
 				if err != nil {
 					return err
 				}
@@ -175,7 +168,7 @@ func newCancel() *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			rec, err := intentapi.CancelPrompt(cmd.Context(), c, session, a[0])
+			rec, err := headless.Cancel(cmd.Context(), c, session, a[0])
 			if err != nil {
 				return err
 			}
@@ -197,7 +190,7 @@ func newSessionShow() *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			st, err := intentapi.Audit(cmd.Context(), c, a[0])
+			st, err := headless.Audit(cmd.Context(), c, a[0])
 			if err != nil {
 				return err
 			}

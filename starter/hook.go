@@ -11,9 +11,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/intentq/intentq/config"
-	"github.com/intentq/intentq/hooks"
-	"github.com/intentq/intentq/logging"
-	"github.com/intentq/intentq/tclient"
+	"github.com/intentq/intentq/internal/doors/hooks"
+	"github.com/intentq/intentq/internal/platform/logging"
+	"github.com/intentq/intentq/internal/platform/tclient"
 )
 
 func newHook() *cobra.Command {

@@ -9,7 +9,8 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
-	"github.com/intentq/intentq/intentapi"
+	"github.com/intentq/intentq/internal/inbox"
+
 	"github.com/intentq/intentq/workflows"
 )
 
@@ -36,7 +37,7 @@ func newInboxSend() *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			m, err := intentapi.SendInbox(cmd.Context(), c, cfg.Temporal.TaskQueue, intentapi.InboxInputFor(cfg, a[0]),
+			m, err := inbox.Send(cmd.Context(), c, cfg.Temporal.TaskQueue, inbox.InputFor(cfg, a[0]),
 				workflows.InboxSend{Key: key, From: from, Type: typ, Content: content})
 			if err != nil {
 				return err
@@ -56,11 +57,11 @@ func newInboxSend() *cobra.Command {
 }
 
 func newInboxRead() *cobra.Command {
-	return newInboxView("read AGENT", "print an agent's unread messages, oldest first, and mark them read", intentapi.ReadInbox)
+	return newInboxView("read AGENT", "print an agent's unread messages, oldest first, and mark them read", inbox.Read)
 }
 
 func newInboxList() *cobra.Command {
-	return newInboxView("list AGENT", "print all messages kept in an agent's inbox without marking them read", intentapi.InboxMessages)
+	return newInboxView("list AGENT", "print all messages kept in an agent's inbox without marking them read", inbox.Messages)
 }
 
 // newInboxView builds a command that fetches an agent's messages one way and prints them.

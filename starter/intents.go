@@ -14,9 +14,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/intentq/intentq/config"
-	"github.com/intentq/intentq/intentapi"
-	"github.com/intentq/intentq/recorder"
-	"github.com/intentq/intentq/tclient"
+	"github.com/intentq/intentq/internal/intent"
+
+	"github.com/intentq/intentq/internal/platform/tclient"
 	"github.com/intentq/intentq/workflows"
 )
 
@@ -74,7 +74,7 @@ func newRecord() *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			res, err := recorder.New(c, cfg).Record(cmd.Context(), recorder.Message{
+			res, err := intent.New(c, cfg).Record(cmd.Context(), intent.Message{
 				ChatID: chat, MessageID: msg, Text: text, User: user, Source: workflows.SourceCLI,
 			})
 			if err != nil {
@@ -103,7 +103,7 @@ func newRecord() *cobra.Command {
 }
 
 func newPending() *cobra.Command {
-	var f intentapi.Filter
+	var f intent.Filter
 	var asJSON, all bool
 	cmd := &cobra.Command{
 		Use:   "pending",
@@ -118,13 +118,13 @@ func newPending() *cobra.Command {
 			if !all && f.Status == "" {
 				f.Status = workflows.StatusPending
 			}
-			list, err := intentapi.List(cmd.Context(), c, f)
+			list, err := intent.List(cmd.Context(), c, f)
 			if err != nil {
 				return err
 			}
 			if asJSON {
 				if list == nil {
-					list = []intentapi.Summary{}
+					list = []intent.Summary{}
 				}
 				return printJSON(cmd.OutOrStdout(), list)
 			}
@@ -139,7 +139,7 @@ func newPending() *cobra.Command {
 	return cmd
 }
 
-func writePending(w io.Writer, list []intentapi.Summary, now time.Time) error {
+func writePending(w io.Writer, list []intent.Summary, now time.Time) error {
 	if len(list) == 0 {
 		_, err := fmt.Fprintln(w, "no intents")
 		return err
@@ -181,7 +181,7 @@ func newShow() *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			v, err := intentapi.Show(cmd.Context(), c, args[0])
+			v, err := intent.Show(cmd.Context(), c, args[0])
 			if err != nil {
 				return err
 			}
@@ -251,9 +251,9 @@ func newChange(use, short, update string, flags func(*cobra.Command) func(cmd *c
 		defer c.Close()
 		var st workflows.IntentState
 		if chat, ok := strings.CutPrefix(id, "chat:"); ok {
-			id, st, err = intentapi.CloseOldestPending(cmd.Context(), c, chat, arg.(workflows.CloseRequest))
+			id, st, err = intent.CloseOldestPending(cmd.Context(), c, chat, arg.(workflows.CloseRequest))
 		} else {
-			st, err = intentapi.Update(cmd.Context(), c, id, update, arg)
+			st, err = intent.Update(cmd.Context(), c, id, update, arg)
 		}
 		if err != nil {
 			return err

@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/intentq/intentq/config"
-	"github.com/intentq/intentq/logging"
+	"github.com/intentq/intentq/internal/platform/logging"
 )
 
 // exitError carries a specific exit code out of a command.

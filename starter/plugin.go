@@ -11,7 +11,7 @@ import (
 
 	"github.com/intentq/intentq/activities"
 	"github.com/intentq/intentq/config"
-	"github.com/intentq/intentq/plugin"
+	"github.com/intentq/intentq/internal/platform/plugin"
 )
 
 func newPatchPlugin() *cobra.Command {

@@ -6,7 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/intentq/intentq/intentapi"
+	"github.com/intentq/intentq/internal/headless"
+	"github.com/intentq/intentq/internal/intent"
+
 	"github.com/intentq/intentq/workflows"
 )
 
@@ -38,7 +40,7 @@ func newWatch() *cobra.Command {
 			ticker := time.NewTicker(every)
 			defer ticker.Stop()
 			for {
-				intents, err := intentapi.List(cmd.Context(), c, intentapi.Filter{Session: session})
+				intents, err := intent.List(cmd.Context(), c, intent.Filter{Session: session})
 				if err != nil {
 					return err
 				}
@@ -46,7 +48,7 @@ func newWatch() *cobra.Command {
 					report(s.ID, fmt.Sprintf("%s reminders=%d", s.Status, s.Reminders))
 				}
 				for _, name := range cfg.HeadlessSessions(session) {
-					st, err := intentapi.Audit(cmd.Context(), c, name)
+					st, err := headless.Audit(cmd.Context(), c, name)
 					if err != nil {
 						continue
 					}

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/intentq/intentq/activities"
-	"github.com/intentq/intentq/doctor"
-	"github.com/intentq/intentq/internal/testenv"
+	"github.com/intentq/intentq/internal/platform/doctor"
+	"github.com/intentq/intentq/internal/testkit/testenv"
 )
 
 // TestWorkerProcess runs the real binaries as `make run` does: the worker on the embedded

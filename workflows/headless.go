@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/intentq/intentq/activities"
-	"github.com/intentq/intentq/mask"
+	"github.com/intentq/intentq/internal/redact"
 )
 
 // Headless sessions (SPEC P1-P7): instead of typing into a pane, each prompt runs the agent CLI
@@ -291,7 +291,7 @@ func (h *headless) run(ctx workflow.Context, i int) {
 		inv := Invocation{Attempt: attempt, StartedAt: started, ExitCode: res.ExitCode, DurationMS: res.DurationMS,
 			CostUSD: res.CostUSD, Tokens: res.InputTokens + res.OutputTokens + res.CacheReadTokens + res.CacheCreationTokens}
 		if err != nil {
-			inv.Error = mask.Secrets(err.Error())
+			inv.Error = redact.Secrets(err.Error())
 		}
 		h.set(id, func(p *PromptRecord) { p.Invocations = append(p.Invocations, inv); p.CostUSD += res.CostUSD })
 		h.CostUSD += res.CostUSD
@@ -324,7 +324,7 @@ func (h *headless) finish(ctx workflow.Context, id, result string, err error) {
 	h.set(id, func(p *PromptRecord) {
 		p.FinishedAt = &now
 		// What the CLI answered is kept masked (SPEC P8): a run can echo a secret it found.
-		result = mask.Secrets(result)
+		result = redact.Secrets(result)
 		if len(result) > maxResultInAudit {
 			cut := maxResultInAudit
 			for cut > 0 && !utf8.RuneStart(result[cut]) {
@@ -334,7 +334,7 @@ func (h *headless) finish(ctx workflow.Context, id, result string, err error) {
 		}
 		p.Result = result
 		if err != nil {
-			p.Status, p.Error = PromptFailed, mask.Secrets(err.Error())
+			p.Status, p.Error = PromptFailed, redact.Secrets(err.Error())
 		} else {
 			p.Status = PromptSucceeded
 		}

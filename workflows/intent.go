@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/intentq/intentq/activities"
-	"github.com/intentq/intentq/msgtext"
+	"github.com/intentq/intentq/internal/redact"
 )
 
 // Intent statuses (SPEC I5): pending -> linked -> closed, pending -> ignored.
@@ -390,7 +390,7 @@ func (w *intent) publishMemo(ctx workflow.Context) error {
 	memo := IntentMemo{
 		Reminders:      w.st.Reminders,
 		LastRemindedAt: w.st.LastRemindedAt,
-		Snippet:        msgtext.Snippet(w.in.Text, w.in.Policy.SnippetChars),
+		Snippet:        redact.Snippet(w.in.Text, w.in.Policy.SnippetChars),
 		MessageID:      w.in.MessageID,
 		Source:         w.in.Source,
 		LastPhase:      w.st.LastPhase,
@@ -446,7 +446,7 @@ func (w *intent) deliver(ctx workflow.Context) {
 // remind sends one reminder: tmux injection through the session and an ntfy push, in
 // parallel. LastRemindedAt advances only when both succeeded (SPEC I6).
 func (w *intent) remind(ctx workflow.Context) {
-	snippet := msgtext.Snippet(w.in.Text, w.in.Policy.SnippetChars)
+	snippet := redact.Snippet(w.in.Text, w.in.Policy.SnippetChars)
 	var push workflow.Future
 	if w.in.Policy.NtfyTopic != "" {
 		push = workflow.ExecuteActivity(withNtfyOptions(ctx), activities.NtfyPublishName, activities.Push{

@@ -1,0 +1,257 @@
+package hooks
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/intentq/intentq/internal/intent"
+
+	"github.com/intentq/intentq/workflows"
+)
+
+// fakeBackend records what the hooks ask for.
+type fakeBackend struct {
+	mu        sync.Mutex
+	pending   []intent.Summary
+	texts     map[string]string
+	inbox     []workflows.InboxMessage
+	closed    []string
+	sent      []workflows.InboxSend
+	sendErr   error
+	committed []string
+	remindOK  map[string]bool
+}
+
+func (f *fakeBackend) Pending(_ context.Context, flt intent.Filter) ([]intent.Summary, error) {
+	var out []intent.Summary
+	for _, p := range f.pending {
+		if flt.Session == "" || p.Session == flt.Session {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+func (f *fakeBackend) Show(_ context.Context, id string) (workflows.IntentView, error) {
+	v := workflows.IntentView{ID: id}
+	v.Text = f.texts[id]
+	return v, nil
+}
+func (f *fakeBackend) Close(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = append(f.closed, id)
+	return nil
+}
+func (f *fakeBackend) CloseOldest(_ context.Context, chat string) (string, error) {
+	for _, p := range f.pending {
+		if p.ChatID == chat && !contains(f.closed, p.ID) {
+			f.closed = append(f.closed, p.ID)
+			return p.ID, nil
+		}
+	}
+	return "", intent.ErrNotFound
+}
+func (f *fakeBackend) HookRemind(_ context.Context, id string, _ time.Duration) (bool, error) {
+	return f.remindOK[id], nil
+}
+func (f *fakeBackend) Inbox(context.Context, string) ([]workflows.InboxMessage, error) {
+	return f.inbox, nil
+}
+func (f *fakeBackend) SendInbox(_ context.Context, _ string, m workflows.InboxSend) error {
+	f.sent = append(f.sent, m)
+	return f.sendErr
+}
+func (f *fakeBackend) CommitContext(_ context.Context, _, _, text string) error {
+	f.committed = append(f.committed, text)
+	return nil
+}
+
+var now = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+func settings() Settings {
+	return Settings{
+		Session: "secretary", Agent: "secretary", Coordinator: "coordinator", ExemptRoles: []string{"coordinator"},
+		ReplyTools: []string{"mcp__plugin_telegram_telegram__reply"}, RemindTools: []string{"Bash"},
+		RemindAfter: 3 * time.Minute, RemindEvery: 5 * time.Minute,
+		CompletionPatterns: DefaultCompletionPatterns, ErrorPatterns: DefaultErrorPatterns,
+		Now: func() time.Time { return now },
+	}
+}
+
+func backend() *fakeBackend {
+	return &fakeBackend{
+		pending: []intent.Summary{
+			{ID: "intent/5/1", ChatID: "5", MessageID: "1", Session: "secretary", ReceivedAt: now.Add(-10 * time.Minute), Snippet: "first…"},
+			{ID: "intent/5/2", ChatID: "5", MessageID: "2", Session: "secretary", ReceivedAt: now.Add(-time.Minute), Snippet: "second"},
+		},
+		texts:    map[string]string{"intent/5/1": "first message, in full\nwith a second line", "intent/5/2": "second"},
+		remindOK: map[string]bool{"intent/5/1": true},
+	}
+}
+
+func run(t *testing.T, event string, b Backend, s Settings, input string) string {
+	t.Helper()
+	var out bytes.Buffer
+	dial := func(context.Context) (Backend, func(), error) { return b, func() {}, nil }
+	if err := Run(context.Background(), event, strings.NewReader(input), &out, s, dial, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
+}
+
+// I3: all pending intents of the session, oldest first, with their full text, in one block
+// that is also committed to the history.
+func TestSessionStartPresentsAllPending(t *testing.T) {
+	b := backend()
+	out := run(t, EventSessionStart, b, settings(), `{"session_id":"s1","transcript_path":"/t","cwd":"/w","hook_event_name":"SessionStart","source":"resume"}`)
+	var o Output
+	if err := json.Unmarshal([]byte(out), &o); err != nil {
+		t.Fatalf("output %q: %v", out, err)
+	}
+	ctx := o.HookSpecificOutput.AdditionalContext
+	if o.HookSpecificOutput.HookEventName != "SessionStart" || !strings.HasPrefix(ctx, "<system-reminder>") || !strings.HasSuffix(ctx, "</system-reminder>") {
+		t.Fatalf("output = %+v", o)
+	}
+	first, second := strings.Index(ctx, "intent/5/1"), strings.Index(ctx, "intent/5/2")
+	if first < 0 || second < first || !strings.Contains(ctx, "first message, in full\nwith a second line") || !strings.Contains(ctx, "age=10m0s") {
+		t.Errorf("context:\n%s", ctx)
+	}
+	if len(b.committed) != 1 || b.committed[0] != ctx {
+		t.Errorf("committed %q", b.committed)
+	}
+	b.pending = nil
+	if out := run(t, EventSessionStart, b, settings(), `{"session_id":"s2"}`); out != "" {
+		t.Errorf("nothing pending: output %q, want none", out)
+	}
+}
+
+// The reply tool closes the intent it answers, or the chat's oldest pending one: N replies
+// close N intents.
+func TestPostToolUseReplyCloses(t *testing.T) {
+	b := backend()
+	run(t, EventPostToolUse, b, settings(), `{"hook_event_name":"PostToolUse","tool_name":"mcp__plugin_telegram_telegram__reply","tool_input":{"chat_id":"5","text":"done","reply_to":"2"}}`)
+	run(t, EventPostToolUse, b, settings(), `{"hook_event_name":"PostToolUse","tool_name":"mcp__plugin_telegram_telegram__reply","tool_input":{"chat_id":5,"text":"ok"}}`)
+	if fmt.Sprint(b.closed) != "[intent/5/2 intent/5/1]" {
+		t.Errorf("closed %v", b.closed)
+	}
+	run(t, EventPostToolUse, b, settings(), `{"tool_name":"Read","tool_input":{"chat_id":"5"}}`)
+	if len(b.closed) != 2 {
+		t.Errorf("another tool closed something: %v", b.closed)
+	}
+}
+
+// After Bash, intents pending longer than 3 min are recalled, as the intent's throttle allows.
+func TestPostToolUseRemindsOldOnes(t *testing.T) {
+	b := backend()
+	out := run(t, EventPostToolUse, b, settings(), `{"tool_name":"Bash","tool_input":{"command":"ls"}}`)
+	if !strings.Contains(out, "intent/5/1") || strings.Contains(out, "intent/5/2") || !strings.Contains(out, "PostToolUse") {
+		t.Errorf("output %q: want only the 10-minute-old intent", out)
+	}
+	b.remindOK = nil // reminded within the last 5 min
+	if out := run(t, EventPostToolUse, b, settings(), `{"tool_name":"Bash","tool_input":{}}`); out != "" {
+		t.Errorf("throttled: output %q", out)
+	}
+}
+
+// S1, S2.
+func TestStop(t *testing.T) {
+	s := settings()
+	b := backend()
+	if out := run(t, EventStop, b, s, `{"stop_hook_active":true}`); out != "" {
+		t.Errorf("stop_hook_active: %q", out)
+	}
+	noAgent := s
+	noAgent.Agent = ""
+	if out := run(t, EventStop, b, noAgent, `{}`); out != "" {
+		t.Errorf("unknown agent: %q", out)
+	}
+	exempt := s
+	exempt.Agent = "coordinator"
+	if out := run(t, EventStop, b, exempt, `{}`); out != "" {
+		t.Errorf("exempt role: %q", out)
+	}
+
+	b.inbox = []workflows.InboxMessage{{ID: "secretary#1", From: "boss", Type: "task", Content: "run\nthe tests"}, {ID: "secretary#2", Read: true, Content: "old"}}
+	for i := 3; i <= 7; i++ {
+		b.pending = append(b.pending, intent.Summary{ID: fmt.Sprintf("intent/5/%d", i), ChatID: "5", Session: "secretary"})
+	}
+	b.sendErr = errors.New("temporal unavailable")
+	out := run(t, EventStop, b, s, `{"last_assistant_message":"タスク完了しました。report updated"}`)
+	var o Output
+	if err := json.Unmarshal([]byte(out), &o); err != nil || o.Decision != "block" {
+		t.Fatalf("output %q, want a block", out)
+	}
+	if n := strings.Count(o.Reason, "\n- "); n != 5 || !strings.Contains(o.Reason, "8 item(s)") || !strings.Contains(o.Reason, "and 3 more") || !strings.Contains(o.Reason, "run the tests") {
+		t.Errorf("reason (%d items):\n%s", n, o.Reason)
+	}
+	if len(b.sent) != 1 || b.sent[0].Type != "report_completed" || b.sent[0].From != "secretary" {
+		t.Errorf("sent %+v, want one report_completed (its failure must not stop the hook)", b.sent)
+	}
+
+	idle := &fakeBackend{}
+	if out := run(t, EventStop, idle, s, `{"last_assistant_message":"エラーが出たため中断します"}`); out != "" {
+		t.Errorf("nothing waiting: %q", out)
+	}
+	if len(idle.sent) != 1 || idle.sent[0].Type != "error_report" {
+		t.Errorf("sent %+v, want an error_report", idle.sent)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	for msg, want := range map[string]string{
+		"任務完了":                      "report_completed",
+		"Task completed: all green": "report_completed",
+		"The report updated.":       "report_completed",
+		"失敗したので中断":                  "error_report",
+		"Abort: disk full":          "error_report",
+		"build failed, we stop":     "error_report",
+		"working on it":             "",
+		"":                          "",
+	} {
+		if got := Classify(msg, DefaultCompletionPatterns, DefaultErrorPatterns); got != want {
+			t.Errorf("Classify(%q) = %q, want %q", msg, got, want)
+		}
+	}
+}
+
+// S4: malformed, empty or huge input, and a Temporal that hangs, all allow in time.
+func TestRunAlwaysAllowsInTime(t *testing.T) {
+	for name, input := range map[string]string{
+		"empty":     "",
+		"malformed": `{"session_id":`,
+		"wrong":     `[1,2,3]`,
+		"huge":      `{"x":"` + strings.Repeat("a", MaxInput) + `"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			if out := run(t, EventStop, backend(), settings(), input); out != "" {
+				t.Errorf("output %q, want none (allow)", out)
+			}
+		})
+	}
+	hang := func(ctx context.Context) (Backend, func(), error) {
+		<-ctx.Done()
+		time.Sleep(time.Second) // a dial that ignores its deadline a while longer
+		return nil, nil, ctx.Err()
+	}
+	var out bytes.Buffer
+	start := time.Now()
+	if err := Run(context.Background(), EventStop, strings.NewReader(`{}`), &out, settings(), hang, 200*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("output %q", out.String())
+	}
+	if took := time.Since(start); took > 900*time.Millisecond {
+		t.Errorf("took %s: Run must answer at its timeout, not when the backend gives up", took)
+	}
+	if err := Run(context.Background(), "pre-commit", strings.NewReader(`{}`), &out, settings(), hang, time.Second); err == nil {
+		t.Error("unknown event accepted")
+	}
+}

@@ -1,0 +1,72 @@
+package hooks
+
+import (
+	"context"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/inbox"
+	"github.com/intentq/intentq/internal/intent"
+
+	"github.com/intentq/intentq/workflows"
+)
+
+// Temporal is the Backend on a Temporal client.
+type Temporal struct {
+	Client client.Client
+	Config *config.Config
+}
+
+// Pending lists intents.
+func (t Temporal) Pending(ctx context.Context, f intent.Filter) ([]intent.Summary, error) {
+	return intent.List(ctx, t.Client, f)
+}
+
+// Show returns one intent with its text.
+func (t Temporal) Show(ctx context.Context, id string) (workflows.IntentView, error) {
+	return intent.Show(ctx, t.Client, id)
+}
+
+// Close closes one intent.
+func (t Temporal) Close(ctx context.Context, id string) error {
+	_, err := intent.Update(ctx, t.Client, id, workflows.UpdateClose, workflows.CloseRequest{})
+	return err
+}
+
+// CloseOldest closes a chat's oldest pending intent.
+func (t Temporal) CloseOldest(ctx context.Context, chat string) (string, error) {
+	id, _, err := intent.CloseOldestPending(ctx, t.Client, chat, workflows.CloseRequest{})
+	return id, err
+}
+
+// HookRemind asks the intent whether a hook reminder is due, recording it if so.
+func (t Temporal) HookRemind(ctx context.Context, id string, every time.Duration) (bool, error) {
+	handle, err := t.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: id, UpdateName: workflows.UpdateHookRemind, Args: []any{workflows.HookRemindRequest{Every: every}},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return false, err
+	}
+	var due bool
+	return due, handle.Get(ctx, &due)
+}
+
+// Inbox returns an agent's messages without marking them read.
+func (t Temporal) Inbox(ctx context.Context, agent string) ([]workflows.InboxMessage, error) {
+	return inbox.Messages(ctx, t.Client, agent)
+}
+
+// SendInbox puts a message in an agent's inbox.
+func (t Temporal) SendInbox(ctx context.Context, agent string, msg workflows.InboxSend) error {
+	_, err := inbox.Send(ctx, t.Client, t.Config.Temporal.TaskQueue, inbox.InputFor(t.Config, agent), msg)
+	return err
+}
+
+// CommitContext asks the session to append a block Claude Code injects itself to the history.
+func (t Temporal) CommitContext(ctx context.Context, session, id, text string) error {
+	return t.Client.SignalWorkflow(ctx, workflows.SessionWorkflowID(session), "", workflows.SignalDeliver,
+		workflows.DeliveryRequest{ID: id, Kind: workflows.KindContext, Text: text})
+}

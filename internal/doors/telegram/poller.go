@@ -1,0 +1,391 @@
+// Package telegram is intentq's Telegram door: it long-polls the Bot API and records every
+// message from an allowed chat or user as an intent (SPEC I1, I4).
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/intent"
+	"github.com/intentq/intentq/workflows"
+)
+
+// Recorder records messages; *intent.Recorder is the real one. Start runs for several
+// messages at once; QueueDelivery then runs in arrival order.
+type Recorder interface {
+	Start(ctx context.Context, m intent.Message) (intent.Result, error)
+	QueueDelivery(ctx context.Context, res *intent.Result)
+}
+
+// DefaultConcurrency is how many intents of one getUpdates batch are started at once.
+const DefaultConcurrency = 16
+
+// Options configure the poller.
+type Options struct {
+	Token config.Secret
+	// Endpoint is telegram-bot-api's endpoint format; empty means api.telegram.org.
+	Endpoint     string
+	AllowedChats []int64
+	AllowedUsers []int64
+	Recorder     Recorder
+	Logger       *zap.Logger
+	// PollTimeout is the long-polling timeout (default 30 s).
+	PollTimeout time.Duration
+	// MaxBackoff caps the wait between failed calls (default 60 s).
+	MaxBackoff time.Duration
+	// Concurrency bounds the intents started at once (default DefaultConcurrency).
+	Concurrency int
+}
+
+// Poller long-polls getUpdates and records messages. The offset only moves past an update once
+// its intent workflow is started (or it can never be recorded), so a crash re-reads it.
+type Poller struct {
+	opts   Options
+	bot    *tgbotapi.BotAPI
+	log    *zap.Logger
+	chats  map[int64]bool
+	users  map[int64]bool
+	offset int
+	// ctx of the running poll, used by the HTTP client so shutdown interrupts a long poll.
+	ctx context.Context
+}
+
+// New builds a poller. It does not contact Telegram: a network that is down at start is just
+// the first error Run backs off from.
+func New(opts Options) *Poller {
+	if opts.PollTimeout <= 0 {
+		opts.PollTimeout = 30 * time.Second
+	}
+	// Telegram takes whole seconds; below one second would be a busy short-poll loop.
+	opts.PollTimeout = max(opts.PollTimeout, time.Second)
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 60 * time.Second
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = DefaultConcurrency
+	}
+	p := &Poller{opts: opts, log: opts.Logger.Named("telegram"), chats: map[int64]bool{}, users: map[int64]bool{}, ctx: context.Background()}
+	for _, id := range opts.AllowedChats {
+		p.chats[id] = true
+	}
+	for _, id := range opts.AllowedUsers {
+		p.users[id] = true
+	}
+	endpoint := opts.Endpoint
+	if endpoint == "" {
+		endpoint = tgbotapi.APIEndpoint
+	}
+	p.bot = &tgbotapi.BotAPI{
+		Token:  opts.Token.Reveal(),
+		Client: ctxClient{p: p, client: &http.Client{Timeout: opts.PollTimeout + 15*time.Second}},
+		Buffer: 100,
+	}
+	p.bot.SetAPIEndpoint(endpoint)
+	return p
+}
+
+// ctxClient ties every Bot API request to the poller's context.
+type ctxClient struct {
+	p      *Poller
+	client *http.Client
+}
+
+func (c ctxClient) Do(req *http.Request) (*http.Response, error) {
+	return c.client.Do(req.WithContext(c.p.ctx))
+}
+
+// Run polls until ctx ends.
+func (p *Poller) Run(ctx context.Context) error {
+	p.ctx = ctx
+	p.log.Info("telegram poller started", zap.Int("allowed_chats", len(p.chats)), zap.Int("allowed_users", len(p.users)))
+	failures := 0
+	for ctx.Err() == nil {
+		updates, err := p.getUpdates()
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			failures++
+			wait := p.backoff(err, failures)
+			p.log.Warn("getUpdates failed", zap.Error(p.redact(err)), zap.Int("failures", failures), zap.Duration("retry_in", wait))
+			sleep(ctx, wait)
+			continue
+		}
+		failures = 0
+		p.handleBatch(ctx, updates)
+	}
+	p.log.Info("telegram poller stopped", zap.Int("offset", p.offset))
+	return nil
+}
+
+// Offset is the next update ID the poller asks for.
+func (p *Poller) Offset() int { return p.offset }
+
+func (p *Poller) getUpdates() ([]json.RawMessage, error) {
+	params := tgbotapi.Params{}
+	params.AddNonZero("offset", p.offset)
+	params.AddNonZero("limit", 100)
+	params.AddNonZero("timeout", int(p.opts.PollTimeout/time.Second))
+	resp, err := p.bot.MakeRequest("getUpdates", params)
+	if err != nil {
+		return nil, err
+	}
+	var updates []json.RawMessage
+	if err := json.Unmarshal(resp.Result, &updates); err != nil {
+		return nil, fmt.Errorf("getUpdates result is not a list: %w", err)
+	}
+	return updates, nil
+}
+
+// backoff picks the wait after a failed call: Telegram's retry_after for 429, a long pause for a
+// conflicting poller (409) or a bad token (401), else exponential from 1 s up to MaxBackoff.
+func (p *Poller) backoff(err error, failures int) time.Duration {
+	var apiErr *tgbotapi.Error
+	if errors.As(err, &apiErr) {
+		switch {
+		case apiErr.Code == http.StatusTooManyRequests && apiErr.RetryAfter > 0:
+			return time.Duration(apiErr.RetryAfter) * time.Second
+		case apiErr.Code == http.StatusConflict:
+			p.log.Error("another poller uses this bot token (409 Conflict): use either the Claude Code plugin or intentq as the poller")
+		case apiErr.Code == http.StatusUnauthorized:
+			p.log.Error("Telegram rejects the bot token (401): check telegram.token")
+			return p.opts.MaxBackoff
+		}
+	}
+	d := time.Second << min(failures-1, 10)
+	return min(d, p.opts.MaxBackoff)
+}
+
+// item is one update of a batch on its way to becoming an intent.
+type item struct {
+	updateID int
+	msg      *intent.Message // nil: nothing to record (skipped, logged)
+	res      intent.Result
+	recorded bool
+}
+
+// handleBatch records a getUpdates batch: intents are started concurrently, then their
+// deliveries are queued in arrival order, and only then does the offset move past the batch.
+// If ctx ends first, the offset stays and the batch is read again (starting is idempotent).
+func (p *Poller) handleBatch(ctx context.Context, updates []json.RawMessage) {
+	items := make([]*item, 0, len(updates))
+	seen := map[[2]string]bool{}
+	for _, raw := range updates {
+		it := p.parse(raw)
+		if it == nil {
+			continue
+		}
+		if it.msg != nil {
+			// The same message twice in one batch: the first copy is recorded, so the intent
+			// keeps its place in arrival order; later copies are duplicates anyway.
+			key := [2]string{it.msg.ChatID, it.msg.MessageID}
+			if seen[key] {
+				p.log.Info("duplicate message in batch passed over", zap.Int("update_id", it.updateID),
+					zap.String("chat", it.msg.ChatID), zap.String("message", it.msg.MessageID))
+				it.msg = nil
+			}
+			seen[key] = true
+		}
+		items = append(items, it)
+	}
+	var g errgroup.Group
+	g.SetLimit(p.opts.Concurrency)
+	for _, it := range items {
+		if it.msg == nil {
+			continue
+		}
+		g.Go(func() error {
+			it.res, it.recorded = p.start(ctx, it.updateID, *it.msg)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	for _, it := range items {
+		if it.msg != nil {
+			if !it.recorded {
+				return
+			}
+			if it.res.ID != "" { // empty: the message could never be recorded (logged)
+				p.opts.Recorder.QueueDelivery(ctx, &it.res)
+			}
+		}
+		p.offset = it.updateID + 1
+	}
+}
+
+// parse turns one raw update into an item; nil for an update this process already handled or
+// one without an update_id (which cannot be confirmed individually).
+func (p *Poller) parse(raw json.RawMessage) *item {
+	var head struct {
+		UpdateID *int `json:"update_id"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil || head.UpdateID == nil {
+		p.log.Error("malformed update without update_id skipped", zap.Int("bytes", len(raw)))
+		return nil
+	}
+	it := &item{updateID: *head.UpdateID}
+	if it.updateID < p.offset {
+		return nil // already handled in this process
+	}
+	var u tgbotapi.Update
+	if err := json.Unmarshal(raw, &u); err != nil {
+		p.log.Error("malformed update skipped", zap.Int("update_id", it.updateID), zap.String("error", jsonProblem(err)))
+		return it
+	}
+	it.msg = p.message(u)
+	return it
+}
+
+// message is the message to record for an update, or nil: edits, non-messages and strangers
+// are logged (IDs only) and passed over.
+func (p *Poller) message(u tgbotapi.Update) *intent.Message {
+	switch {
+	case u.EditedMessage != nil:
+		m := u.EditedMessage
+		p.log.Info("edited message ignored: the intent keeps the original", zap.Int("update_id", u.UpdateID),
+			zap.Int64("chat", m.Chat.ID), zap.Int("message", m.MessageID))
+		return nil
+	case u.Message == nil:
+		p.log.Debug("update without a message skipped", zap.Int("update_id", u.UpdateID))
+		return nil
+	}
+	m := u.Message
+	var from int64
+	if m.From != nil {
+		from = m.From.ID
+	}
+	if !p.chats[m.Chat.ID] && !p.users[from] {
+		p.log.Warn("message from a sender not on the allowlist rejected", zap.Int("update_id", u.UpdateID),
+			zap.Int64("chat", m.Chat.ID), zap.Int64("user", from), zap.Int("message", m.MessageID))
+		return nil
+	}
+	return &intent.Message{
+		ChatID:    strconv.FormatInt(m.Chat.ID, 10),
+		MessageID: strconv.Itoa(m.MessageID),
+		Text:      Text(m),
+		User:      userName(m.From),
+		Source:    workflows.SourceTelegram,
+		SentAt:    time.Unix(int64(m.Date), 0).UTC(),
+		// Taken here, in update order, because the batch is started concurrently.
+		ReceivedAt: time.Now(),
+	}
+}
+
+// start starts one intent, retrying until it is durably recorded; false only when ctx ended
+// first. A message that can never be recorded is logged and counts as done.
+func (p *Poller) start(ctx context.Context, updateID int, msg intent.Message) (intent.Result, bool) {
+	for attempt := 1; ; attempt++ {
+		res, err := p.opts.Recorder.Start(ctx, msg)
+		if err == nil {
+			p.log.Info("intent recorded", zap.String("intent", res.ID), zap.String("session", res.Session),
+				zap.Bool("created", res.Created), zap.Int("update_id", updateID), zap.String("door", workflows.SourceTelegram))
+			return res, true
+		}
+		var invalid *intent.InvalidError
+		if errors.As(err, &invalid) {
+			p.log.Error("message cannot be recorded", zap.Int("update_id", updateID), zap.String("chat", msg.ChatID),
+				zap.String("message", msg.MessageID), zap.String("field", invalid.Field), zap.String("reason", invalid.Reason))
+			return intent.Result{}, true
+		}
+		wait := min(time.Second<<min(attempt-1, 6), p.opts.MaxBackoff)
+		p.log.Warn("intent not recorded yet, retrying", zap.String("chat", msg.ChatID), zap.String("message", msg.MessageID),
+			zap.Int("attempt", attempt), zap.Duration("retry_in", wait), zap.Error(err))
+		if !sleep(ctx, wait) {
+			return intent.Result{}, false
+		}
+	}
+}
+
+// Text is the message's text for the intent: the text, else the caption, with a placeholder
+// for media, e.g. "(photo) look at this".
+func Text(m *tgbotapi.Message) string {
+	placeholder := ""
+	switch {
+	case len(m.Photo) > 0:
+		placeholder = "(photo)"
+	case m.Video != nil:
+		placeholder = "(video)"
+	case m.Animation != nil:
+		placeholder = "(animation)"
+	case m.Voice != nil:
+		placeholder = "(voice)"
+	case m.Audio != nil:
+		placeholder = "(audio)"
+	case m.VideoNote != nil:
+		placeholder = "(video note)"
+	case m.Document != nil:
+		placeholder = strings.TrimSpace("(document "+m.Document.FileName) + ")"
+	case m.Sticker != nil:
+		placeholder = strings.TrimSpace("(sticker "+m.Sticker.Emoji) + ")"
+	case m.Location != nil:
+		placeholder = fmt.Sprintf("(location %.5f,%.5f)", m.Location.Latitude, m.Location.Longitude)
+	case m.Contact != nil:
+		placeholder = "(contact)"
+	case m.Poll != nil:
+		placeholder = "(poll)"
+	}
+	body := m.Text
+	if body == "" {
+		body = m.Caption
+	}
+	switch {
+	case placeholder != "" && body != "":
+		return placeholder + " " + body
+	case placeholder != "":
+		return placeholder
+	case body != "":
+		return body
+	default:
+		return "(message)"
+	}
+}
+
+func userName(u *tgbotapi.User) string {
+	if u == nil {
+		return ""
+	}
+	if u.UserName != "" {
+		return "@" + u.UserName
+	}
+	return strings.TrimSpace(u.FirstName + " " + u.LastName)
+}
+
+// redact removes the bot token from errors (HTTP errors carry the request URL).
+func (p *Poller) redact(err error) error {
+	tok := p.opts.Token.Reveal()
+	if tok == "" || !strings.Contains(err.Error(), tok) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), tok, "<token>"))
+}
+
+func jsonProblem(err error) string {
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &typ) {
+		return fmt.Sprintf("field %s must be %s, not %s", typ.Field, typ.Type, typ.Value)
+	}
+	return "malformed JSON"
+}
+
+// sleep waits d or until ctx ends; it reports whether the wait completed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

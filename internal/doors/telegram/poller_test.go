@@ -1,0 +1,613 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/intent"
+	"github.com/intentq/intentq/internal/testkit/fakebot"
+)
+
+const (
+	testToken   = "987654:AAH-very-secret-test-token_xyz"
+	tokenSecret = "AAH-very-secret-test-token_xyz"
+
+	allowedChat = int64(-1001234567890) // a supergroup on AllowedChats
+	allowedUser = int64(42)             // a user on AllowedUsers
+	otherChat   = int64(-555)           // a group on neither list
+	stranger    = int64(777)            // a user on neither list
+	memberUser  = int64(1001)           // a user on neither list, writing in allowedChat
+	sentUnix    = int64(1700000000)
+)
+
+// waitFor polls cond until it holds or a generous deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// call is one Record call as the fake recorder saw it.
+type call struct {
+	msg intent.Message
+	// confirmed is the fake Bot API's Confirmed() at the time of the call.
+	confirmed int
+	err       error
+}
+
+// fakeRecorder is a Recorder that keeps what it is given. It can fail with a plain error (Temporal
+// down) a number of times, and reject given message IDs with an InvalidError.
+type fakeRecorder struct {
+	mu        sync.Mutex
+	calls     []call
+	recorded  []intent.Message
+	failPlain int
+	invalid   map[string]*intent.InvalidError // by MessageID
+	started   map[string]intent.Message       // by intent ID
+	confirmed func() int
+}
+
+// QueueDelivery keeps the messages in the order the poller queues them: arrival order.
+func (r *fakeRecorder) QueueDelivery(_ context.Context, res *intent.Result) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.recorded = append(r.recorded, r.started[res.ID])
+}
+
+func (r *fakeRecorder) Start(_ context.Context, m intent.Message) (intent.Result, error) {
+	conf := 0
+	if r.confirmed != nil {
+		conf = r.confirmed()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var err error
+	switch {
+	case r.failPlain > 0:
+		r.failPlain--
+		err = errors.New("start intent: temporal frontend unavailable")
+	case r.invalid[m.MessageID] != nil:
+		err = r.invalid[m.MessageID]
+	}
+	r.calls = append(r.calls, call{msg: m, confirmed: conf, err: err})
+	if err != nil {
+		return intent.Result{}, err
+	}
+	id := "intent/" + m.ChatID + "/" + m.MessageID
+	if r.started == nil {
+		r.started = map[string]intent.Message{}
+	}
+	r.started[id] = m
+	return intent.Result{ID: id, Created: true, Session: "main"}, nil
+}
+
+func (r *fakeRecorder) setFailPlain(n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failPlain = n
+}
+
+func (r *fakeRecorder) setInvalid(messageID string, e *intent.InvalidError) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.invalid == nil {
+		r.invalid = map[string]*intent.InvalidError{}
+	}
+	r.invalid[messageID] = e
+}
+
+func (r *fakeRecorder) Recorded() []intent.Message {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]intent.Message(nil), r.recorded...)
+}
+
+func (r *fakeRecorder) Calls() []call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]call(nil), r.calls...)
+}
+
+type harness struct {
+	t      *testing.T
+	bot    *fakebot.Server
+	rec    *fakeRecorder
+	logs   *observer.ObservedLogs
+	opts   Options
+	poller *Poller
+
+	cancel  context.CancelFunc
+	done    chan error
+	stopped bool
+}
+
+// newHarness sets up a fake Bot API server, a fake recorder and an observed logger; mod may change
+// the options before the poller is built. start runs it.
+func newHarness(t *testing.T, mod func(*Options)) *harness {
+	t.Helper()
+	bot := fakebot.New(testToken)
+	rec := &fakeRecorder{confirmed: bot.Confirmed}
+	core, logs := observer.New(zapcore.DebugLevel)
+	h := &harness{t: t, bot: bot, rec: rec, logs: logs}
+	h.opts = Options{
+		Token:        config.Secret(testToken),
+		Endpoint:     bot.Endpoint(),
+		AllowedChats: []int64{allowedChat},
+		AllowedUsers: []int64{allowedUser},
+		Recorder:     rec,
+		Logger:       zap.New(core),
+		PollTimeout:  time.Second,
+		MaxBackoff:   200 * time.Millisecond,
+	}
+	if mod != nil {
+		mod(&h.opts)
+	}
+	t.Cleanup(func() {
+		h.stop()
+		bot.Close()
+		h.assertTokenNeverLogged()
+	})
+	return h
+}
+
+func (h *harness) start() {
+	h.poller = New(h.opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	h.done = make(chan error, 1)
+	go func() { h.done <- h.poller.Run(ctx) }()
+}
+
+// stop cancels Run and waits (a few seconds at most) for it to return.
+func (h *harness) stop() {
+	h.t.Helper()
+	if h.cancel == nil || h.stopped {
+		return
+	}
+	h.stopped = true
+	h.cancel()
+	select {
+	case err := <-h.done:
+		if err != nil {
+			h.t.Errorf("Run returned %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		h.t.Fatal("Run did not return within 5s of ctx being cancelled")
+	}
+}
+
+func (h *harness) waitRecorded(n int) []intent.Message {
+	h.t.Helper()
+	waitFor(h.t, fmt.Sprintf("%d recorded messages", n), func() bool { return len(h.rec.Recorded()) >= n })
+	return h.rec.Recorded()
+}
+
+func (h *harness) waitConfirmed(updateID int) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := h.bot.WaitConfirmed(ctx, updateID); err != nil {
+		h.t.Fatalf("update %d not confirmed (Confirmed() = %d): %v", updateID, h.bot.Confirmed(), err)
+	}
+}
+
+// assertTokenNeverLogged checks every observed entry: message, logger name and fields.
+func (h *harness) assertTokenNeverLogged() {
+	h.t.Helper()
+	for _, e := range h.logs.All() {
+		text := e.Message + " " + e.LoggerName + " " + fmt.Sprintf("%v", e.ContextMap())
+		for _, f := range e.Context {
+			text += " " + f.String
+			if f.Interface != nil {
+				text += fmt.Sprintf(" %v", f.Interface)
+			}
+		}
+		if strings.Contains(text, testToken) || strings.Contains(text, tokenSecret) {
+			h.t.Errorf("the bot token appears in a log entry: %q %v", e.Message, e.ContextMap())
+		}
+	}
+}
+
+// message builds a text message dated sentUnix.
+func message(chatID, fromID int64, messageID int, text string) fakebot.Update {
+	m := fakebot.TextMessage(chatID, fromID, messageID, text)
+	m.Date = sentUnix
+	return fakebot.MessageUpdate(m)
+}
+
+func ids(msgs []intent.Message) []string {
+	var out []string
+	for _, m := range msgs {
+		out = append(out, m.ChatID+"/"+m.MessageID)
+	}
+	return out
+}
+
+func TestRecordsAllowedMessagesInOrder(t *testing.T) {
+	h := newHarness(t, nil)
+	h.bot.AddUpdate(message(allowedChat, allowedUser, 1, "first"))
+	h.bot.AddUpdate(message(allowedChat, memberUser, 2, "second ünïcode 🎉"))
+	strangerID := h.bot.AddUpdate(message(otherChat, stranger, 3, "let me in"))
+	h.bot.AddUpdate(message(otherChat, allowedUser, 4, "from an allowed user elsewhere"))
+	last := h.bot.AddUpdate(message(allowedChat, allowedUser, 5, "/new@fake_test_bot last"))
+	h.start()
+
+	got := h.waitRecorded(4)
+	h.waitConfirmed(last)
+
+	chat := fmt.Sprint(allowedChat)
+	other := fmt.Sprint(otherChat)
+	want := []intent.Message{
+		{ChatID: chat, MessageID: "1", Text: "first", User: "@user42"},
+		{ChatID: chat, MessageID: "2", Text: "second ünïcode 🎉", User: "@user1001"},
+		{ChatID: other, MessageID: "4", Text: "from an allowed user elsewhere", User: "@user42"},
+		{ChatID: chat, MessageID: "5", Text: "/new@fake_test_bot last", User: "@user42"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("recorded %v, want %v", ids(got), ids(want))
+	}
+	for i, w := range want {
+		w.Source = "telegram"
+		w.SentAt = time.Unix(sentUnix, 0).UTC()
+		if got[i].ReceivedAt.IsZero() || (i > 0 && got[i].ReceivedAt.Before(got[i-1].ReceivedAt)) {
+			t.Errorf("recorded[%d].ReceivedAt = %v: want set, in arrival order", i, got[i].ReceivedAt)
+		}
+		got[i].ReceivedAt = time.Time{}
+		if got[i] != w {
+			t.Errorf("recorded[%d] = %+v, want %+v", i, got[i], w)
+		}
+		if got[i].SentAt.Location() != time.UTC {
+			t.Errorf("recorded[%d].SentAt is not UTC: %v", i, got[i].SentAt)
+		}
+	}
+
+	for _, c := range h.rec.Calls() {
+		if c.msg.ChatID == other && c.msg.MessageID == "3" {
+			t.Errorf("the stranger's message reached the recorder: %+v", c.msg)
+		}
+	}
+	rejected := h.logs.FilterLevelExact(zapcore.WarnLevel).
+		FilterField(zap.Int64("chat", otherChat)).
+		FilterField(zap.Int64("user", stranger)).
+		FilterField(zap.Int("update_id", strangerID))
+	if rejected.Len() != 1 {
+		t.Errorf("want one warning naming the stranger's chat and user, got %d; logs: %v", rejected.Len(), h.logs.All())
+	} else if e := rejected.All()[0]; strings.Contains(fmt.Sprint(e.ContextMap()), "let me in") || strings.Contains(e.Message, "let me in") {
+		t.Errorf("the rejection log quotes the stranger's text: %v", e.ContextMap())
+	}
+	if n := h.logs.FilterMessage("intent recorded").Len(); n != 4 {
+		t.Errorf("%d 'intent recorded' logs, want 4", n)
+	}
+	if h.poller.Offset() != last+1 {
+		t.Errorf("Offset() = %d, want %d", h.poller.Offset(), last+1)
+	}
+}
+
+func TestMediaMessageTexts(t *testing.T) {
+	h := newHarness(t, nil)
+	add := func(m fakebot.Message) int { return h.bot.AddUpdate(fakebot.MessageUpdate(m)) }
+	add(fakebot.PhotoMessage(allowedChat, allowedUser, 10, "look at this"))
+	add(fakebot.PhotoMessage(allowedChat, allowedUser, 11, ""))
+	add(fakebot.StickerMessage(allowedChat, allowedUser, 12, "🙂"))
+	add(fakebot.DocumentMessage(allowedChat, allowedUser, 13, "name.pdf", "application/pdf", "the contract"))
+	last := add(fakebot.DocumentMessage(allowedChat, allowedUser, 14, "notes.txt", "text/plain", ""))
+	h.start()
+
+	got := h.waitRecorded(5)
+	h.waitConfirmed(last)
+	want := []string{"(photo) look at this", "(photo)", "(sticker 🙂)", "(document name.pdf) the contract", "(document notes.txt)"}
+	if len(got) != len(want) {
+		t.Fatalf("recorded %v, want %d messages", ids(got), len(want))
+	}
+	for i, w := range want {
+		if got[i].Text != w {
+			t.Errorf("message %s: Text = %q, want %q", got[i].MessageID, got[i].Text, w)
+		}
+		if got[i].MessageID != fmt.Sprint(10+i) {
+			t.Errorf("recorded[%d].MessageID = %s, want %d", i, got[i].MessageID, 10+i)
+		}
+	}
+}
+
+func TestEditsAndChannelPostsAreNotRecorded(t *testing.T) {
+	channel := int64(-1009876543210)
+	h := newHarness(t, func(o *Options) { o.AllowedChats = append(o.AllowedChats, channel) })
+	orig := fakebot.TextMessage(allowedChat, allowedUser, 20, "original")
+	h.bot.AddUpdate(fakebot.MessageUpdate(orig))
+	editID := h.bot.AddUpdate(fakebot.EditedMessageUpdate(fakebot.Edited(orig, "edited text")))
+	postID := h.bot.AddUpdate(fakebot.ChannelPostUpdate(fakebot.ChannelPost(channel, 5, "channel news")))
+	last := h.bot.AddUpdate(message(allowedChat, allowedUser, 21, "after"))
+	h.start()
+
+	h.waitConfirmed(last)
+	got := h.rec.Recorded()
+	if len(got) != 2 || got[0].MessageID != "20" || got[0].Text != "original" || got[1].MessageID != "21" {
+		t.Fatalf("recorded %+v, want messages 20 (original text) and 21 only", got)
+	}
+	if n := len(h.rec.Calls()); n != 2 {
+		t.Errorf("recorder called %d times, want 2", n)
+	}
+	edit := h.logs.FilterMessageSnippet("edited message ignored").FilterField(zap.Int("update_id", editID))
+	if edit.Len() != 1 {
+		t.Errorf("want one log about the ignored edit (update %d), got %v", editID, h.logs.All())
+	} else if f := edit.All()[0].ContextMap(); f["chat"] != allowedChat || f["message"] != int64(20) {
+		t.Errorf("edit log fields = %v, want chat %d and message 20", f, allowedChat)
+	}
+	if h.logs.FilterField(zap.Int("update_id", postID)).FilterLevelExact(zapcore.ErrorLevel).Len() != 0 {
+		t.Errorf("the channel post was logged as an error")
+	}
+}
+
+func TestMalformedUpdateIsSkipped(t *testing.T) {
+	h := newHarness(t, nil)
+	first := h.bot.AddUpdate(message(allowedChat, allowedUser, 30, "before"))
+	badID := h.bot.AddUpdate(fmt.Sprintf(`{"message":{"message_id":"abc","date":%d,"chat":{"id":%d,"type":"supergroup"},`+
+		`"from":{"id":%d,"is_bot":false,"first_name":"A"},"text":"secret words in a bad update"}}`, sentUnix, allowedChat, allowedUser))
+	badText := h.bot.AddUpdate(fmt.Sprintf(`{"message":{"message_id":31,"date":%d,"chat":{"id":%d,"type":"supergroup"},"text":5}}`,
+		sentUnix, allowedChat))
+	badShape := h.bot.AddUpdate(`{"message":[1,2,3]}`)
+	last := h.bot.AddUpdate(message(allowedChat, allowedUser, 32, "after"))
+	h.start()
+
+	h.waitConfirmed(last)
+	// All five came in one batch: the first getUpdates call had them all queued.
+	for _, id := range []int{first, badID, badText, badShape, last} {
+		if h.bot.Served(id).IsZero() {
+			t.Fatalf("update %d was never served", id)
+		}
+	}
+	got := h.rec.Recorded()
+	if len(got) != 2 || got[0].MessageID != "30" || got[1].MessageID != "32" {
+		t.Fatalf("recorded %v, want messages 30 and 32", ids(got))
+	}
+	if n := len(h.rec.Calls()); n != 2 {
+		t.Errorf("recorder called %d times, want 2 (malformed updates must not reach it)", n)
+	}
+	for _, id := range []int{badID, badText, badShape} {
+		logged := h.logs.FilterMessageSnippet("malformed update").FilterField(zap.Int("update_id", id))
+		if logged.Len() != 1 {
+			t.Errorf("want one 'malformed update' log for update %d, got %d; logs: %v", id, logged.Len(), h.logs.All())
+			continue
+		}
+		e := logged.All()[0]
+		if e.Level < zapcore.WarnLevel {
+			t.Errorf("malformed update %d logged at %v, want warn or error", id, e.Level)
+		}
+		if strings.Contains(fmt.Sprint(e.ContextMap()), "secret words") {
+			t.Errorf("malformed update log quotes the text: %v", e.ContextMap())
+		}
+	}
+}
+
+func TestRecorderDownRetriesSameMessageWithoutConfirming(t *testing.T) {
+	h := newHarness(t, nil)
+	h.start()
+	h.bot.AddUpdate(message(allowedChat, allowedUser, 40, "warm-up"))
+	h.waitRecorded(1)
+
+	h.rec.setFailPlain(3)
+	id1 := h.bot.AddUpdate(message(allowedChat, allowedUser, 41, "while temporal is down"))
+	id2 := h.bot.AddUpdate(message(allowedChat, allowedUser, 42, "queued behind it"))
+	h.waitRecorded(3)
+	id3 := h.bot.AddUpdate(message(allowedChat, allowedUser, 43, "after recovery"))
+	got := h.waitRecorded(4)
+	h.waitConfirmed(id3)
+
+	if want := []string{"40", "41", "42", "43"}; fmt.Sprint(msgIDs(got)) != fmt.Sprint(want) {
+		t.Fatalf("recorded %v, want %v", msgIDs(got), want)
+	}
+	// 41 and 42 may arrive in one batch and be started concurrently: between them they meet
+	// the three failures, every retry presents the same message again, and no update is
+	// confirmed before its message is recorded.
+	perMessage := map[string][]intent.Message{}
+	failed := 0
+	for _, c := range h.rec.Calls() {
+		perMessage[c.msg.MessageID] = append(perMessage[c.msg.MessageID], c.msg)
+		if c.err != nil {
+			failed++
+		}
+		for msg, id := range map[string]int{"41": id1, "42": id2} {
+			if c.msg.MessageID == msg && c.confirmed > id {
+				t.Errorf("update %d was confirmed (Confirmed() = %d) before its message was recorded", id, c.confirmed)
+			}
+		}
+	}
+	if failed != 3 || len(perMessage["41"])+len(perMessage["42"]) != 5 || len(perMessage["40"]) != 1 || len(perMessage["43"]) != 1 {
+		t.Errorf("recorder calls per message: %d x 40, %d x 41, %d x 42, %d x 43 with %d failures; want 1, 5 between 41 and 42, 1, and 3",
+			len(perMessage["40"]), len(perMessage["41"]), len(perMessage["42"]), len(perMessage["43"]), failed)
+	}
+	for id, msgs := range perMessage {
+		for _, m := range msgs {
+			if m != msgs[0] {
+				t.Errorf("a retry of %s presented a different message: %+v vs %+v", id, m, msgs[0])
+			}
+		}
+	}
+	retries := h.logs.FilterMessageSnippet("not recorded yet").FilterLevelExact(zapcore.WarnLevel)
+	if retries.Len() != 3 {
+		t.Errorf("%d retry warnings, want 3", retries.Len())
+	}
+	for i, e := range retries.All() {
+		if f := e.ContextMap(); f["message"] != "41" && f["message"] != "42" {
+			t.Errorf("retry warning %d fields = %v", i, f)
+		}
+	}
+}
+
+func msgIDs(msgs []intent.Message) []string {
+	var out []string
+	for _, m := range msgs {
+		out = append(out, m.MessageID)
+	}
+	return out
+}
+
+func TestInvalidErrorMovesOn(t *testing.T) {
+	h := newHarness(t, nil)
+	h.rec.setInvalid("50", &intent.InvalidError{Field: "text", Reason: "has 5000 characters, over Telegram's 4096", TooLarge: true})
+	bad := h.bot.AddUpdate(message(allowedChat, allowedUser, 50, "too long, say"))
+	last := h.bot.AddUpdate(message(allowedChat, allowedUser, 51, "fine"))
+	h.start()
+
+	got := h.waitRecorded(1)
+	h.waitConfirmed(last)
+	if len(got) != 1 || got[0].MessageID != "51" {
+		t.Fatalf("recorded %v, want only message 51", ids(got))
+	}
+	n := 0
+	for _, c := range h.rec.Calls() {
+		if c.msg.MessageID == "50" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("the invalid message was presented %d times, want 1 (no retry)", n)
+	}
+	logged := h.logs.FilterLevelExact(zapcore.ErrorLevel).FilterField(zap.Int("update_id", bad))
+	if logged.Len() != 1 {
+		t.Fatalf("want one error log for update %d, got %v", bad, h.logs.All())
+	}
+	f := logged.All()[0].ContextMap()
+	if f["field"] != "text" || f["message"] != "50" || f["chat"] != fmt.Sprint(allowedChat) || !strings.Contains(fmt.Sprint(f["reason"]), "4096") {
+		t.Errorf("error log fields = %v", f)
+	}
+	if h.poller.Offset() <= bad {
+		t.Errorf("Offset() = %d, did not move past the invalid update %d", h.poller.Offset(), bad)
+	}
+}
+
+func TestGetUpdatesFailuresAreSurvived(t *testing.T) {
+	h := newHarness(t, nil)
+	h.bot.FailNext(500, 1)
+	h.bot.FailNextRaw("getUpdates", 502, "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body><center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx/1.18.0</center>\r\n</body>\r\n</html>\r\n", 1)
+	h.bot.FailNext(429, 1)
+	h.bot.FailNext(409, 1)
+	h.bot.FailNext(401, 1)
+	h.bot.AddUpdate(message(allowedChat, allowedUser, 60, "queued during the outage"))
+	h.start()
+
+	h.waitRecorded(1)
+	last := h.bot.AddUpdate(message(allowedChat, allowedUser, 61, "after the outage"))
+	got := h.waitRecorded(2)
+	h.waitConfirmed(last)
+	if fmt.Sprint(msgIDs(got)) != "[60 61]" {
+		t.Fatalf("recorded %v, want [60 61]", msgIDs(got))
+	}
+
+	failed := h.logs.FilterMessage("getUpdates failed").All()
+	if len(failed) != 5 {
+		t.Fatalf("%d 'getUpdates failed' logs, want 5: %v", len(failed), h.logs.All())
+	}
+	for i, e := range failed {
+		if e.Level != zapcore.WarnLevel {
+			t.Errorf("failure %d logged at %v, want warn", i, e.Level)
+		}
+		if f := e.ContextMap(); f["failures"] != int64(i+1) {
+			t.Errorf("failure %d: failures field = %v, want %d", i, f["failures"], i+1)
+		}
+	}
+	if f := failed[2].ContextMap(); f["retry_in"] != time.Second {
+		t.Errorf("429 with retry_after=1: retry_in = %v, want 1s", f["retry_in"])
+	}
+	if h.logs.FilterMessageSnippet("409 Conflict").FilterLevelExact(zapcore.ErrorLevel).Len() != 1 {
+		t.Errorf("no error log explaining the 409 conflict")
+	}
+	if h.logs.FilterMessageSnippet("rejects the bot token").FilterLevelExact(zapcore.ErrorLevel).Len() != 1 {
+		t.Errorf("no error log explaining the 401")
+	}
+	// assertTokenNeverLogged runs at cleanup for every test.
+}
+
+func TestTransportErrorsRedactToken(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + l.Addr().String() + "/bot%s/%s"
+	l.Close()
+	h := newHarness(t, func(o *Options) { o.Endpoint = dead })
+	h.start()
+	waitFor(t, "two failed getUpdates calls", func() bool { return h.logs.FilterMessage("getUpdates failed").Len() >= 2 })
+	h.stop()
+	e := h.logs.FilterMessage("getUpdates failed").All()[0]
+	msg := fmt.Sprint(e.ContextMap()["error"])
+	if !strings.Contains(msg, "<token>") {
+		t.Errorf("the error does not show the request URL with the token redacted: %q", msg)
+	}
+}
+
+func TestDuplicateIsPresentedAgainWithSameIDs(t *testing.T) {
+	h := newHarness(t, nil)
+	h.start()
+	orig := h.bot.AddUpdate(message(allowedChat, allowedUser, 70, "say it twice"))
+	h.waitRecorded(1)
+	dup := h.bot.Duplicate(orig)
+	got := h.waitRecorded(2)
+	h.waitConfirmed(dup)
+	got[0].ReceivedAt, got[1].ReceivedAt = time.Time{}, time.Time{} // received twice, at two times
+	if got[0] != got[1] {
+		t.Fatalf("the duplicate was presented as %+v, the original as %+v", got[1], got[0])
+	}
+	if got[1].ChatID != fmt.Sprint(allowedChat) || got[1].MessageID != "70" {
+		t.Errorf("duplicate IDs = %s/%s", got[1].ChatID, got[1].MessageID)
+	}
+
+	// A redelivery of an update this process already handled (Telegram missed the confirmation)
+	// is passed over.
+	h.bot.Redeliver(orig)
+	last := h.bot.AddUpdate(message(allowedChat, allowedUser, 71, "sentinel"))
+	got = h.waitRecorded(3)
+	h.waitConfirmed(last)
+	if fmt.Sprint(msgIDs(got)) != "[70 70 71]" {
+		t.Errorf("recorded %v, want [70 70 71]", msgIDs(got))
+	}
+}
+
+func TestCancelEndsLongPoll(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.PollTimeout = 30 * time.Second })
+	h.start()
+	h.bot.AddUpdate(message(allowedChat, allowedUser, 80, "one"))
+	h.waitRecorded(1)
+	waitFor(t, "a waiting long poll", h.bot.Polling)
+	start := time.Now()
+	h.stop() // fails the test if Run does not return within a few seconds
+	t.Logf("Run returned %v after cancel", time.Since(start))
+	waitFor(t, "the long poll to end on the server", func() bool { return !h.bot.Polling() })
+	if h.logs.FilterMessage("getUpdates failed").Len() != 0 {
+		t.Errorf("cancelling logged a getUpdates failure: %v", h.logs.All())
+	}
+	if h.logs.FilterMessage("telegram poller stopped").Len() != 1 {
+		t.Errorf("no 'telegram poller stopped' log")
+	}
+}
+
+func TestCancelDuringRecordRetry(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.MaxBackoff = time.Minute })
+	h.rec.setFailPlain(1000)
+	id := h.bot.AddUpdate(message(allowedChat, allowedUser, 90, "never recorded"))
+	h.start()
+	waitFor(t, "a second record attempt", func() bool { return len(h.rec.Calls()) >= 2 })
+	h.stop()
+	if h.poller.Offset() > id {
+		t.Errorf("Offset() = %d moved past update %d that was never recorded", h.poller.Offset(), id)
+	}
+	if h.bot.Confirmed() > id {
+		t.Errorf("update %d confirmed (Confirmed() = %d) though never recorded", id, h.bot.Confirmed())
+	}
+}

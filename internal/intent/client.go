@@ -1,0 +1,252 @@
+package intent
+
+// The client side of intent workflows: list, show and change intents. The starter and the
+// Claude Code hooks use it; it talks to Temporal only.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/intentq/intentq/internal/platform/tclient"
+	"github.com/intentq/intentq/workflows"
+)
+
+// Summary is one intent in a list (`starter pending`).
+type Summary struct {
+	ID             string     `json:"id"`
+	ChatID         string     `json:"chat_id"`
+	MessageID      string     `json:"message_id"`
+	Status         string     `json:"status"`
+	Session        string     `json:"session"`
+	ReceivedAt     time.Time  `json:"received_at"`
+	Reminders      int        `json:"reminders"`
+	LastRemindedAt *time.Time `json:"last_reminded_at"`
+	Snippet        string     `json:"snippet"`
+	Source         string     `json:"source,omitempty"`
+}
+
+// Filter narrows a list; empty fields match everything.
+type Filter struct {
+	Status  string
+	Session string
+	ChatID  string
+}
+
+// Query is the visibility query for f.
+func (f Filter) Query() string {
+	parts := []string{fmt.Sprintf("WorkflowType = '%s'", workflows.IntentWorkflowName)}
+	add := func(key, value string) {
+		if value != "" {
+			parts = append(parts, fmt.Sprintf("%s = '%s'", key, strings.ReplaceAll(value, "'", "")))
+		}
+	}
+	add(workflows.IntentStatusKey.GetName(), f.Status)
+	add(workflows.IntentSessionKey.GetName(), f.Session)
+	add(workflows.IntentChatKey.GetName(), f.ChatID)
+	return strings.Join(parts, " AND ")
+}
+
+// List returns the intents matching f, oldest first. It reads search attributes and memos
+// only, so it works while no worker runs.
+func List(ctx context.Context, c client.Client, f Filter) ([]Summary, error) {
+	var out []Summary
+	var token []byte
+	for {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query:         f.Query(),
+			PageSize:      1000,
+			NextPageToken: token,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list intents (%s): %w", f.Query(), err)
+		}
+		for _, info := range resp.GetExecutions() {
+			out = append(out, summarize(info))
+		}
+		token = resp.GetNextPageToken()
+		if len(token) == 0 {
+			break
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return older(out[i], out[j]) })
+	return out, nil
+}
+
+// older orders intents by receipt, then (for equal times) by chat and numeric message ID, which
+// Telegram assigns in order.
+func older(a, b Summary) bool {
+	if !a.ReceivedAt.Equal(b.ReceivedAt) {
+		return a.ReceivedAt.Before(b.ReceivedAt)
+	}
+	if a.ChatID == b.ChatID {
+		ma, errA := strconv.ParseInt(a.MessageID, 10, 64)
+		mb, errB := strconv.ParseInt(b.MessageID, 10, 64)
+		if errA == nil && errB == nil {
+			return ma < mb
+		}
+	}
+	return a.ID < b.ID
+}
+
+func summarize(info *workflowpb.WorkflowExecutionInfo) Summary {
+	s := Summary{ID: info.GetExecution().GetWorkflowId()}
+	s.ChatID, s.MessageID, _ = workflows.ParseIntentID(s.ID)
+	fields := info.GetSearchAttributes().GetIndexedFields()
+	decode(fields[workflows.IntentStatusKey.GetName()], &s.Status)
+	decode(fields[workflows.IntentSessionKey.GetName()], &s.Session)
+	decode(fields[workflows.IntentReceivedAtKey.GetName()], &s.ReceivedAt)
+	var memo workflows.IntentMemo
+	decode(info.GetMemo().GetFields()[workflows.MemoKey], &memo)
+	s.Reminders = memo.Reminders
+	s.LastRemindedAt = memo.LastRemindedAt
+	s.Snippet = memo.Snippet
+	s.Source = memo.Source
+	return s
+}
+
+func decode(p *commonpb.Payload, v any) {
+	if p != nil {
+		_ = converter.GetDefaultDataConverter().FromPayload(p, v)
+	}
+}
+
+// ErrNotFound is returned for an intent that does not exist.
+var ErrNotFound = errors.New("no such intent")
+
+// ResolveID accepts `intent/<chat>/<msg>` or `<chat>/<msg>` and returns the workflow ID.
+func ResolveID(id string) (string, error) {
+	chat, msg, err := workflows.ParseIntentID(id)
+	if err != nil {
+		return "", err
+	}
+	return workflows.IntentID(chat, msg), nil
+}
+
+// Show returns everything about one intent: the live state of an open intent, or the final
+// state of an ended one.
+func Show(ctx context.Context, c client.Client, id string) (workflows.IntentView, error) {
+	id, err := ResolveID(id)
+	if err != nil {
+		return workflows.IntentView{}, err
+	}
+	resp, err := c.QueryWorkflow(ctx, id, "", workflows.QueryState)
+	if err == nil {
+		var v workflows.IntentView
+		if err := resp.Get(&v); err != nil {
+			return v, fmt.Errorf("decode state of %s: %w", id, err)
+		}
+		return v, nil
+	}
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return workflows.IntentView{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	return workflows.IntentView{}, fmt.Errorf("query %s: %w", id, err)
+}
+
+// Status returns an intent's status from visibility, without a worker.
+func Status(ctx context.Context, c client.Client, id string) (string, error) {
+	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
+	var notFound *serviceerror.NotFound
+	switch {
+	case errors.As(err, &notFound):
+		return "", fmt.Errorf("%w: %s", ErrNotFound, id)
+	case err != nil:
+		return "", fmt.Errorf("describe %s: %w", id, err)
+	}
+	var status string
+	decode(desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()[workflows.IntentStatusKey.GetName()], &status)
+	if status == "" && desc.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		status = strings.ToLower(desc.GetWorkflowExecutionInfo().GetStatus().String())
+	}
+	return status, nil
+}
+
+// Update sends one of the intent workflow's updates (close, link, ignore, remind-now) and
+// waits for its answer. An intent that does not exist or has ended says so in the error.
+func Update(ctx context.Context, c client.Client, id, name string, arg any) (workflows.IntentState, error) {
+	id, err := ResolveID(id)
+	if err != nil {
+		return workflows.IntentState{}, err
+	}
+	opts := client.UpdateWorkflowOptions{
+		WorkflowID:   id,
+		UpdateName:   name,
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	}
+	if arg != nil {
+		opts.Args = []any{arg}
+	}
+	handle, err := c.UpdateWorkflow(ctx, opts)
+	var st workflows.IntentState
+	if err == nil {
+		err = handle.Get(ctx, &st)
+	}
+	if err == nil {
+		return st, nil
+	}
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		if appErr.Type() == workflows.ErrTypeIntentNotOpen {
+			return st, fmt.Errorf("%w: %s", ErrNotOpen, appErr.Message())
+		}
+		return st, tclient.Refusal(err)
+	}
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		// Either it never existed, or it has ended (closed or ignored) and the workflow is done.
+		status, serr := Status(ctx, c, id)
+		if serr != nil {
+			return st, serr
+		}
+		return st, fmt.Errorf("%w: intent %s is already %s; cannot %s it", ErrNotOpen, id, status, name)
+	}
+	return st, fmt.Errorf("%s %s: %w", name, id, err)
+}
+
+// ErrNotOpen is returned when an update meets an intent that has already ended.
+var ErrNotOpen = errors.New("intent has ended")
+
+// CloseOldestPending closes the oldest pending intent of a chat, for a reply that names no
+// message: N replies close N intents. Visibility lags a moment behind, so an intent that turns
+// out to be closed already is passed over for the next one.
+func CloseOldestPending(ctx context.Context, c client.Client, chatID string, req workflows.CloseRequest) (string, workflows.IntentState, error) {
+	list, err := List(ctx, c, Filter{Status: workflows.StatusPending, ChatID: chatID})
+	if err != nil {
+		return "", workflows.IntentState{}, err
+	}
+	for _, s := range list {
+		st, err := Update(ctx, c, s.ID, workflows.UpdateClose, req)
+		if errors.Is(err, ErrNotOpen) {
+			continue
+		}
+		return s.ID, st, err
+	}
+	return "", workflows.IntentState{}, fmt.Errorf("%w: chat %s has no pending intent", ErrNotFound, chatID)
+}
+
+// OldestPending returns the oldest pending intent of a chat as visibility sees it.
+func OldestPending(ctx context.Context, c client.Client, chatID string) (Summary, error) {
+	list, err := List(ctx, c, Filter{Status: workflows.StatusPending, ChatID: chatID})
+	if err != nil {
+		return Summary{}, err
+	}
+	if len(list) == 0 {
+		return Summary{}, fmt.Errorf("%w: chat %s has no pending intent", ErrNotFound, chatID)
+	}
+	return list[0], nil
+}

@@ -1,0 +1,219 @@
+// Package intent is the client side of intent workflows: every door turns an inbound message
+// (Telegram, HTTP ingest, the starter) into its intent workflow here (record.go), and the starter
+// and the hooks list, show and change intents here (client.go).
+//
+// Starting the workflow under the ID `intent/<chat>/<msg>` is the
+// dedupe: the same message twice is one intent (SPEC I1, I4).
+package intent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/headless"
+
+	"github.com/intentq/intentq/internal/redact"
+	"github.com/intentq/intentq/workflows"
+)
+
+// TelegramMaxChars is Telegram's own limit on a message's text.
+const TelegramMaxChars = 4096
+
+// Message is an inbound message as a door received it.
+type Message struct {
+	ChatID    string
+	MessageID string
+	Text      string
+	User      string
+	Source    string
+	// SentAt is when the sender sent it, when the door knows; zero otherwise.
+	SentAt time.Time
+	// ReceivedAt is when the door received it; zero means now. Doors that start several
+	// intents at once set it in arrival order.
+	ReceivedAt time.Time
+}
+
+// Result says what Record did.
+type Result struct {
+	ID      string `json:"id"`
+	Created bool   `json:"created"`
+	Session string `json:"session"`
+	// Repaired: invalid UTF-8 in the text was replaced with U+FFFD.
+	Repaired bool `json:"repaired,omitempty"`
+	// DeliveryQueued: the message was queued for delivery to the session's pane.
+	DeliveryQueued bool `json:"delivery_queued,omitempty"`
+	// delivery is the request QueueDelivery sends, for a new intent that is to be delivered.
+	delivery *workflows.DeliveryRequest
+}
+
+// InvalidError is a message that cannot be recorded as it is; the reason is safe to show the
+// sender (it never contains the text).
+type InvalidError struct {
+	Field  string
+	Reason string
+	// TooLarge marks a text over the size cap (HTTP 413).
+	TooLarge bool
+}
+
+func (e *InvalidError) Error() string { return e.Field + ": " + e.Reason }
+
+// Recorder starts intent workflows.
+type Recorder struct {
+	client client.Client
+	cfg    *config.Config
+	now    func() time.Time
+}
+
+// New returns a Recorder that starts workflows through c with the policy from cfg.
+func New(c client.Client, cfg *config.Config) *Recorder {
+	return &Recorder{client: c, cfg: cfg, now: time.Now}
+}
+
+// Prepare validates m and repairs its text in place. It needs no Temporal, so doors can
+// answer bad input before they touch the cluster.
+func (r *Recorder) Prepare(m *Message) (repaired bool, err error) {
+	if err := workflows.CheckIDPart("chat_id", m.ChatID); err != nil {
+		return false, &InvalidError{Field: "chat_id", Reason: err.Error()}
+	}
+	if err := workflows.CheckIDPart("message_id", m.MessageID); err != nil {
+		return false, &InvalidError{Field: "message_id", Reason: err.Error()}
+	}
+	m.Text, repaired = redact.Repair(m.Text)
+	if m.Text == "" {
+		return repaired, &InvalidError{Field: "text", Reason: "is empty"}
+	}
+	if max := r.cfg.Ingest.MaxTextBytes; len(m.Text) > max {
+		return repaired, &InvalidError{Field: "text", TooLarge: true,
+			Reason: fmt.Sprintf("is %d bytes, over the %d-byte limit (ingest.max_text_bytes)", len(m.Text), max)}
+	}
+	if m.Source == workflows.SourceTelegram && redact.Chars(m.Text) > TelegramMaxChars {
+		return repaired, &InvalidError{Field: "text", TooLarge: true,
+			Reason: fmt.Sprintf("has %d characters, over Telegram's %d", redact.Chars(m.Text), TelegramMaxChars)}
+	}
+	m.User, _ = redact.Repair(m.User)
+	if len(m.User) > 256 {
+		return repaired, &InvalidError{Field: "user", Reason: "is longer than 256 bytes"}
+	}
+	return repaired, nil
+}
+
+// Record prepares m, starts its intent workflow (or finds it already recorded) and queues its
+// delivery to the session.
+func (r *Recorder) Record(ctx context.Context, m Message) (Result, error) {
+	res, err := r.Start(ctx, m)
+	if err != nil {
+		return res, err
+	}
+	r.QueueDelivery(ctx, &res)
+	return res, nil
+}
+
+// Start prepares m and starts its intent workflow, or finds it already recorded. Doors that
+// start several intents at once call QueueDelivery afterwards, in arrival order.
+func (r *Recorder) Start(ctx context.Context, m Message) (Result, error) {
+	repaired, err := r.Prepare(&m)
+	if err != nil {
+		return Result{}, err
+	}
+	session, err := r.cfg.SessionFor(m.ChatID)
+	if err != nil {
+		return Result{}, &InvalidError{Field: "chat_id", Reason: err.Error()}
+	}
+	in := r.input(m, session)
+	if in.Headless {
+		prompt, err := headless.Prepare(r.cfg, session, workflows.PromptRequest{Channel: workflows.SourceTelegram, Text: m.Text}, false)
+		if err != nil {
+			return Result{}, &InvalidError{Field: "session", Reason: err.Error()}
+		}
+		in.Prompt = &prompt
+	}
+	id := workflows.IntentID(m.ChatID, m.MessageID)
+	res := Result{ID: id, Session: session, Repaired: repaired}
+	_, err = r.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:        id,
+		TaskQueue: r.cfg.Temporal.TaskQueue,
+		// The ID is the dedupe key for as long as the namespace keeps the intent, closed or not.
+		WorkflowIDReusePolicy:                    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy:                 enums.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			workflows.IntentStatusKey.ValueSet(workflows.StatusPending),
+			workflows.IntentChatKey.ValueSet(m.ChatID),
+			workflows.IntentSessionKey.ValueSet(session),
+			workflows.IntentReceivedAtKey.ValueSet(in.ReceivedAt),
+		),
+		Memo: map[string]any{workflows.MemoKey: workflows.IntentMemo{
+			Snippet:   redact.Snippet(m.Text, in.Policy.SnippetChars),
+			MessageID: m.MessageID,
+			Source:    m.Source,
+		}},
+	}, workflows.IntentWorkflowName, in)
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	switch {
+	case errors.As(err, &started):
+		return res, nil
+	case err != nil:
+		return Result{}, fmt.Errorf("start intent %s: %w", id, err)
+	}
+	res.Created = true
+	if in.DeliveryQueued {
+		req := workflows.DoorDeliveryRequest(in)
+		res.delivery = &req
+	}
+	return res, nil
+}
+
+// QueueDelivery asks the session to type a newly started intent's message into its pane. The
+// intent exists, so the answer has somewhere to go; if this signal is lost, the intent asks the
+// session itself once its wait times out.
+func (r *Recorder) QueueDelivery(ctx context.Context, res *Result) {
+	if res.delivery == nil || res.DeliveryQueued {
+		return
+	}
+	err := r.client.SignalWorkflow(ctx, workflows.SessionWorkflowID(res.Session), "", workflows.SignalDeliver, *res.delivery)
+	res.DeliveryQueued = err == nil
+}
+
+func receivedAt(m Message, now func() time.Time) time.Time {
+	if m.ReceivedAt.IsZero() {
+		return now().UTC().Truncate(time.Microsecond)
+	}
+	return m.ReceivedAt.UTC().Truncate(time.Microsecond)
+}
+
+// input builds the workflow input: message, session and the reminder policy from config.
+func (r *Recorder) input(m Message, session string) workflows.IntentInput {
+	rem := r.cfg.Reminders
+	deliver := m.Source == workflows.SourceTelegram && r.cfg.Sessions[session].Mode == config.ModeTmux
+	return workflows.IntentInput{
+		ChatID:     m.ChatID,
+		MessageID:  m.MessageID,
+		Text:       m.Text,
+		User:       m.User,
+		Source:     m.Source,
+		ReceivedAt: receivedAt(m, r.now),
+		SentAt:     m.SentAt,
+		Session:    session,
+		Deliver:    deliver,
+		Headless:   m.Source == workflows.SourceTelegram && r.cfg.Sessions[session].Mode == config.ModeHeadless,
+		// Record runs in arrival order per door, so the door queues the delivery itself.
+		DeliveryQueued: deliver,
+		Policy: workflows.ReminderPolicy{
+			FirstAfter:      rem.FirstAfter,
+			RepeatEvery:     rem.RepeatEvery,
+			RetryAfter:      rem.RetryAfter,
+			OrphanAfter:     rem.OrphanAfter,
+			SnippetChars:    rem.SnippetChars,
+			NtfyTopic:       r.cfg.NtfyTopicFor(session),
+			DeliveryTimeout: 2 * time.Minute,
+		},
+	}
+}

@@ -1,0 +1,148 @@
+package doctor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/intentq/intentq/activities"
+	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/platform/plugin"
+)
+
+// Local checks the parts beside Temporal: tmux panes, ntfy, Telegram, the hooks.
+func Local(ctx context.Context, cfg *config.Config) Report {
+	var r Report
+	tm := &activities.Tmux{}
+	for _, name := range cfg.SessionNames() {
+		s := cfg.Sessions[name]
+		if s.Mode != config.ModeTmux {
+			continue
+		}
+		check := "tmux " + name
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := tm.TargetExists(tctx, s.TmuxTarget)
+		cancel()
+		if err != nil {
+			r = append(r, Result{Name: check, Detail: err.Error(),
+				Hint: fmt.Sprintf("start the agent in tmux (starter run-agent, or tmux new -s %s), or fix sessions.%s.tmux_target", strings.Split(s.TmuxTarget, ":")[0], name)})
+			continue
+		}
+		r = append(r, Result{Name: check, OK: true, Detail: "pane " + s.TmuxTarget + " is live"})
+	}
+	if cfg.Ntfy.URL != "" {
+		r = append(r, checkNtfy(ctx, cfg.Ntfy.URL))
+	}
+	if cfg.Telegram.Token.IsSet() {
+		r = append(r, checkTelegram(ctx, cfg))
+	}
+	r = append(r, Hooks(cfg.Claude.Settings))
+	if cfg.Claude.PatchPlugin {
+		r = append(r, PluginPatch(cfg))
+	}
+	return r
+}
+
+// PluginPatch reports whether the Telegram plugin carries the current ingest block.
+func PluginPatch(cfg *config.Config) Result {
+	t, state, err := plugin.Check(cfg)
+	switch {
+	case err != nil:
+		return Result{Name: "plugin patch", Detail: err.Error(), Hint: "check claude.home, claude.settings and ingest.token"}
+	case state != plugin.StatePatched:
+		return Result{Name: "plugin patch", Detail: fmt.Sprintf("%s is %s", t.ServerTS, state), Hint: "run starter patch-plugin (the worker re-applies it within a minute)"}
+	}
+	return Result{Name: "plugin patch", OK: true, Detail: t.ServerTS + " patched"}
+}
+
+// checkNtfy asks the server's health endpoint; nothing is published.
+func checkNtfy(ctx context.Context, base string) Result {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	url := strings.TrimRight(base, "/") + "/v1/health"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return Result{Name: "ntfy", Detail: err.Error(), Hint: "fix ntfy.url"}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return Result{Name: "ntfy", Detail: err.Error(), Hint: "check ntfy.url and the network; reminders keep being retried meanwhile"}
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode >= 500 {
+		return Result{Name: "ntfy", Detail: fmt.Sprintf("%s answered %s", url, resp.Status), Hint: "the ntfy server has trouble"}
+	}
+	return Result{Name: "ntfy", OK: true, Detail: base + " reachable (no message sent)"}
+}
+
+// checkTelegram calls getMe with the bot token.
+func checkTelegram(ctx context.Context, cfg *config.Config) Result {
+	endpoint := cfg.Telegram.APIEndpoint
+	if endpoint == "" {
+		endpoint = tgbotapi.APIEndpoint
+	}
+	done := make(chan Result, 1)
+	go func() {
+		bot, err := tgbotapi.NewBotAPIWithClient(cfg.Telegram.Token.Reveal(), endpoint, &http.Client{Timeout: 5 * time.Second})
+		if err != nil {
+			msg := strings.ReplaceAll(err.Error(), cfg.Telegram.Token.Reveal(), "<token>")
+			done <- Result{Name: "telegram", Detail: "getMe: " + msg, Hint: "check telegram.token (BotFather) and the network"}
+			return
+		}
+		done <- Result{Name: "telegram", OK: true, Detail: "bot @" + bot.Self.UserName + " answers getMe"}
+	}()
+	select {
+	case res := <-done:
+		return res
+	case <-ctx.Done():
+		return Result{Name: "telegram", Detail: ctx.Err().Error()}
+	}
+}
+
+// Hooks looks for intentq's three hooks in the secretary's settings.json.
+func Hooks(path string) Result {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return Result{Name: "hooks", Detail: path + " does not exist", Hint: "paste the hooks block from the README into it (claude.settings)"}
+	}
+	if err != nil {
+		return Result{Name: "hooks", Detail: err.Error()}
+	}
+	var settings struct {
+		Hooks map[string][]struct {
+			Hooks []struct {
+				Command string `json:"command"`
+			} `json:"hooks"`
+		} `json:"hooks"`
+	}
+	if err := json.Unmarshal(data, &settings); err != nil {
+		return Result{Name: "hooks", Detail: fmt.Sprintf("%s: %v", path, err), Hint: "fix the JSON"}
+	}
+	var missing []string
+	for event, arg := range map[string]string{"SessionStart": "session-start", "PostToolUse": "post-tool-use", "Stop": "stop"} {
+		found := false
+		for _, group := range settings.Hooks[event] {
+			for _, h := range group.Hooks {
+				if strings.Contains(h.Command, "hook "+arg) {
+					found = true
+				}
+			}
+		}
+		if !found {
+			missing = append(missing, event)
+		}
+	}
+	if len(missing) > 0 {
+		return Result{Name: "hooks", Detail: fmt.Sprintf("%s lacks %s", path, strings.Join(slices.Sorted(slices.Values(missing)), ", ")),
+			Hint: "paste the hooks block from the README"}
+	}
+	return Result{Name: "hooks", OK: true, Detail: "session-start, post-tool-use and stop in " + path}
+}

@@ -1,0 +1,79 @@
+package doctor_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/platform/doctor"
+	"github.com/intentq/intentq/internal/testkit/fakebot"
+	"github.com/intentq/intentq/internal/testkit/fakentfy"
+	"github.com/intentq/intentq/internal/testkit/testenv"
+)
+
+func find(r doctor.Report, name string) doctor.Result {
+	for _, res := range r {
+		if res.Name == name {
+			return res
+		}
+	}
+	return doctor.Result{Name: name, Detail: "not checked"}
+}
+
+// I10: tmux panes of every session, ntfy reachable without a message, the bot token, the hooks.
+func TestI10LocalChecks(t *testing.T) {
+	cfg := testenv.Config(t)
+	ntfy := fakentfy.New()
+	defer ntfy.Close()
+	bot := fakebot.New("77:good")
+	defer bot.Close()
+	cfg.Ntfy.URL, cfg.Ntfy.Topic = ntfy.URL(), "t"
+	cfg.Telegram.Token, cfg.Telegram.APIEndpoint, cfg.Telegram.AllowedChatIDs = "77:good", bot.Endpoint(), []int64{1}
+	cfg.Sessions["headless"] = config.Session{CLI: "claude", Mode: config.ModeHeadless}
+
+	r := doctor.Local(context.Background(), cfg)
+	if res := find(r, "tmux secretary"); res.OK || !strings.Contains(res.Hint, "tmux") {
+		t.Errorf("no tmux session: %+v", res)
+	}
+	if res := find(r, "tmux headless"); res.Detail != "not checked" {
+		t.Errorf("a headless session has no pane to check: %+v", res)
+	}
+	if res := find(r, "hooks"); res.OK || !strings.Contains(res.Detail, "does not exist") {
+		t.Errorf("no settings.json: %+v", res)
+	}
+	if res := find(r, "ntfy"); !res.OK {
+		t.Errorf("ntfy: %+v", res)
+	}
+	if len(ntfy.Messages()) != 0 {
+		t.Error("the doctor published to ntfy")
+	}
+	if res := find(r, "telegram"); !res.OK {
+		t.Errorf("telegram: %+v", res)
+	}
+
+	testenv.Agent(t, os.Environ(), "secretary:0", cfg.Claude.Settings)
+	cfg.Telegram.Token = "77:bad"
+	ntfy.Down()
+	r = doctor.Local(context.Background(), cfg)
+	for _, name := range []string{"tmux secretary", "hooks"} {
+		if res := find(r, name); !res.OK {
+			t.Errorf("%s: %+v", name, res)
+		}
+	}
+	if res := find(r, "telegram"); res.OK || strings.Contains(res.Detail, "77:bad") {
+		t.Errorf("bad token: %+v (the token must not be printed)", res)
+	}
+	if res := find(r, "ntfy"); res.OK {
+		t.Errorf("ntfy down: %+v", res)
+	}
+
+	if err := os.WriteFile(cfg.Claude.Settings, []byte(`{"hooks":{"Stop":[{"hooks":[{"command":"starter hook stop"}]}]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if res := doctor.Hooks(cfg.Claude.Settings); res.OK || res.Detail != filepath.Clean(cfg.Claude.Settings)+" lacks PostToolUse, SessionStart" {
+		t.Errorf("partial hooks: %+v", res)
+	}
+}

@@ -1,0 +1,213 @@
+package embedded_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/intentq/intentq/internal/platform/embedded"
+	"github.com/intentq/intentq/internal/platform/tclient"
+	"github.com/intentq/intentq/internal/testkit/testenv"
+	"github.com/intentq/intentq/workflows"
+)
+
+const taskQueue = "embedded-test"
+
+// sleeper waits on a durable timer, so it can only finish if the timer outlives a restart.
+func sleeper(ctx workflow.Context, d time.Duration) (string, error) {
+	if err := workflow.Sleep(ctx, d); err != nil {
+		return "", err
+	}
+	return "woke", nil
+}
+
+func options(t *testing.T, dir string, retention time.Duration) embedded.Options {
+	return embedded.Options{
+		DataDir:          dir,
+		IP:               "127.0.0.1",
+		Port:             testenv.FreePort(t),
+		UIPort:           testenv.FreePort(t),
+		Namespace:        "default",
+		Retention:        retention,
+		SearchAttributes: workflows.SearchAttributes(),
+	}
+}
+
+func dial(t *testing.T, s *embedded.Server) client.Client {
+	t.Helper()
+	c, err := client.Dial(client.Options{HostPort: s.FrontendAddress(), Namespace: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestRestartKeepsWorkflows starts a workflow with a timer, stops the server before the timer
+// fires, starts a new server on the same data directory and sees the workflow complete.
+func TestRestartKeepsWorkflows(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	opts := options(t, dir, 30*24*time.Hour)
+
+	s1, err := embedded.Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1 := dial(t, s1)
+
+	desc, err := c1.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := desc.GetConfig().GetWorkflowExecutionRetentionTtl().AsDuration(); got != 30*24*time.Hour {
+		t.Errorf("retention = %s, want 720h", got)
+	}
+	missing, err := tclient.MissingSearchAttributes(ctx, c1, "default", workflows.SearchAttributes())
+	if err != nil || len(missing) > 0 {
+		t.Errorf("search attributes missing on a new namespace: %v %v", missing, err)
+	}
+	resp, err := http.Get(s1.UIURL() + "/namespaces/default/workflows")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("web UI answered %s", resp.Status)
+	}
+
+	run, err := c1.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "restart/sleeper", TaskQueue: taskQueue}, sleeper, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A worker picks up the first task and schedules the timer; then everything goes down.
+	w1 := worker.New(c1, taskQueue, worker.Options{})
+	w1.RegisterWorkflow(sleeper)
+	if err := w1.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitForTimer(t, c1, run)
+	w1.Stop()
+	c1.Close()
+	if err := s1.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Same data directory, same ports: the server must come back with the workflow.
+	s2, err := embedded.Start(ctx, opts)
+	if err != nil {
+		t.Fatalf("restart on the same data dir: %v", err)
+	}
+	defer s2.Stop()
+	c2 := dial(t, s2)
+	defer c2.Close()
+	w2 := worker.New(c2, taskQueue, worker.Options{})
+	w2.RegisterWorkflow(sleeper)
+	if err := w2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Stop()
+
+	getCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var out string
+	if err := c2.GetWorkflow(getCtx, run.GetID(), run.GetRunID()).Get(getCtx, &out); err != nil {
+		t.Fatalf("workflow started before the restart did not complete: %v", err)
+	}
+	if out != "woke" {
+		t.Errorf("result = %q", out)
+	}
+}
+
+// waitForTimer waits until the workflow's first task ran and its timer is pending.
+func waitForTimer(t *testing.T, c client.Client, run client.WorkflowRun) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		iter := c.GetWorkflowHistory(context.Background(), run.GetID(), run.GetRunID(), false, 0)
+		for iter.HasNext() {
+			ev, err := iter.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.GetTimerStartedEventAttributes() != nil {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("timer never started")
+}
+
+// TestRetentionReconciled: an existing namespace keeps its data but gets the configured
+// retention through EnsureNamespace, as the worker does at every start.
+func TestRetentionReconciled(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	opts := options(t, dir, 48*time.Hour)
+	s, err := embedded.Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	c := dial(t, s)
+	defer c.Close()
+	if err := tclient.EnsureNamespace(ctx, c, tclient.NamespaceSpec{Name: "default", Retention: 72 * time.Hour, SearchAttributes: workflows.SearchAttributes()}); err != nil {
+		t.Fatal(err)
+	}
+	desc, err := c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := desc.GetConfig().GetWorkflowExecutionRetentionTtl().AsDuration(); got != 72*time.Hour {
+		t.Errorf("retention = %s, want 72h", got)
+	}
+}
+
+// TestPortInUse: a taken port is a clear error naming the address and the config key, and
+// nothing is started.
+func TestPortInUse(t *testing.T) {
+	for _, which := range []string{"port", "ui_port"} {
+		t.Run(which, func(t *testing.T) {
+			opts := options(t, t.TempDir(), 24*time.Hour)
+			port := opts.Port
+			if which == "ui_port" {
+				port = opts.UIPort
+			}
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+
+			s, err := embedded.Start(context.Background(), opts)
+			if err == nil {
+				s.Stop()
+				t.Fatal("Start succeeded on a taken port")
+			}
+			var inUse *embedded.PortInUseError
+			if !errors.As(err, &inUse) {
+				t.Fatalf("err = %v (%T), want *PortInUseError", err, err)
+			}
+			key := "temporal.embedded." + which
+			if inUse.Key != key || inUse.Addr != l.Addr().String() {
+				t.Errorf("error names %s %s, want %s %s", inUse.Key, inUse.Addr, key, l.Addr())
+			}
+			msg := err.Error()
+			for _, want := range []string{l.Addr().String(), key, "INTENTQ_TEMPORAL_EMBEDDED_" + map[string]string{"port": "PORT", "ui_port": "UI_PORT"}[which]} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("message %q lacks %q", msg, want)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,171 @@
+// Package tclient dials Temporal with intentq's configuration (embedded or external, TLS and API
+// keys for Temporal Cloud) and prepares the namespace intentq runs in.
+package tclient
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	namespacepb "go.temporal.io/api/namespace/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/intentq/intentq/config"
+)
+
+// Dial connects to the cluster the configuration names (the embedded server's address when no
+// external one is set) and checks that it answers. Options adjust the client (e.g. metrics).
+func Dial(ctx context.Context, cfg *config.Config, logger *zap.Logger, options ...func(*client.Options)) (client.Client, error) {
+	opts := client.Options{
+		HostPort:  cfg.TemporalAddress(),
+		Namespace: cfg.Temporal.Namespace,
+		Logger:    NewSDKLogger(logger),
+	}
+	for _, o := range options {
+		o(&opts)
+	}
+	if !cfg.EmbeddedServer() {
+		tlsCfg, err := clientTLS(cfg.Temporal)
+		if err != nil {
+			return nil, err
+		}
+		opts.ConnectionOptions.TLS = tlsCfg
+		if cfg.Temporal.APIKey.IsSet() {
+			opts.Credentials = client.NewAPIKeyStaticCredentials(cfg.Temporal.APIKey.Reveal())
+		}
+	}
+	c, err := client.DialContext(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("connect to Temporal at %s (temporal.address): %w", opts.HostPort, err)
+	}
+	return c, nil
+}
+
+// clientTLS builds the TLS config for an external frontend; nil when TLS is off. An API key
+// implies TLS, as Temporal Cloud requires it.
+func clientTLS(t config.Temporal) (*tls.Config, error) {
+	if !t.TLS.Enabled && t.TLS.CertFile == "" && !t.APIKey.IsSet() {
+		return nil, nil
+	}
+	tc := &tls.Config{ServerName: t.TLS.ServerName, MinVersion: tls.VersionTLS12}
+	if t.TLS.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(t.TLS.CertFile, t.TLS.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("temporal.tls.cert_file/key_file: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	if t.TLS.CAFile != "" {
+		pem, err := os.ReadFile(t.TLS.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("temporal.tls.ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("temporal.tls.ca_file: %s holds no PEM certificate", t.TLS.CAFile)
+		}
+		tc.RootCAs = pool
+	}
+	return tc, nil
+}
+
+// NamespaceSpec is what intentq needs of its namespace.
+type NamespaceSpec struct {
+	Name string
+	// Retention, when not zero, is enforced (embedded server); zero leaves the cluster's value.
+	Retention time.Duration
+	// SearchAttributes that must exist; missing ones are added.
+	SearchAttributes map[string]enumspb.IndexedValueType
+}
+
+// EnsureNamespace registers the namespace when missing, sets its retention when asked and adds
+// missing custom search attributes. It is safe to call on every start.
+func EnsureNamespace(ctx context.Context, c client.Client, spec NamespaceSpec) error {
+	ns := c.WorkflowService()
+	desc, err := ns.DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: spec.Name})
+	var notFound *serviceerror.NamespaceNotFound
+	switch {
+	case errors.As(err, &notFound):
+		retention := spec.Retention
+		if retention == 0 {
+			retention = 30 * 24 * time.Hour
+		}
+		_, err = ns.RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
+			Namespace:                        spec.Name,
+			WorkflowExecutionRetentionPeriod: durationpb.New(retention),
+		})
+		if err != nil {
+			return fmt.Errorf("namespace %q does not exist and could not be registered: %w", spec.Name, err)
+		}
+	case err != nil:
+		return fmt.Errorf("describe namespace %q: %w", spec.Name, err)
+	case spec.Retention != 0 && desc.GetConfig().GetWorkflowExecutionRetentionTtl().AsDuration() != spec.Retention:
+		_, err = ns.UpdateNamespace(ctx, &workflowservice.UpdateNamespaceRequest{
+			Namespace: spec.Name,
+			Config: &namespacepb.NamespaceConfig{
+				WorkflowExecutionRetentionTtl: durationpb.New(spec.Retention),
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("set retention of namespace %q to %s: %w", spec.Name, spec.Retention, err)
+		}
+	}
+	return ensureSearchAttributes(ctx, c, spec)
+}
+
+func ensureSearchAttributes(ctx context.Context, c client.Client, spec NamespaceSpec) error {
+	missing, err := MissingSearchAttributes(ctx, c, spec.Name, spec.SearchAttributes)
+	if err != nil || len(missing) == 0 {
+		return err
+	}
+	add := map[string]enumspb.IndexedValueType{}
+	for _, name := range missing {
+		add[name] = spec.SearchAttributes[name]
+	}
+	_, err = c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+		Namespace:        spec.Name,
+		SearchAttributes: add,
+	})
+	if err != nil {
+		return fmt.Errorf("add search attributes %v to namespace %q: %w", missing, spec.Name, err)
+	}
+	return nil
+}
+
+// MissingSearchAttributes returns, sorted, the names in want that the namespace lacks.
+func MissingSearchAttributes(ctx context.Context, c client.Client, namespace string, want map[string]enumspb.IndexedValueType) ([]string, error) {
+	resp, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	if err != nil {
+		return nil, fmt.Errorf("list search attributes of namespace %q: %w", namespace, err)
+	}
+	var missing []string
+	for name := range want {
+		if _, ok := resp.GetCustomAttributes()[name]; !ok {
+			missing = append(missing, name)
+		}
+	}
+	sort.Strings(missing)
+	return missing, nil
+}
+
+// Refusal reduces a workflow's refusal (an application error from an update or query handler)
+// to its message, so a person reads "intent ... is already closed" rather than the SDK's wrapping.
+func Refusal(err error) error {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return errors.New(appErr.Message())
+	}
+	return err
+}

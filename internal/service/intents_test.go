@@ -1,0 +1,938 @@
+package service_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/intentq/intentq/activities"
+	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/doors/hooks"
+	"github.com/intentq/intentq/internal/headless"
+	"github.com/intentq/intentq/internal/inbox"
+	"github.com/intentq/intentq/internal/intent"
+	"github.com/intentq/intentq/internal/platform/archive"
+	"github.com/intentq/intentq/internal/platform/doctor"
+
+	"github.com/intentq/intentq/internal/platform/plugin"
+	"github.com/intentq/intentq/internal/platform/tclient"
+	"github.com/intentq/intentq/internal/redact"
+	"github.com/intentq/intentq/internal/service"
+	"github.com/intentq/intentq/internal/testkit/fakebot"
+	"github.com/intentq/intentq/internal/testkit/fakentfy"
+	"github.com/intentq/intentq/internal/testkit/testenv"
+	"github.com/intentq/intentq/workflows"
+	"google.golang.org/protobuf/encoding/protojson"
+)
+
+const (
+	botToken    = "123456:test-token"
+	allowedChat = int64(1001)
+	allowedUser = int64(2002)
+	stranger    = int64(6666)
+)
+
+// startService runs the whole service on the embedded server with the given config changes and
+// returns it with an observer of its logs.
+func startService(t *testing.T, cfg *config.Config) (*service.Service, *observer.ObservedLogs) {
+	t.Helper()
+	core, logs := observer.New(zapcore.DebugLevel)
+	return testenv.StartService(t, cfg, zap.New(core)), logs
+}
+
+func waitUntil(t *testing.T, what string, timeout time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func listAll(t *testing.T, svc *service.Service) []intent.Summary {
+	t.Helper()
+	list, err := intent.List(context.Background(), svc.Client(), intent.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list
+}
+
+// I1, I4: a burst through the Bot API door, one message served twice and one from a stranger,
+// yields exactly the allowed messages as intents; then a burst of 500 yields 500 more.
+func TestI1TelegramBurst(t *testing.T) {
+	bot := fakebot.New(botToken)
+	defer bot.Close()
+	cfg := testenv.Config(t)
+	cfg.Telegram.Token = botToken
+	cfg.Telegram.APIEndpoint = bot.Endpoint()
+	cfg.Telegram.AllowedChatIDs = []int64{allowedChat}
+	cfg.Reminders.FirstAfter = time.Hour // no reminders during the test
+	svc, logs := startService(t, cfg)
+
+	var last int
+	for i := 1; i <= 4; i++ {
+		last = bot.AddMessage(allowedChat, allowedUser, i, fmt.Sprintf("burst message %d", i))
+	}
+	dup := bot.Duplicate(last - 1) // message 3 delivered twice, under a new update_id
+	strangerUpdate := bot.AddMessage(stranger, stranger, 99, "let me in")
+	bot.Redeliver(last) // and message 4 served again with its own update_id
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := bot.WaitConfirmed(ctx, max(dup, strangerUpdate)); err != nil {
+		t.Fatalf("poller did not confirm the burst: %v", err)
+	}
+	waitUntil(t, "4 intents", 10*time.Second, func() bool { return len(listAll(t, svc)) >= 4 })
+	list := listAll(t, svc)
+	if len(list) != 4 {
+		t.Fatalf("got %d intents, want 4: %+v", len(list), list)
+	}
+	for i, s := range list {
+		want := workflows.IntentID(fmt.Sprint(allowedChat), fmt.Sprint(i+1))
+		if s.ID != want || s.Status != workflows.StatusPending || s.Session != config.DefaultSessionName {
+			t.Errorf("intent %d = %+v, want %s pending in secretary", i, s, want)
+		}
+	}
+	rejected := logs.FilterMessageSnippet("not on the allowlist").All()
+	if len(rejected) != 1 {
+		t.Fatalf("rejections logged: %d, want 1", len(rejected))
+	}
+	if fields := rejected[0].ContextMap(); fields["chat"] != stranger || fields["user"] != stranger {
+		t.Errorf("rejection fields = %v, want the stranger's IDs", fields)
+	}
+	for _, e := range logs.All() {
+		if strings.Contains(fmt.Sprint(e.Message, e.ContextMap()), "let me in") || strings.Contains(fmt.Sprint(e.ContextMap()), "burst message") {
+			t.Errorf("message text in logs: %s %v", e.Message, e.ContextMap())
+		}
+	}
+
+	for i := 1; i <= 500; i++ {
+		last = bot.AddMessage(allowedChat, allowedUser, 1000+i, fmt.Sprintf("second burst %d", i))
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel2()
+	if err := bot.WaitConfirmed(ctx2, last); err != nil {
+		t.Fatalf("poller did not confirm the 500 burst: %v", err)
+	}
+	waitUntil(t, "504 intents", 30*time.Second, func() bool { return len(listAll(t, svc)) >= 504 })
+	if n := len(listAll(t, svc)); n != 504 {
+		t.Errorf("got %d intents after the 500 burst, want 504", n)
+	}
+}
+
+// I4: the HTTP ingest door: token, status codes, dedupe, limits, invalid UTF-8 repaired.
+func TestI4IngestDoor(t *testing.T) {
+	cfg := testenv.Config(t)
+	cfg.Ingest.Token = "ingest-secret"
+	cfg.Ingest.MaxTextBytes = 8192
+	cfg.Reminders.FirstAfter = time.Hour
+	svc, _ := startService(t, cfg)
+	url := "http://" + cfg.Ingest.Listen + "/v1/intents"
+
+	post := func(token, body string) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+
+	body := `{"chat_id":"5","message_id":17,"text":"hello from the plugin","user":"kento","ts":1763700000}`
+	if code, out := post("ingest-secret", body); code != http.StatusCreated || out["id"] != "intent/5/17" {
+		t.Fatalf("first POST = %d %v, want 201 intent/5/17", code, out)
+	}
+	if code, out := post("ingest-secret", body); code != http.StatusOK || out["created"] != false {
+		t.Fatalf("second POST = %d %v, want 200 already recorded", code, out)
+	}
+	if code, _ := post("", body); code != http.StatusUnauthorized {
+		t.Errorf("no token: %d, want 401", code)
+	}
+	if code, _ := post("wrong", body); code != http.StatusUnauthorized {
+		t.Errorf("wrong token: %d, want 401", code)
+	}
+	for _, bad := range []string{`{`, `[]`, `{"chat_id":"5","text":"x"}`, `{"chat_id":"a/b","message_id":1,"text":"x"}`,
+		`{"chat_id":"5","message_id":1}`, `{"chat_id":"5","message_id":1,"text":""}`, `{"chat_id":true,"message_id":1,"text":"x"}`} {
+		code, out := post("ingest-secret", bad)
+		if code != http.StatusBadRequest || out["error"] == "" {
+			t.Errorf("POST %s = %d %v, want 400 with a reason", bad, code, out)
+		}
+	}
+	big := fmt.Sprintf(`{"chat_id":"5","message_id":18,"text":%q}`, strings.Repeat("あ", 4000))
+	if code, _ := post("ingest-secret", big); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("12 KB text with an 8 KB cap: %d, want 413", code)
+	}
+	huge := fmt.Sprintf(`{"chat_id":"5","message_id":19,"text":%q}`, strings.Repeat("a", 64<<10))
+	if code, _ := post("ingest-secret", huge); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("64 KB body: %d, want 413", code)
+	}
+	if code, _ := post("ingest-secret", "{\"chat_id\":\"5\",\"message_id\":20,\"text\":\"bad \xff byte\"}"); code != http.StatusCreated {
+		t.Fatalf("invalid UTF-8: %d, want 201 (repaired)", code)
+	}
+	v, err := intent.Show(context.Background(), svc.Client(), "5/20")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Text != "bad \uFFFD byte" {
+		t.Errorf("repaired text = %q", v.Text)
+	}
+	if n := len(listAll(t, svc)); n != 2 {
+		t.Errorf("%d intents, want 2 (17 and 20)", n)
+	}
+}
+
+// tmuxReader starts a private tmux server whose session "secretary" appends what its pane
+// receives to a file. Call it after testenv.Config, which points tmux elsewhere.
+func tmuxReader(t *testing.T) (out string) {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux not installed")
+	}
+	dir, err := os.MkdirTemp("", "iq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMUX_TMPDIR", dir)
+	t.Setenv("TMUX", "")
+	out = filepath.Join(dir, "pane.out")
+	cmd := exec.Command("tmux", "new-session", "-d", "-s", "secretary", "-x", "200", "-y", "50", "trap '' INT; stty -echo; exec cat > "+out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("tmux: %v %s", err, b)
+	}
+	t.Cleanup(func() {
+		_ = exec.Command("tmux", "kill-server").Run()
+		_ = os.RemoveAll(dir)
+	})
+	return out
+}
+
+// I6, I7 end to end: a pending intent is reminded in the real tmux pane and through ntfy (masked
+// snippet only); while ntfy fails, last_reminded_at stays put and the reminder is retried soon;
+// close stops it.
+func TestI6RemindersEndToEnd(t *testing.T) {
+	ntfy := fakentfy.New()
+	defer ntfy.Close()
+	cfg := testenv.Config(t)
+	pane := tmuxReader(t)
+	cfg.Ingest.Token = "tok"
+	cfg.Ntfy.URL = ntfy.URL()
+	cfg.Ntfy.Topic = "phone"
+	cfg.Reminders.FirstAfter = time.Second
+	cfg.Reminders.RepeatEvery = 4 * time.Second
+	cfg.Reminders.RetryAfter = time.Second
+	svc, _ := startService(t, cfg)
+	ctx := context.Background()
+
+	text := "deploy; C-c $(rm -rf ~) 'q' \"dq\" 🙂\nsecond line that is long enough to be cut off here"
+	req, _ := http.NewRequest(http.MethodPost, "http://"+cfg.Ingest.Listen+"/v1/intents",
+		strings.NewReader(fmt.Sprintf(`{"chat_id":"7","message_id":"70","text":%q}`, text)))
+	req.Header.Set("Authorization", "Bearer tok")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("record: %v %v", err, resp)
+	}
+	resp.Body.Close()
+
+	snippet := redact.Snippet(text, 40)
+	if redact.Chars(snippet) != 41 || !strings.HasSuffix(snippet, "…") || strings.Contains(snippet, "\n") {
+		t.Fatalf("snippet %q is not 40 characters plus the ellipsis, on one line", snippet)
+	}
+	wantLine := "【未対応メッセージ】msg_id=70 chat=7: " + snippet + "\n"
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, _ := os.ReadFile(pane)
+		if strings.Contains(string(b), wantLine) {
+			break
+		}
+		if time.Now().After(deadline) {
+			v, err := intent.Show(ctx, svc.Client(), "intent/7/70")
+			t.Fatalf("no reminder in the pane; it has %q; intent: %+v %v", b, v.IntentState, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	waitUntil(t, "the ntfy push", 10*time.Second, func() bool { return len(ntfy.Messages()) > 0 })
+	push := ntfy.Messages()[0]
+	if push.Topic != "phone" || push.Message != "msg_id=70 chat=7: "+snippet || push.Title != "Telegram pending" {
+		t.Errorf("push = %+v", push)
+	}
+
+	show := func() workflows.IntentView {
+		v, err := intent.Show(ctx, svc.Client(), "intent/7/70")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	waitUntil(t, "the first reminder recorded", 10*time.Second, func() bool { return show().Reminders >= 1 })
+
+	// ntfy fails: reminders keep being tried every RetryAfter, last_reminded_at does not move.
+	ntfy.FailAlways(http.StatusInternalServerError)
+	before := show()
+	requests := ntfy.Requests()
+	waitUntil(t, "retries while ntfy fails", 30*time.Second, func() bool { return ntfy.Requests() >= requests+6 })
+	during := show()
+	if during.Reminders != before.Reminders || !during.LastRemindedAt.Equal(*before.LastRemindedAt) {
+		t.Errorf("last_reminded_at moved while ntfy failed: %v -> %v", before.LastRemindedAt, during.LastRemindedAt)
+	}
+	if during.FailedAttempts == 0 || !strings.Contains(during.LastError, "ntfy") {
+		t.Errorf("failure not recorded: %+v", during.IntentState)
+	}
+	ntfy.Recover()
+	waitUntil(t, "a reminder after ntfy recovered", 20*time.Second, func() bool { return show().Reminders > before.Reminders })
+
+	// ntfy down altogether: the same.
+	ntfy.Down()
+	waitUntil(t, "a failed attempt with ntfy down", 20*time.Second, func() bool {
+		v := show()
+		return v.FailedAttempts > 0 && strings.Contains(v.LastError, "ntfy")
+	})
+	down := show()
+	waitUntil(t, "another failed attempt", 20*time.Second, func() bool { return show().FailedAttempts > down.FailedAttempts })
+	if after := show(); after.Reminders != down.Reminders || !after.LastRemindedAt.Equal(*down.LastRemindedAt) {
+		t.Errorf("last_reminded_at moved while ntfy was down: %v -> %v", down.LastRemindedAt, after.LastRemindedAt)
+	}
+
+	if _, err := intent.Update(ctx, svc.Client(), "7/70", workflows.UpdateClose, workflows.CloseRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := intent.Update(ctx, svc.Client(), "7/70", workflows.UpdateClose, workflows.CloseRequest{}); err == nil ||
+		!strings.Contains(err.Error(), "already closed") {
+		t.Errorf("second close: %v, want 'already closed'", err)
+	}
+	if _, err := intent.Update(ctx, svc.Client(), "7/71", workflows.UpdateClose, workflows.CloseRequest{}); err == nil {
+		t.Error("closing an unknown intent succeeded")
+	}
+	pending, err := intent.List(ctx, svc.Client(), intent.Filter{Status: workflows.StatusPending})
+	if err != nil || len(pending) != 0 {
+		t.Errorf("pending after close = %v %v", pending, err)
+	}
+	for _, m := range ntfy.Messages() {
+		if strings.Contains(m.Message, "second line") {
+			t.Errorf("text beyond the snippet left the machine: %q", m.Message)
+		}
+	}
+}
+
+// I2: messages through the Telegram door are typed into the session's pane in full, in order,
+// and each closes when the agent answers it (here: by chat, oldest first, as the hook does).
+func TestI2TelegramDeliveredAndClosed(t *testing.T) {
+	bot := fakebot.New(botToken)
+	defer bot.Close()
+	cfg := testenv.Config(t)
+	pane := tmuxReader(t)
+	cfg.Telegram.Token = botToken
+	cfg.Telegram.APIEndpoint = bot.Endpoint()
+	cfg.Telegram.AllowedUserIDs = []int64{allowedUser}
+	cfg.Reminders.FirstAfter = time.Hour
+	svc, _ := startService(t, cfg)
+	ctx := context.Background()
+
+	texts := []string{"first; C-c", "second $(echo no)\nwith a second line", "third 🙂"}
+	for i, text := range texts {
+		bot.AddMessage(allowedChat, allowedUser, 10+i, text)
+	}
+	var want strings.Builder
+	for i, text := range texts {
+		fmt.Fprintf(&want, "【新着メッセージ】msg_id=%d chat=%d from=@user%d: %s\n", 10+i, allowedChat, allowedUser, text)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, _ := os.ReadFile(pane)
+		if string(b) == want.String() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pane has %q, want %q", b, want.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	chat := fmt.Sprint(allowedChat)
+	for i := range texts {
+		id := workflows.IntentID(chat, fmt.Sprint(10+i))
+		waitUntil(t, id+" to learn it was delivered", 10*time.Second, func() bool {
+			v, err := intent.Show(ctx, svc.Client(), id)
+			return err == nil && v.Delivered != nil
+		})
+	}
+	for i := range texts {
+		id, _, err := intent.CloseOldestPending(ctx, svc.Client(), chat, workflows.CloseRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := workflows.IntentID(chat, fmt.Sprint(10+i)); id != want {
+			t.Fatalf("closed %s, want the oldest pending %s", id, want)
+		}
+		v, err := intent.Show(ctx, svc.Client(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Status != workflows.StatusClosed || v.Delivered == nil {
+			t.Errorf("%s: status %s delivered %v", id, v.Status, v.Delivered)
+		}
+	}
+	waitUntil(t, "visibility to show no pending intent", 10*time.Second, func() bool {
+		_, err := intent.OldestPending(ctx, svc.Client(), chat)
+		return err != nil
+	})
+	if os.Getenv("WRITE_REPLAY_HISTORY") != "" {
+		writeHistory(t, svc, workflows.IntentID(chat, "11"), "../workflows/testdata/intent_delivered_closed.json")
+		writeHistory(t, svc, workflows.SessionWorkflowID(config.DefaultSessionName), "../workflows/testdata/session.json")
+	}
+}
+
+// writeHistory saves a workflow's history for the replay tests in package workflows
+// (WRITE_REPLAY_HISTORY=1 go test ./service/ regenerates them after a workflow change).
+func writeHistory(t *testing.T, svc *service.Service, id, path string) {
+	t.Helper()
+	iter := svc.Client().GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var hist historypb.History
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hist.Events = append(hist.Events, ev)
+	}
+	data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(&hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// N2 with real tmux: a pane whose agent is busy for a while gets no keystrokes until it idles,
+// then the waiting reminders arrive whole, one after the other; the human's pane gets nothing.
+func TestN2BusyPaneRealTmux(t *testing.T) {
+	cfg := testenv.Config(t)
+	dir := t.TempDir()
+	busyOut, idleOut, bossOut := filepath.Join(dir, "busy.out"), filepath.Join(dir, "idle.out"), filepath.Join(dir, "boss.out")
+	tmuxReader(t) // private server; its "secretary" session is replaced below
+	agent := fmt.Sprintf(`stty -echo; printf '✻ Working… (esc to interrupt)\n'; timeout 5 cat > %s; printf '\033[2J\033[H> '; exec cat > %s`, busyOut, idleOut)
+	for _, args := range [][]string{
+		{"kill-session", "-t", "secretary"},
+		{"new-session", "-d", "-s", "agent", "-x", "120", "-y", "30", agent},
+		{"new-session", "-d", "-s", "boss", "-x", "120", "-y", "30", "stty -echo; exec cat > " + bossOut},
+	} {
+		if out, err := exec.Command("tmux", args...).CombinedOutput(); err != nil {
+			t.Fatalf("tmux %v: %v %s", args, err, out)
+		}
+	}
+	cfg.Ingest.Token = "tok"
+	cfg.Sessions = map[string]config.Session{
+		"agent": {TmuxTarget: "agent:0", CLI: "claude", Mode: config.ModeTmux, Default: true},
+		"boss":  {TmuxTarget: "boss:0", CLI: "claude", Mode: config.ModeTmux, Chats: []int64{8}, Human: true},
+	}
+	cfg.Reminders.FirstAfter = time.Second
+	cfg.Reminders.RepeatEvery = time.Hour
+	cfg.Delivery.BusyWait = time.Second
+	svc, _ := startService(t, cfg)
+
+	for _, body := range []string{`{"chat_id":"7","message_id":1,"text":"one"}`, `{"chat_id":"7","message_id":2,"text":"two"}`, `{"chat_id":"8","message_id":3,"text":"boss"}`} {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+cfg.Ingest.Listen+"/v1/intents", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer tok")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusCreated {
+			t.Fatalf("record %s: %v %v", body, err, resp)
+		}
+		resp.Body.Close()
+	}
+	waitUntil(t, "both reminders in the idle agent", 30*time.Second, func() bool {
+		b, _ := os.ReadFile(idleOut)
+		return strings.Count(string(b), "【未対応メッセージ】") == 2
+	})
+	got, _ := os.ReadFile(idleOut)
+	for _, line := range []string{"【未対応メッセージ】msg_id=1 chat=7: one\n", "【未対応メッセージ】msg_id=2 chat=7: two\n"} {
+		if strings.Count(string(got), line) != 1 {
+			t.Errorf("idle agent got %q, want %q once", got, line)
+		}
+	}
+	if b, _ := os.ReadFile(busyOut); len(b) != 0 {
+		t.Errorf("keystrokes reached the busy agent: %q", b)
+	}
+	waitUntil(t, "the boss intent's refusal", 10*time.Second, func() bool {
+		v, err := intent.Show(context.Background(), svc.Client(), "8/3")
+		return err == nil && strings.Contains(v.LastError, "human")
+	})
+	if b, _ := os.ReadFile(bossOut); len(b) != 0 {
+		t.Errorf("the human's pane got %q", b)
+	}
+}
+
+// S3: 200 concurrent senders lose nothing; N5: reading marks read and the inbox keeps the newest
+// 30 read; an agent with a session is nudged in its pane with the notification wrapper.
+func TestS3InboxConcurrentSendsAndNudge(t *testing.T) {
+	cfg := testenv.Config(t)
+	pane := tmuxReader(t)
+	svc, _ := startService(t, cfg)
+	ctx := context.Background()
+	c := svc.Client()
+
+	const n = 200
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			_, err := inbox.Send(ctx, c, cfg.Temporal.TaskQueue, inbox.InputFor(cfg, "loner"),
+				workflows.InboxSend{From: fmt.Sprintf("w%d", i), Type: "task", Content: fmt.Sprintf("job %d", i)})
+			errs <- err
+		}()
+	}
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs, err := inbox.Messages(ctx, c, "loner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, m := range msgs {
+		if m.Read || m.Type != "task" || m.Timestamp.IsZero() || m.ID == "" || seen[m.Content] {
+			t.Errorf("message %+v (duplicate %v)", m, seen[m.Content])
+		}
+		seen[m.Content] = true
+	}
+	if len(seen) != n {
+		t.Fatalf("%d distinct messages kept, want all %d unread", len(seen), n)
+	}
+	read, err := inbox.Read(ctx, c, "loner")
+	if err != nil || len(read) != n {
+		t.Fatalf("read %d (%v), want %d", len(read), err, n)
+	}
+	msgs, _ = inbox.Messages(ctx, c, "loner")
+	if len(msgs) != workflows.KeepRead || !msgs[0].Read {
+		t.Errorf("after reading: %d messages kept, want the newest %d read", len(msgs), workflows.KeepRead)
+	}
+
+	if _, err := inbox.Send(ctx, c, cfg.Temporal.TaskQueue, inbox.InputFor(cfg, config.DefaultSessionName),
+		workflows.InboxSend{From: "boss", Type: "task", Content: "please review"}); err != nil {
+		t.Fatal(err)
+	}
+	want := workflows.NotificationText(config.DefaultSessionName, 1, "boss") + "\n"
+	waitUntil(t, "the inbox nudge in the pane", 20*time.Second, func() bool {
+		b, _ := os.ReadFile(pane)
+		return strings.Contains(string(b), want)
+	})
+}
+
+// I2, I3 end to end as the patched plugin and Claude Code would drive it: 4 messages through the
+// ingest endpoint, reminders in the real pane, session-start lists all 4 with their text, and
+// 4 post-tool-use reply events close all 4. With Temporal down, a hook still answers (allows).
+func TestHooksEndToEnd(t *testing.T) {
+	cfg := testenv.Config(t)
+	pane := tmuxReader(t)
+	cfg.Ingest.Token = "tok"
+	cfg.Reminders.FirstAfter = time.Second
+	cfg.Reminders.RepeatEvery = time.Hour
+	svc, _ := startService(t, cfg)
+	ctx := context.Background()
+	for i := 1; i <= 4; i++ {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+cfg.Ingest.Listen+"/v1/intents",
+			strings.NewReader(fmt.Sprintf(`{"chat_id":"42","message_id":%d,"text":"question %d","user":"kento","ts":%d}`, 100+i, i, time.Now().Unix())))
+		req.Header.Set("Authorization", "Bearer tok")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusCreated {
+			t.Fatalf("ingest %d: %v %v", i, err, resp)
+		}
+		resp.Body.Close()
+	}
+	waitUntil(t, "4 reminders in the pane", 30*time.Second, func() bool {
+		b, _ := os.ReadFile(pane)
+		return strings.Count(string(b), "【未対応メッセージ】msg_id=10") == 4
+	})
+
+	s := hooks.Settings{Session: config.DefaultSessionName, ReplyTools: cfg.Hooks.ReplyTools}
+	dial := func(context.Context) (hooks.Backend, func(), error) {
+		return hooks.Temporal{Client: svc.Client(), Config: cfg}, func() {}, nil
+	}
+	hook := func(event, input string) string {
+		var out strings.Builder
+		if err := hooks.Run(ctx, event, strings.NewReader(input), &out, s, dial, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	start := hook(hooks.EventSessionStart, `{"session_id":"abc","transcript_path":"/tmp/t.jsonl","cwd":"/w","hook_event_name":"SessionStart","source":"resume"}`)
+	for i := 1; i <= 4; i++ {
+		if !strings.Contains(start, fmt.Sprintf("question %d", i)) {
+			t.Fatalf("session-start output lacks question %d: %s", i, start)
+		}
+	}
+	for i := 1; i <= 4; i++ {
+		input := fmt.Sprintf(`{"session_id":"abc","hook_event_name":"PostToolUse","tool_name":"mcp__plugin_telegram_telegram__reply","tool_input":{"chat_id":"42","text":"answer","reply_to":"%d"},"tool_response":{}}`, 100+i)
+		hook(hooks.EventPostToolUse, input)
+	}
+	for i := 1; i <= 4; i++ {
+		v, err := intent.Show(ctx, svc.Client(), fmt.Sprintf("42/%d", 100+i))
+		if err != nil || v.Status != workflows.StatusClosed {
+			t.Errorf("intent 42/%d: %s %v", 100+i, v.Status, err)
+		}
+	}
+	waitUntil(t, "the session-start block in the history", 10*time.Second, func() bool {
+		b, _ := os.ReadFile(cfg.HistoryPath(config.DefaultSessionName))
+		return strings.Contains(string(b), `"kind":"context"`) && strings.Contains(string(b), "question 4")
+	})
+
+	down := *cfg
+	down.Temporal.Address = fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	deadDial := func(ctx context.Context) (hooks.Backend, func(), error) {
+		c, err := tclient.Dial(ctx, &down, zap.NewNop())
+		if err != nil {
+			return nil, nil, err
+		}
+		return hooks.Temporal{Client: c, Config: &down}, c.Close, nil
+	}
+	var out strings.Builder
+	if err := hooks.Run(ctx, hooks.EventStop, strings.NewReader(`{"session_id":"abc"}`), &out, hooks.Settings{Agent: "secretary"}, deadDial, 2*time.Second); err != nil || out.Len() != 0 {
+		t.Errorf("stop hook with Temporal down: %q %v, want allow", out.String(), err)
+	}
+}
+
+// I8: with claude.patch_plugin, the worker patches the real plugin at start; after a plugin
+// upgrade (server.ts replaced) the watchdog finds the patch gone, re-applies it and says so; the
+// doctor reports the state.
+func TestI8PluginPatchedAtStartAndRepatched(t *testing.T) {
+	cfg := testenv.Config(t)
+	bun, err := plugin.FindBun(os.Getenv("INTENTQ_BUN"))
+	if err != nil {
+		if _, statErr := os.Stat("../.tools/node_modules/.bin/bun"); statErr != nil {
+			t.Skip("bun not installed")
+		}
+		bun, _ = filepath.Abs("../.tools/node_modules/.bin/bun")
+	}
+	home := filepath.Join(cfg.Claude.Home, "plugins", "marketplaces", "claude-plugins-official")
+	fixture := "../plugin/testdata/claude-plugins-official"
+	for _, f := range []string{".claude-plugin/marketplace.json", "external_plugins/telegram/server.ts", "external_plugins/telegram/package.json"} {
+		data, err := os.ReadFile(filepath.Join(fixture, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(home, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(home, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(cfg.Claude.Settings), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg.Claude.Settings, []byte(`{"enabledPlugins":{"telegram@claude-plugins-official":true}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Claude.PatchPlugin, cfg.Claude.Bun, cfg.Ingest.Token = true, bun, "tok"
+	ntfy := fakentfy.New()
+	defer ntfy.Close()
+	cfg.Ntfy.URL, cfg.Ntfy.Topic = ntfy.URL(), "ops"
+	svc, _ := startService(t, cfg)
+
+	serverTS := filepath.Join(home, "external_plugins/telegram/server.ts")
+	patched, _ := os.ReadFile(serverTS)
+	if !strings.Contains(string(patched), plugin.BeginMarker) {
+		t.Fatal("the worker did not patch the plugin at start")
+	}
+	if res := doctor.PluginPatch(cfg); !res.OK {
+		t.Errorf("doctor: %+v", res)
+	}
+
+	original, _ := os.ReadFile(filepath.Join(fixture, "external_plugins/telegram/server.ts"))
+	if err := os.WriteFile(serverTS, original, 0o644); err != nil { // a plugin upgrade
+		t.Fatal(err)
+	}
+	if res := doctor.PluginPatch(cfg); res.OK {
+		t.Errorf("doctor after the upgrade: %+v", res)
+	}
+	svc.Watchdog().RunOnce(context.Background())
+	again, _ := os.ReadFile(serverTS)
+	if string(again) != string(patched) {
+		t.Error("the watchdog did not re-apply the patch")
+	}
+	msgs := ntfy.Messages()
+	if len(msgs) == 0 || !strings.Contains(msgs[len(msgs)-1].Message, "re-applied") {
+		t.Errorf("alerts = %+v, want one saying the patch was re-applied", msgs)
+	}
+}
+
+// P1-P3, P7 against the real server and a fake claude: prompts run FIFO, the same key once,
+// each audited with its cost, and the CLI's latest session is resumed.
+func TestP1HeadlessSessionEndToEnd(t *testing.T) {
+	cfg := testenv.Config(t)
+	fake, _ := filepath.Abs("../activities/testdata/fakeclaude.sh")
+	cfg.CLIs["fake"] = config.CLI{Command: fake, HeadlessArgs: []string{"-p", "--output-format", "json"}}
+	cfg.Sessions["batch"] = config.Session{CLI: "fake", Mode: config.ModeHeadless}
+	cfg.Ingest.Token = "tok"
+	svc, _ := startService(t, cfg)
+	ctx := context.Background()
+	token := "ghp_" + strings.Repeat("A1b2", 9)
+	for _, p := range []workflows.PromptRequest{{Key: "a", Text: "ok first"}, {Key: "b", Text: "ok second " + token}, {Key: "a", Text: "ok first"}, {Key: "c", Text: "deny this"}} {
+		if _, err := headless.Submit(ctx, svc.Client(), cfg, "batch", p, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The HTTP door: 401 without the token, 404 for a session that is not headless, 202 queued.
+	for _, tc := range []struct {
+		path, token string
+		want        int
+	}{{"/v1/sessions/batch/prompts", "", 401}, {"/v1/sessions/secretary/prompts", "tok", 404}, {"/v1/sessions/batch/prompts", "tok", 202}} {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+cfg.Ingest.Listen+tc.path, strings.NewReader(`{"text":"ok via http","key":"h"}`))
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != tc.want {
+			t.Fatalf("POST %s: %v %v, want %d", tc.path, err, resp, tc.want)
+		}
+		resp.Body.Close()
+	}
+	var st workflows.HeadlessState
+	waitUntil(t, "all prompts to finish", 60*time.Second, func() bool {
+		var err error
+		st, err = headless.Audit(ctx, svc.Client(), "batch")
+		return err == nil && st.Succeeded+st.Failed == 4
+	})
+	if len(st.Prompts) != 4 || st.Prompts[0].Result != "done: ok first" || !strings.HasPrefix(st.Prompts[1].Result, "done: ok second") {
+		t.Fatalf("prompts = %+v", st.Prompts)
+	}
+	if strings.Contains(st.Prompts[1].Text, token) || strings.Contains(st.Prompts[1].Result, token) || !strings.Contains(st.Prompts[1].Text, "masked") {
+		t.Errorf("P8: the token was stored: text %q result %q", st.Prompts[1].Text, st.Prompts[1].Result)
+	}
+	if p := st.Prompts[2]; p.Status != workflows.PromptFailed || len(p.Invocations) != 1 || !strings.Contains(p.Error, "Write") {
+		t.Errorf("denied prompt = %+v", p)
+	}
+	if st.ResumeID != "sess-42" || st.CostUSD < 0.0368 || st.CostUSD > 0.0370 {
+		t.Errorf("resume %q cost %v", st.ResumeID, st.CostUSD)
+	}
+
+	// P10: the worker's Prometheus endpoint carries the SDK's metrics and intentq's counters.
+	var lastBody string
+	defer func() {
+		if t.Failed() {
+			for _, l := range strings.Split(lastBody, "\n") {
+				if strings.Contains(l, "intentq") {
+					t.Log(l)
+				}
+			}
+		}
+	}()
+	waitUntil(t, "run metrics", 10*time.Second, func() bool {
+		resp, err := http.Get(svc.MetricsURL())
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		lastBody = string(body)
+		succeeded := regexp.MustCompile(`(?m)^intentq_runs\{[^}]*outcome="succeeded"[^}]*session="batch"[^}]*\} 3$`)
+		return succeeded.MatchString(lastBody) && strings.Contains(lastBody, "intentq_run_cost_micro_usd{") &&
+			strings.Contains(lastBody, "temporal_activity_execution_latency")
+	})
+}
+
+// P11: a Telegram message for a chat mapped to a headless session runs as a prompt; the CLI's
+// answer goes back to the chat as a reply, split at 4096 characters, and the intent closes.
+func TestP11TelegramHeadlessAnswer(t *testing.T) {
+	bot := fakebot.New(botToken)
+	defer bot.Close()
+	cfg := testenv.Config(t)
+	fake, _ := filepath.Abs("../activities/testdata/fakeclaude.sh")
+	cfg.CLIs["fake"] = config.CLI{Command: fake, HeadlessArgs: []string{"-p", "--output-format", "json"}}
+	cfg.Sessions["batch"] = config.Session{CLI: "fake", Mode: config.ModeHeadless, Chats: []int64{allowedChat}}
+	cfg.Telegram.Token, cfg.Telegram.APIEndpoint, cfg.Telegram.AllowedChatIDs = botToken, bot.Endpoint(), []int64{allowedChat}
+	svc, _ := startService(t, cfg)
+
+	bot.AddMessage(allowedChat, allowedUser, 77, "ok what is the status")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sent, err := bot.WaitSent(ctx, 1)
+	if err != nil {
+		t.Fatalf("no answer sent: %v", err)
+	}
+	if sent[0].Text != "done: ok what is the status" || fmt.Sprint(sent[0].ChatID) != fmt.Sprint(allowedChat) || fmt.Sprint(sent[0].ReplyTo) != "77" {
+		t.Errorf("sent = %+v", sent[0])
+	}
+	id := workflows.IntentID(fmt.Sprint(allowedChat), "77")
+	waitUntil(t, "the intent to close", 10*time.Second, func() bool {
+		v, err := intent.Show(context.Background(), svc.Client(), id)
+		return err == nil && v.Status == workflows.StatusClosed
+	})
+	if parts := activities.SplitMessage(strings.Repeat("あいう ", 2000), activities.TelegramMaxChars); len(parts) != 2 || len([]rune(parts[0])) > 4096 {
+		t.Errorf("split into %d parts", len(parts))
+	}
+}
+
+// P5: the tool policy of the prompt's channel reaches the CLI as its flags: telegram is
+// read-only by default (Write and git push denied).
+func TestP5PolicyFlagsReachCLI(t *testing.T) {
+	cfg := testenv.Config(t)
+	fake, _ := filepath.Abs("../activities/testdata/fakeclaude.sh")
+	cfg.CLIs["fake"] = config.CLI{Command: fake, HeadlessArgs: []string{"-p", "--output-format", "json"}}
+	cfg.Sessions["batch"] = config.Session{CLI: "fake", Mode: config.ModeHeadless}
+	svc, _ := startService(t, cfg)
+	ctx := context.Background()
+	if _, err := headless.Submit(ctx, svc.Client(), cfg, "batch", workflows.PromptRequest{Key: "p", Channel: "telegram", Text: "args"}, false); err != nil {
+		t.Fatal(err)
+	}
+	var st workflows.HeadlessState
+	waitUntil(t, "the run", 30*time.Second, func() bool {
+		st, err = headless.Audit(ctx, svc.Client(), "batch")
+		return err == nil && st.Succeeded == 1
+	})
+	got := st.Prompts[0].Result
+	for _, want := range []string{"--allowedTools", "Read", "--disallowedTools", "Write", "Bash(git push:*)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("CLI arguments %q lack %q", got, want)
+		}
+	}
+}
+
+// P9: records of a session labelled audit are exported once each, so they outlive retention.
+func TestP9ArchiveLabelledSessions(t *testing.T) {
+	cfg := testenv.Config(t)
+	fake, _ := filepath.Abs("../activities/testdata/fakeclaude.sh")
+	cfg.CLIs["fake"] = config.CLI{Command: fake, HeadlessArgs: []string{"-p", "--output-format", "json"}}
+	cfg.Sessions["batch"] = config.Session{CLI: "fake", Mode: config.ModeHeadless, Labels: []string{"audit"}}
+	cfg.Sessions["plain"] = config.Session{CLI: "fake", Mode: config.ModeHeadless}
+	svc, _ := startService(t, cfg)
+	ctx := context.Background()
+	for _, s := range []string{"batch", "plain"} {
+		if _, err := headless.Submit(ctx, svc.Client(), cfg, s, workflows.PromptRequest{Key: "k", Text: "ok archive me"}, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, "both runs", 30*time.Second, func() bool {
+		a, _ := headless.Audit(ctx, svc.Client(), "batch")
+		b, _ := headless.Audit(ctx, svc.Client(), "plain")
+		return a.Succeeded == 1 && b.Succeeded == 1
+	})
+	for i := 0; i < 2; i++ {
+		if _, err := archive.Export(ctx, svc.Client(), cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(cfg.DataDir, "archive", "batch.jsonl"))
+	if err != nil || strings.Count(string(data), "\n") != 1 || !strings.Contains(string(data), `"kind":"prompt"`) {
+		t.Errorf("archive = %q (%v), want the one prompt once", data, err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "archive", "plain.jsonl")); err == nil {
+		t.Error("an unlabelled session was archived")
+	}
+}
+
+// P1, P2: two workers against one server, 10 headless sessions x 5 prompts, limit 2: never more
+// than 2 runs at once (as the fake CLI records them), each session's prompts in order, all 50
+// succeed.
+func TestP2TwoWorkersGlobalLimit(t *testing.T) {
+	cfg := testenv.Config(t)
+	logPath := filepath.Join(t.TempDir(), "runs.log")
+	t.Setenv("FAKE_LOG", logPath)
+	fake, _ := filepath.Abs("../activities/testdata/fakeclaude.sh")
+	cfg.CLIs["fake"] = config.CLI{Command: fake, HeadlessArgs: []string{"-p", "--output-format", "json"}}
+	cfg.Scheduler.MaxConcurrentSessions = 2
+	for i := 0; i < 10; i++ {
+		cfg.Sessions[fmt.Sprintf("s%d", i)] = config.Session{CLI: "fake", Mode: config.ModeHeadless}
+	}
+	first, _ := startService(t, cfg)
+	second := *cfg
+	second.Temporal.Address = cfg.TemporalAddress()
+	second.Ingest.Listen = fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	startService(t, &second)
+
+	ctx := context.Background()
+	for n := 1; n <= 5; n++ {
+		for i := 0; i < 10; i++ {
+			p := workflows.PromptRequest{Key: fmt.Sprintf("%d", n), Text: fmt.Sprintf("conc s%d %d", i, n)}
+			if _, err := headless.Submit(ctx, first.Client(), cfg, fmt.Sprintf("s%d", i), p, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	waitUntil(t, "all 50 runs", 120*time.Second, func() bool {
+		total := int64(0)
+		for i := 0; i < 10; i++ {
+			st, err := headless.Audit(ctx, first.Client(), fmt.Sprintf("s%d", i))
+			if err != nil {
+				return false
+			}
+			total += st.Succeeded
+			if st.Failed > 0 {
+				t.Fatalf("s%d: a run failed: %+v", i, st.Prompts)
+			}
+		}
+		return total == 50
+	})
+
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type event struct {
+		at      int64
+		start   bool
+		session string
+		n       string
+	}
+	var events []event
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		f := strings.Fields(line) // start|end <ns> conc <session> <n>
+		at, _ := strconv.ParseInt(f[1], 10, 64)
+		events = append(events, event{at: at, start: f[0] == "start", session: f[3], n: f[4]})
+	}
+	sort.SliceStable(events, func(i, j int) bool {
+		if events[i].at != events[j].at {
+			return events[i].at < events[j].at
+		}
+		return !events[i].start // an end at the same instant comes first
+	})
+	running, maxRunning := 0, 0
+	order := map[string][]string{}
+	for _, e := range events {
+		if e.start {
+			running++
+			maxRunning = max(maxRunning, running)
+			order[e.session] = append(order[e.session], e.n)
+		} else {
+			running--
+		}
+	}
+	if maxRunning > 2 {
+		t.Errorf("%d runs at once, limit 2", maxRunning)
+	}
+	for s, ns := range order {
+		if strings.Join(ns, ",") != "1,2,3,4,5" {
+			t.Errorf("session %s ran its prompts in the order %v", s, ns)
+		}
+	}
+	if len(order) != 10 {
+		t.Errorf("%d sessions ran, want 10", len(order))
+	}
+}

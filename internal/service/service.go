@@ -1,0 +1,419 @@
+// Package service assembles the long-running intentq process: the embedded Temporal server and
+// Web UI (unless an external cluster is configured), the Temporal worker, and the ingest HTTP
+// endpoint. The worker binary is a thin shell around Start and Stop.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	"go.uber.org/zap"
+
+	"github.com/intentq/intentq/activities"
+	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/doors/ingest"
+	"github.com/intentq/intentq/internal/headless"
+	"github.com/intentq/intentq/internal/intent"
+	"github.com/intentq/intentq/internal/platform/archive"
+	"github.com/intentq/intentq/internal/platform/doctor"
+	"github.com/intentq/intentq/internal/platform/embedded"
+
+	"github.com/intentq/intentq/internal/doors/telegram"
+	"github.com/intentq/intentq/internal/platform/logging"
+	"github.com/intentq/intentq/internal/platform/metrics"
+	"github.com/intentq/intentq/internal/platform/plugin"
+	"github.com/intentq/intentq/internal/platform/tclient"
+	"github.com/intentq/intentq/internal/platform/watchdog"
+	"github.com/intentq/intentq/workflows"
+)
+
+// Service is a running intentq process.
+type Service struct {
+	cfg    *config.Config
+	log    *zap.Logger
+	server *embedded.Server
+	client client.Client
+	worker worker.Worker
+	ingest *ingest.Server
+	// stopPoller ends the Telegram poller; pollerDone closes when it has.
+	stopPoller context.CancelFunc
+	pollerDone chan struct{}
+	// stopWatchdog ends the watchdog; watchdogDone closes when it has.
+	stopWatchdog context.CancelFunc
+	watchdogDone chan struct{}
+	watchdog     *watchdog.Watchdog
+	metrics      *metrics.Server
+}
+
+// Start brings everything up in dependency order and returns once all parts serve. On error,
+// whatever was started is stopped again.
+func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Service, err error) {
+	s := &Service{cfg: cfg, log: logger}
+	defer func() {
+		if err != nil {
+			s.Stop(context.Background())
+		}
+	}()
+
+	if cfg.EmbeddedServer() {
+		serverLog, err := logging.Quiet(logger.Named("temporal"), cfg.Temporal.Embedded.LogLevel)
+		if err != nil {
+			return nil, fmt.Errorf("temporal.embedded.log_level: %w", err)
+		}
+		e := cfg.Temporal.Embedded
+		s.server, err = embedded.Start(ctx, embedded.Options{
+			DataDir:          cfg.DataDir,
+			IP:               e.IP,
+			Port:             e.Port,
+			UIPort:           e.UIPort,
+			Namespace:        cfg.Temporal.Namespace,
+			Retention:        e.Retention,
+			SearchAttributes: workflows.SearchAttributes(),
+			Logger:           serverLog,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	var dialOpts []func(*client.Options)
+	if cfg.Metrics.Listen != "" {
+		if s.metrics, err = metrics.Listen(cfg.Metrics.Listen); err != nil {
+			return nil, err
+		}
+		dialOpts = append(dialOpts, func(o *client.Options) { o.MetricsHandler = s.metrics.Handler })
+	}
+	s.client, err = tclient.Dial(ctx, cfg, logger.Named("sdk"), dialOpts...)
+	if err != nil {
+		return nil, err
+	}
+	spec := tclient.NamespaceSpec{Name: cfg.Temporal.Namespace, SearchAttributes: workflows.SearchAttributes()}
+	if cfg.EmbeddedServer() {
+		spec.Retention = cfg.Temporal.Embedded.Retention
+	}
+	if err := tclient.EnsureNamespace(ctx, s.client, spec); err != nil {
+		return nil, err
+	}
+
+	identity := workerIdentity()
+	failures := &watchdog.FailureWindow{Window: 10 * time.Minute, Limit: 10}
+	s.worker = worker.New(s.client, cfg.Temporal.TaskQueue, worker.Options{
+		Identity:          identity,
+		WorkerStopTimeout: 10 * time.Second,
+		Interceptors:      []interceptor.WorkerInterceptor{watchdog.CountFailures(failures, activities.TmuxInjectName, activities.NtfyPublishName)},
+	})
+	Register(s.worker, Deps{
+		Identity: identity,
+		Tmux:     &activities.Tmux{},
+		Ntfy:     &activities.Ntfy{URL: cfg.Ntfy.URL, Token: cfg.Ntfy.Token.Reveal()},
+		Telegram: &activities.Telegram{Token: cfg.Telegram.Token.Reveal(), Endpoint: cfg.Telegram.APIEndpoint},
+	})
+	if err := s.worker.Start(); err != nil {
+		return nil, fmt.Errorf("start worker on task queue %q: %w", cfg.Temporal.TaskQueue, err)
+	}
+	if err := EnsureSessions(ctx, s.client, cfg); err != nil {
+		return nil, err
+	}
+
+	rec := intent.New(s.client, cfg)
+	s.ingest, err = ingest.Listen(ingest.Options{
+		Addr:         cfg.Ingest.Listen,
+		Token:        cfg.Ingest.Token,
+		MaxTextBytes: cfg.Ingest.MaxTextBytes,
+		Recorder:     rec,
+		Prompter:     prompter{client: s.client, cfg: cfg},
+		Health:       s.health,
+		Logger:       logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	if cfg.Claude.PatchPlugin {
+		if out, err := plugin.Ensure(cfg); err != nil {
+			logger.Error("plugin patch failed; the watchdog retries and alerts", zap.Error(err))
+		} else {
+			logger.Info("plugin patch in place", zap.String("file", out.Target.ServerTS), zap.Bool("changed", out.Patch.Changed))
+		}
+	}
+	s.startWatchdog(cfg, failures, logger)
+
+	if cfg.Telegram.Token.IsSet() {
+		poller := telegram.New(telegram.Options{
+			Token:        cfg.Telegram.Token,
+			Endpoint:     cfg.Telegram.APIEndpoint,
+			AllowedChats: cfg.Telegram.AllowedChatIDs,
+			AllowedUsers: cfg.Telegram.AllowedUserIDs,
+			Recorder:     rec,
+			Logger:       logger,
+		})
+		pollCtx, cancel := context.WithCancel(context.Background())
+		s.stopPoller = cancel
+		s.pollerDone = make(chan struct{})
+		go func() {
+			defer close(s.pollerDone)
+			_ = poller.Run(pollCtx)
+		}()
+	}
+	return s, nil
+}
+
+// startWatchdog runs the in-process watchdog (SPEC I9): a worker polling the task queue, and
+// reminder activities failing more than 10 times in 10 minutes.
+func (s *Service) startWatchdog(cfg *config.Config, failures *watchdog.FailureWindow, logger *zap.Logger) {
+	s.watchdog = &watchdog.Watchdog{
+		Checks: []watchdog.Check{
+			{Name: "worker", Run: func(ctx context.Context) (string, error) {
+				if r := doctor.WorkerPolling(ctx, s.client, cfg.Temporal.TaskQueue); !r.OK {
+					return r.Detail, nil
+				}
+				return "", nil
+			}},
+			failures.Check("reminders", "reminder deliveries or pushes"),
+		},
+		Ntfy:   &activities.Ntfy{URL: cfg.Ntfy.URL, Token: cfg.Ntfy.Token.Reveal()},
+		Topic:  cfg.Ntfy.Topic,
+		Logger: logger.Named("watchdog"),
+	}
+	s.watchdog.Checks = append(s.watchdog.Checks, watchdog.Check{Name: "archive", Run: func(ctx context.Context) (string, error) {
+		// Records of sessions labelled important or audit outlive the namespace's retention.
+		if _, err := archive.Export(ctx, s.client, cfg); err != nil {
+			return "export to " + filepath.Join(cfg.DataDir, "archive") + " failed: " + err.Error(), nil
+		}
+		return "", nil
+	}})
+	if cfg.Claude.PatchPlugin {
+		s.watchdog.Checks = append(s.watchdog.Checks, watchdog.Check{Name: "plugin patch", Run: func(context.Context) (string, error) {
+			return repatch(cfg)
+		}})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopWatchdog, s.watchdogDone = cancel, make(chan struct{})
+	go func() {
+		defer close(s.watchdogDone)
+		// The first look waits a minute: a worker that has just started has not polled yet.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Minute):
+		}
+		s.watchdog.Run(ctx)
+	}()
+}
+
+// repatch finds a vanished plugin patch (a plugin upgrade replaced server.ts) and applies it
+// again; the problem says what was found, or why it could not be fixed.
+func repatch(cfg *config.Config) (string, error) {
+	t, state, err := plugin.Check(cfg)
+	if err == nil && state == plugin.StatePatched {
+		return "", nil
+	}
+	before := state
+	if err != nil {
+		before = "unreadable (" + err.Error() + ")"
+	}
+	if _, err := plugin.Ensure(cfg); err != nil {
+		return fmt.Sprintf("patch of %s is %s and could not be re-applied: %v", t.ServerTS, before, err), nil
+	}
+	return fmt.Sprintf("patch of %s was %s; re-applied", t.ServerTS, before), nil
+}
+
+// EnsureSessions starts the workflow `session/<name>` of every configured session (a typing
+// session, or a headless one), and the global run semaphore, or hands running ones the current
+// config.
+func EnsureSessions(ctx context.Context, c client.Client, cfg *config.Config) error {
+	opts := client.StartWorkflowOptions{TaskQueue: cfg.Temporal.TaskQueue}
+	if _, err := c.SignalWithStartWorkflow(ctx, workflows.SemaphoreID, workflows.SignalPermits, cfg.Scheduler.MaxConcurrentSessions,
+		opts, workflows.SemaphoreWorkflowName, workflows.SemaphoreState{Permits: cfg.Scheduler.MaxConcurrentSessions}); err != nil {
+		return fmt.Errorf("start %s: %w", workflows.SemaphoreID, err)
+	}
+	for _, name := range cfg.SessionNames() {
+		sc := cfg.Sessions[name]
+		if sc.Mode == config.ModeHeadless {
+			cli := cfg.CLIs[sc.CLI]
+			hc := workflows.HeadlessConfig{Name: name, Command: cli.Command, Timeout: cfg.Scheduler.RunTimeout,
+				BaseArgs: append(append([]string{}, cli.HeadlessArgs...), strings.Fields(modelFlag(cli.Model))...)}
+			if _, err := c.SignalWithStartWorkflow(ctx, workflows.SessionWorkflowID(name), workflows.SignalConfigure, hc,
+				opts, workflows.HeadlessWorkflowName, workflows.HeadlessState{Config: hc}); err != nil {
+				return fmt.Errorf("start headless session %s: %w", workflows.SessionWorkflowID(name), err)
+			}
+			continue
+		}
+		cli := cfg.CLIs[sc.CLI]
+		interruptAfter, resetAfter, cooldown, interrupt, reset := cfg.EscalationFor(name)
+		steps := workflows.ResetSteps{Command: cli.Reset}
+		if cli.Relaunch {
+			steps.Relaunch = strings.TrimSpace(cli.Command + " " + modelFlag(cli.Model))
+		}
+		conf := workflows.SessionConfig{
+			Name: name, TmuxTarget: sc.TmuxTarget, CLI: sc.CLI, Mode: sc.Mode, Human: sc.Human,
+			BusyPatterns:   cli.BusyPatterns,
+			BusyLines:      cfg.Delivery.BusyLines,
+			BusyWait:       cfg.Delivery.BusyWait,
+			BusyAlertAfter: cfg.Delivery.BusyAlertAfter,
+			NewlineKey:     cli.NewlineKey,
+			NtfyTopic:      cfg.NtfyTopicFor(name),
+			HistoryPath:    cfg.HistoryPath(name),
+			Escalation: workflows.EscalationPolicy{
+				InterruptAfter: interruptAfter, ResetAfter: resetAfter, ResetCooldown: cooldown,
+				Interrupt: interrupt, Reset: reset,
+			},
+			Reset:      steps,
+			InputLines: cli.Lines(),
+			ClearKeys:  strings.Fields(cli.ClearKeys),
+		}
+		_, err := c.SignalWithStartWorkflow(ctx, workflows.SessionWorkflowID(name), workflows.SignalConfigure, conf,
+			client.StartWorkflowOptions{TaskQueue: cfg.Temporal.TaskQueue},
+			workflows.SessionWorkflowName, workflows.SessionInput{Config: conf})
+		if err != nil {
+			return fmt.Errorf("start session workflow %s: %w", workflows.SessionWorkflowID(name), err)
+		}
+	}
+	return nil
+}
+
+// modelFlag is the launch flag choosing a model, empty when none is configured.
+func modelFlag(model string) string {
+	if model == "" {
+		return ""
+	}
+	return "--model " + model
+}
+
+// Deps are what the registered activities need from the process.
+type Deps struct {
+	Identity string
+	Tmux     *activities.Tmux
+	Ntfy     *activities.Ntfy
+	Telegram *activities.Telegram
+}
+
+// Register adds every intentq workflow and activity to a worker.
+func Register(r worker.Registry, deps Deps) {
+	r.RegisterWorkflowWithOptions(workflows.Probe, workflow.RegisterOptions{Name: "Probe"})
+	r.RegisterWorkflowWithOptions(workflows.IntentWorkflow, workflow.RegisterOptions{Name: workflows.IntentWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.SessionWorkflow, workflow.RegisterOptions{Name: workflows.SessionWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.InboxWorkflow, workflow.RegisterOptions{Name: workflows.InboxWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.HeadlessSessionWorkflow, workflow.RegisterOptions{Name: workflows.HeadlessWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.SemaphoreWorkflow, workflow.RegisterOptions{Name: workflows.SemaphoreWorkflowName})
+	prober := &activities.Prober{Identity: deps.Identity, StartedAt: time.Now()}
+	r.RegisterActivityWithOptions(prober.Probe, activity.RegisterOptions{Name: activities.ProbeActivityName})
+	r.RegisterActivityWithOptions(deps.Tmux.Inject, activity.RegisterOptions{Name: activities.TmuxInjectName})
+	r.RegisterActivityWithOptions(deps.Tmux.Capture, activity.RegisterOptions{Name: activities.TmuxCaptureName})
+	r.RegisterActivityWithOptions(deps.Tmux.SendKeys, activity.RegisterOptions{Name: activities.TmuxSendKeysName})
+	r.RegisterActivityWithOptions(activities.History{}.Append, activity.RegisterOptions{Name: activities.HistoryAppendName})
+	r.RegisterActivityWithOptions(activities.AgentRunner{}.Run, activity.RegisterOptions{Name: activities.AgentRunName})
+	r.RegisterActivityWithOptions(deps.Telegram.Send, activity.RegisterOptions{Name: activities.TelegramSendName})
+	r.RegisterActivityWithOptions(deps.Ntfy.Publish, activity.RegisterOptions{Name: activities.NtfyPublishName})
+}
+
+// Fields describe where the service can be reached, for the `ready` log line.
+func (s *Service) Fields() []zap.Field {
+	fields := []zap.Field{
+		zap.String("temporal", s.cfg.TemporalAddress()),
+		zap.Bool("embedded", s.server != nil),
+		zap.String("namespace", s.cfg.Temporal.Namespace),
+		zap.String("task_queue", s.cfg.Temporal.TaskQueue),
+		zap.String("ingest", "http://"+s.ingest.Addr()),
+	}
+	if s.server != nil && s.server.UIURL() != "" {
+		fields = append(fields, zap.String("ui", s.server.UIURL()))
+	}
+	if s.metrics != nil {
+		fields = append(fields, zap.String("metrics", "http://"+s.metrics.Addr()+"/metrics"))
+	}
+	return fields
+}
+
+// prompter queues prompts from the HTTP door on configured headless sessions.
+type prompter struct {
+	client client.Client
+	cfg    *config.Config
+}
+
+func (p prompter) Submit(ctx context.Context, session string, req workflows.PromptRequest) (workflows.PromptRecord, error) {
+	rec, err := headless.Submit(ctx, p.client, p.cfg, session, req, false)
+	if errors.Is(err, headless.ErrNotHeadless) {
+		return rec, fmt.Errorf("%w: %q", ingest.ErrUnknownSession, session)
+	}
+	return rec, err
+}
+
+// MetricsURL is the Prometheus endpoint, empty when metrics.listen is off.
+func (s *Service) MetricsURL() string {
+	if s.metrics == nil {
+		return ""
+	}
+	return "http://" + s.metrics.Addr() + "/metrics"
+}
+
+// Watchdog is the service's watchdog (nil before Start completes).
+func (s *Service) Watchdog() *watchdog.Watchdog { return s.watchdog }
+
+// Client is the service's Temporal client.
+func (s *Service) Client() client.Client { return s.client }
+
+// health answers /healthz: Temporal must answer.
+func (s *Service) health(ctx context.Context) error {
+	if _, err := s.client.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
+		return fmt.Errorf("temporal: %w", err)
+	}
+	return nil
+}
+
+// Stop shuts down in reverse order: the doors stop taking messages (Telegram poller, ingest),
+// the worker drains running tasks, then the client, the Web UI and the server stop.
+func (s *Service) Stop(ctx context.Context) {
+	if s.stopWatchdog != nil {
+		s.stopWatchdog()
+		<-s.watchdogDone
+		s.stopWatchdog = nil
+	}
+	if s.stopPoller != nil {
+		s.stopPoller()
+		<-s.pollerDone
+		s.stopPoller = nil
+	}
+	if s.ingest != nil {
+		if err := s.ingest.Shutdown(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			s.log.Warn("ingest shutdown", zap.Error(err))
+		}
+		s.ingest = nil
+	}
+	if s.worker != nil {
+		s.worker.Stop()
+		s.worker = nil
+	}
+	if s.client != nil {
+		s.client.Close()
+		s.client = nil
+	}
+	if s.metrics != nil {
+		_ = s.metrics.Shutdown(ctx)
+		s.metrics = nil
+	}
+	if s.server != nil {
+		if err := s.server.Stop(); err != nil {
+			s.log.Warn("embedded server shutdown", zap.Error(err))
+		}
+		s.server = nil
+	}
+}
+
+func workerIdentity() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown"
+	}
+	return fmt.Sprintf("intentq@%s/%d", host, os.Getpid())
+}

@@ -1,0 +1,130 @@
+package service_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"go.temporal.io/server/temporaltest"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/platform/doctor"
+	"github.com/intentq/intentq/internal/service"
+	"github.com/intentq/intentq/internal/testkit/testenv"
+)
+
+// TestEmbeddedDefault is `make run` in-process: with no temporal.address, the service runs the
+// embedded server and UI, the worker and ingest, and the doctor finds every part ok.
+func TestEmbeddedDefault(t *testing.T) {
+	ctx := context.Background()
+	cfg := testenv.Config(t)
+	testenv.Agent(t, os.Environ(), cfg.Sessions[config.DefaultSessionName].TmuxTarget, cfg.Claude.Settings)
+	testenv.StartService(t, cfg, zaptest.NewLogger(t))
+
+	report := doctor.Run(ctx, cfg, zaptest.NewLogger(t))
+	var out bytes.Buffer
+	_ = report.WriteText(&out)
+	if !report.OK() {
+		t.Fatalf("doctor found problems:\n%s", out.String())
+	}
+	for _, name := range []string{"config", "temporal", "namespace", "search attributes", "worker", "probe", "web ui", "ingest", "tmux secretary", "hooks"} {
+		if !hasCheck(report, name) {
+			t.Errorf("doctor did not pass %s:\n%s", name, out.String())
+		}
+	}
+
+	resp, err := http.Get(cfg.UIAddress() + "/namespaces/default/workflows")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("UI workflows page: %s", resp.Status)
+	}
+}
+
+func hasCheck(r doctor.Report, name string) bool {
+	for _, res := range r {
+		if res.Name == name && res.OK {
+			return true
+		}
+	}
+	return false
+}
+
+// TestExternalAddress: with temporal.address set, no embedded server starts (its port is held
+// by someone else and would fail), the worker registers the search attributes on the external
+// namespace and the doctor passes.
+func TestExternalAddress(t *testing.T) {
+	ctx := context.Background()
+	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	cfg := testenv.Config(t)
+	testenv.Agent(t, os.Environ(), cfg.Sessions[config.DefaultSessionName].TmuxTarget, cfg.Claude.Settings)
+	cfg.Temporal.Address = ts.GetFrontendHostPort()
+	cfg.Temporal.Namespace = ts.GetDefaultNamespace()
+
+	held, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", cfg.Temporal.Embedded.Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+
+	svc := testenv.StartService(t, cfg, zaptest.NewLogger(t))
+
+	report := doctor.Run(ctx, cfg, zaptest.NewLogger(t))
+	var out bytes.Buffer
+	_ = report.WriteText(&out)
+	if !report.OK() {
+		t.Fatalf("doctor found problems:\n%s", out.String())
+	}
+	if hasCheck(report, "web ui") {
+		t.Errorf("doctor checked the embedded UI in external mode:\n%s", out.String())
+	}
+	for _, f := range svc.Fields() {
+		if f.Key == "embedded" && f.Integer != 0 {
+			t.Error("ready fields say embedded in external mode")
+		}
+	}
+}
+
+// TestDoctorWithoutTemporal: nothing runs; every check that needs Temporal fails with a hint.
+func TestDoctorWithoutTemporal(t *testing.T) {
+	cfg := testenv.Config(t)
+	report := doctor.Run(context.Background(), cfg, zaptest.NewLogger(t))
+	if report.OK() {
+		t.Fatal("doctor passed with nothing running")
+	}
+	var out bytes.Buffer
+	_ = report.WriteText(&out)
+	for _, want := range []string{"FAIL  temporal", "hint: start the worker", "FAIL  worker", "FAIL  ingest"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestIngestPortInUse: a taken ingest port is an error naming ingest.listen, and the embedded
+// server started before it is stopped again (its port is free afterwards).
+func TestIngestPortInUse(t *testing.T) {
+	cfg := testenv.Config(t)
+	held, err := net.Listen("tcp", cfg.Ingest.Listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	_, err = service.Start(context.Background(), cfg, zaptest.NewLogger(t))
+	if err == nil || !strings.Contains(err.Error(), "ingest.listen") {
+		t.Fatalf("err = %v, want one naming ingest.listen", err)
+	}
+	l, err := net.Listen("tcp", cfg.TemporalAddress())
+	if err != nil {
+		t.Fatalf("embedded server still holds its port after a failed start: %v", err)
+	}
+	l.Close()
+}

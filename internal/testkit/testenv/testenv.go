@@ -1,0 +1,116 @@
+// Package testenv has helpers shared by intentq's tests: free ports and configurations that
+// point everything at a temporary directory.
+package testenv
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"go.uber.org/zap"
+
+	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/service"
+)
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Config loads the default configuration with HOME and data_dir in a temporary directory, no
+// INTENTQ_* variables from the caller, a private tmux server (TMUX_TMPDIR), and the embedded
+// server, UI and ingest on free ports.
+func Config(t testing.TB) *config.Config {
+	t.Helper()
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, config.EnvPrefix+"_") {
+			t.Setenv(name, "")
+			_ = os.Unsetenv(name)
+		}
+	}
+	// Tests never type into the developer's own tmux sessions.
+	t.Setenv("TMUX_TMPDIR", t.TempDir())
+	t.Setenv("TMUX", "")
+	cfg, err := config.Load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Log.Format = "json"
+	cfg.Temporal.Embedded.Port = FreePort(t)
+	cfg.Temporal.Embedded.UIPort = FreePort(t)
+	cfg.Ingest.Listen = net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t)))
+	cfg.Metrics.Listen = "127.0.0.1:0"
+	return cfg
+}
+
+// StartService starts the whole service with cfg. Ports picked by FreePort can be taken by a
+// parallel test process before the service binds them, so on "address already in use" it picks
+// new ports and tries again. The service is stopped when the test ends.
+func StartService(t testing.TB, cfg *config.Config, logger *zap.Logger) *service.Service {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		svc, err := service.Start(context.Background(), cfg, logger)
+		if err == nil {
+			t.Cleanup(func() { svc.Stop(context.Background()) })
+			return svc
+		}
+		if attempt == 5 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
+		cfg.Temporal.Embedded.Port = FreePort(t)
+		cfg.Temporal.Embedded.UIPort = FreePort(t)
+		cfg.Ingest.Listen = net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t)))
+	}
+}
+
+// HooksSettings is the settings.json hooks block the README tells users to paste.
+const HooksSettings = `{
+  "hooks": {
+    "SessionStart": [{"hooks": [{"type": "command", "command": "starter hook session-start", "timeout": 10}]}],
+    "PostToolUse": [{"matcher": "mcp__plugin_telegram_telegram__reply|Bash",
+                     "hooks": [{"type": "command", "command": "starter hook post-tool-use", "timeout": 10}]}],
+    "Stop": [{"hooks": [{"type": "command", "command": "starter hook stop", "timeout": 10}]}]
+  }
+}`
+
+// Agent sets up what the doctor expects of a running secretary: a live tmux pane for the
+// session's target (on the test's private tmux server, TMUX_TMPDIR from env) and the hooks in
+// settingsPath. The pane's program survives C-c and reads everything typed.
+func Agent(t testing.TB, env []string, target, settingsPath string) {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux not installed")
+	}
+	session := strings.Split(target, ":")[0]
+	cmd := exec.Command("tmux", "new-session", "-d", "-s", session, "trap '' INT; stty -echo; exec cat > /dev/null")
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("tmux: %v %s", err, out)
+	}
+	t.Cleanup(func() {
+		k := exec.Command("tmux", "kill-server")
+		k.Env = env
+		_ = k.Run()
+	})
+	if err := os.MkdirAll(filepath.Dir(settingsPath), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(settingsPath, []byte(HooksSettings), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
