@@ -6,6 +6,8 @@ package config
 import (
 	"time"
 
+	"github.com/intentq/intentq/internal/agentcli"
+	"github.com/intentq/intentq/internal/policy"
 	"github.com/intentq/intentq/internal/toolpolicy"
 )
 
@@ -100,22 +102,9 @@ type Ntfy struct {
 	TokenFile string `mapstructure:"token_file"`
 }
 
-// Reminders is the reminder policy of pending intents (SPEC I5, I6, I7).
-type Reminders struct {
-	FirstAfter   time.Duration `mapstructure:"first_after"`
-	RepeatEvery  time.Duration `mapstructure:"repeat_every"`
-	RetryAfter   time.Duration `mapstructure:"retry_after"`
-	OrphanAfter  time.Duration `mapstructure:"orphan_after"`
-	SnippetChars int           `mapstructure:"snippet_chars"`
-}
-
-// Lines is InputLines with unset as 0.
-func (c CLI) Lines() int {
-	if c.InputLines == nil {
-		return 0
-	}
-	return *c.InputLines
-}
+// Reminders is the reminder policy of pending intents (SPEC I5, I6, I7); its type and defaults
+// live in package policy.
+type Reminders = policy.Reminders
 
 // Session is one agent session that intents are delivered to.
 type Session struct {
@@ -179,35 +168,12 @@ type Hooks struct {
 	ErrorPatterns      []string `mapstructure:"error_patterns"`
 }
 
-// Delivery is how sessions type into panes (SPEC N2, N3).
-type Delivery struct {
-	// BusyWait is the pause before looking again at a busy pane.
-	BusyWait time.Duration `mapstructure:"busy_wait"`
-	// BusyAlertAfter is how long a pane may stay busy with deliveries waiting before ntfy is told.
-	BusyAlertAfter time.Duration `mapstructure:"busy_alert_after"`
-	// BusyLines is how many lines from the bottom of the pane are read for busy patterns.
-	BusyLines int `mapstructure:"busy_lines"`
-}
+// Delivery is how sessions watch a busy pane before typing (SPEC N2); its type and defaults
+// live in package policy.
+type Delivery = policy.Busy
 
-// CLI describes how to drive one agent CLI kind (SPEC N4).
-type CLI struct {
-	Command      string   `mapstructure:"command"`
-	Model        string   `mapstructure:"model"`
-	Reset        string   `mapstructure:"reset"`
-	BusyPatterns []string `mapstructure:"busy_patterns"`
-	NewlineKey   string   `mapstructure:"newline_key"`
-	// Relaunch: after a key-style reset (e.g. C-c), type the launch command again.
-	Relaunch bool `mapstructure:"relaunch"`
-	// InputLines is how many lines at the bottom of the pane hold the CLI's input line; when
-	// above 0, a delivery is confirmed by reading them after Enter (0: not confirmed; unset:
-	// the built-in value of the kind).
-	InputLines *int `mapstructure:"input_lines"`
-	// ClearKeys empty the input line before a delivery is typed again (default C-u).
-	ClearKeys string `mapstructure:"clear_keys"`
-	// HeadlessArgs run the CLI once per prompt, prompt on stdin, JSON result on stdout
-	// (claude: -p --output-format json); needed for sessions in mode headless.
-	HeadlessArgs []string `mapstructure:"headless_args"`
-}
+// CLI describes how to drive one agent CLI kind (SPEC N4); the adapter table is package agentcli.
+type CLI = agentcli.CLI
 
 // Scheduler configures headless agent runs.
 type Scheduler struct {

@@ -1,6 +1,10 @@
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/intentq/intentq/internal/policy"
+)
 
 // defaults are the values used when neither a flag, the environment nor the file sets a key.
 // Sessions and CLIs are maps and are filled in after decoding (see applyMapDefaults), so that a
@@ -44,18 +48,18 @@ func defaults() map[string]any {
 		"ntfy.token":      "",
 		"ntfy.token_file": "",
 
-		"reminders.first_after":   30 * time.Second,
-		"reminders.repeat_every":  5 * time.Minute,
-		"reminders.retry_after":   60 * time.Second,
-		"reminders.orphan_after":  24 * time.Hour,
-		"reminders.snippet_chars": 40,
+		"reminders.first_after":   policy.DefaultReminders.FirstAfter,
+		"reminders.repeat_every":  policy.DefaultReminders.RepeatEvery,
+		"reminders.retry_after":   policy.DefaultReminders.RetryAfter,
+		"reminders.orphan_after":  policy.DefaultReminders.OrphanAfter,
+		"reminders.snippet_chars": policy.DefaultReminders.SnippetChars,
 
-		"scheduler.max_concurrent_sessions": 2,
-		"scheduler.run_timeout":             30 * time.Minute,
+		"scheduler.max_concurrent_sessions": policy.DefaultMaxConcurrentRuns,
+		"scheduler.run_timeout":             policy.DefaultRunTimeout,
 
-		"delivery.busy_wait":        10 * time.Second,
-		"delivery.busy_alert_after": 5 * time.Minute,
-		"delivery.busy_lines":       8,
+		"delivery.busy_wait":        policy.DefaultBusy.BusyWait,
+		"delivery.busy_alert_after": policy.DefaultBusy.BusyAlertAfter,
+		"delivery.busy_lines":       policy.DefaultBusy.BusyLines,
 
 		"hooks.timeout":             5 * time.Second,
 		"hooks.reply_tools":         []string{"mcp__plugin_telegram_telegram__reply", "mcp__telegram__reply"},
@@ -83,41 +87,8 @@ func defaultSessions() map[string]Session {
 	}
 }
 
-// BuiltinCLIs is the adapter table for the agent CLIs intentq knows (SPEC N4). A user's entry
-// for one of these kinds overrides field by field; other kinds may be added in the file.
-func BuiltinCLIs() map[string]CLI {
-	return map[string]CLI{
-		"claude": {
-			Command:      "claude",
-			Reset:        "/clear",
-			BusyPatterns: []string{"Working", "Thinking", "Planning", "Sending", "esc to interrupt"},
-			// The input box (three lines) and the hint line under it.
-			InputLines:   ptr(4),
-			HeadlessArgs: []string{"-p", "--output-format", "json"},
-		},
-		"codex": {
-			Command:      "codex",
-			Reset:        "/new",
-			BusyPatterns: []string{"Working", "esc to interrupt"},
-		},
-		"copilot": {
-			Command:      "copilot",
-			Reset:        "C-c",
-			Relaunch:     true,
-			BusyPatterns: []string{"Thinking", "Esc to cancel"},
-		},
-		"kimi": {
-			// No reset by default: set clis.kimi.reset to enable phase 3 for Kimi.
-			Command:      "kimi",
-			BusyPatterns: []string{"Thinking", "Working"},
-		},
-	}
-}
-
 // Session modes.
 const (
 	ModeTmux     = "tmux"
 	ModeHeadless = "headless"
 )
-
-func ptr[T any](v T) *T { return &v }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+
+	"github.com/intentq/intentq/internal/agentcli"
 )
 
 // EnvPrefix starts every environment variable intentq reads.
@@ -155,7 +157,7 @@ func (c *Config) applyMapDefaults() {
 	if len(c.Sessions) == 0 {
 		c.Sessions = defaultSessions()
 	}
-	builtin := BuiltinCLIs()
+	builtin := agentcli.Builtin()
 	if c.CLIs == nil {
 		c.CLIs = map[string]CLI{}
 	}

@@ -107,10 +107,7 @@ func newRunAgent() *cobra.Command {
 				return nil
 			}
 			cli := cfg.CLIs[s.CLI]
-			argv := []string{"new-session", "-d", "-s", tmuxSession, "--", cli.Command}
-			if cli.Model != "" {
-				argv = append(argv, "--model", cli.Model)
-			}
+			argv := append([]string{"new-session", "-d", "-s", tmuxSession, "--"}, cli.Launch()...)
 			if out, err := exec.CommandContext(cmd.Context(), "tmux", argv...).CombinedOutput(); err != nil {
 				return fmt.Errorf("start %s in tmux session %s: %w: %s", cli.Command, tmuxSession, err, strings.TrimSpace(string(out)))
 			}

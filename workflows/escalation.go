@@ -3,6 +3,8 @@ package workflows
 import (
 	"strings"
 	"time"
+
+	"github.com/intentq/intentq/internal/policy"
 )
 
 // Escalation phases (SPEC N1): how hard a reminder pushes, by how long the message has gone
@@ -15,13 +17,6 @@ const (
 	// PhaseReset sends the CLI's reset command (Claude /clear, Codex /new, Copilot C-c and a
 	// relaunch), then types the reminder.
 	PhaseReset = 3
-)
-
-// Default escalation thresholds (SPEC N1).
-const (
-	DefaultInterruptAfter = 2 * time.Minute
-	DefaultResetAfter     = 4 * time.Minute
-	DefaultResetCooldown  = 5 * time.Minute
 )
 
 // InterruptKeys are pressed in PhaseInterrupt.
@@ -41,9 +36,9 @@ type EscalationPolicy struct {
 // cooldown and the switches are applied.
 func (p EscalationPolicy) PhaseFor(age time.Duration) int {
 	switch {
-	case age >= orDefault(p.ResetAfter, DefaultResetAfter):
+	case age >= policy.Or(p.ResetAfter, policy.DefaultResetAfter):
 		return PhaseReset
-	case age >= orDefault(p.InterruptAfter, DefaultInterruptAfter):
+	case age >= policy.Or(p.InterruptAfter, policy.DefaultInterruptAfter):
 		return PhaseInterrupt
 	default:
 		return PhaseNudge
@@ -56,7 +51,7 @@ func (p EscalationPolicy) PhaseFor(age time.Duration) int {
 func (p EscalationPolicy) Effective(want int, now time.Time, lastReset *time.Time, canReset bool) int {
 	phase := want
 	if phase == PhaseReset {
-		cooling := lastReset != nil && now.Sub(*lastReset) < orDefault(p.ResetCooldown, DefaultResetCooldown)
+		cooling := lastReset != nil && now.Sub(*lastReset) < policy.Or(p.ResetCooldown, policy.DefaultResetCooldown)
 		if !p.Reset || !canReset || cooling {
 			phase = PhaseInterrupt
 		}

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/intentq/intentq/activities"
+	"github.com/intentq/intentq/internal/policy"
 	"github.com/intentq/intentq/internal/redact"
 )
 
@@ -146,8 +147,7 @@ func HeadlessSessionWorkflow(ctx workflow.Context, st HeadlessState) error {
 		}
 	})
 	historyLong := func() bool {
-		info := workflow.GetInfo(ctx)
-		return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > 5000
+		return historyTooLong(ctx, policy.MaxHistoryEvents)
 	}
 	for {
 		i := h.next()
@@ -274,7 +274,7 @@ func (h *headless) run(ctx workflow.Context, i int) {
 		}
 		args = append(args, req.ToolFlags...)
 		actx := workflow.WithActivityOptions(runCtx, workflow.ActivityOptions{
-			StartToCloseTimeout: orDefault(h.Config.Timeout, 30*time.Minute) + time.Minute,
+			StartToCloseTimeout: policy.Or(h.Config.Timeout, policy.DefaultRunTimeout) + time.Minute,
 			// A worker that dies mid-run stops heartbeating; the attempt fails over in 30 s.
 			HeartbeatTimeout: 30 * time.Second,
 			// Attempts are counted here, so each one is audited.

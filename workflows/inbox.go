@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/intentq/intentq/internal/policy"
 )
 
 // Inbox workflow names (SPEC S3, N5): `inbox/<agent>` holds the messages agents send each other.
@@ -107,7 +109,7 @@ func InboxWorkflow(ctx workflow.Context, in InboxInput) error {
 			b.nudge(ctx)
 			continue
 		}
-		ok, err := workflow.AwaitWithTimeout(ctx, orDefault(b.RepeatEvery, 5*time.Minute), func() bool { return b.changed })
+		ok, err := workflow.AwaitWithTimeout(ctx, policy.Or(b.RepeatEvery, policy.DefaultReminders.RepeatEvery), func() bool { return b.changed })
 		if err != nil {
 			return err
 		}
@@ -237,6 +239,5 @@ func (b *inbox) nudge(ctx workflow.Context) {
 }
 
 func (b *inbox) historyTooLong(ctx workflow.Context) bool {
-	info := workflow.GetInfo(ctx)
-	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= orDefault(b.MaxHistoryEvents, 5000)
+	return historyTooLong(ctx, policy.Or(b.MaxHistoryEvents, policy.MaxHistoryEvents))
 }

@@ -9,170 +9,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/intentq/intentq/activities"
+	"github.com/intentq/intentq/internal/policy"
 	"github.com/intentq/intentq/internal/redact"
 )
-
-// Intent statuses (SPEC I5): pending -> linked -> closed, pending -> ignored.
-const (
-	StatusPending = "pending"
-	StatusLinked  = "linked"
-	StatusClosed  = "closed"
-	StatusIgnored = "ignored"
-)
-
-// Reasons recorded with transitions.
-const (
-	ReasonReceived = "received"
-	ReasonManual   = "manual"
-	ReasonOrphaned = "orphaned"
-	ReasonReplied  = "replied"
-)
-
-// Update and query names of the intent workflow, used by the starter and the hooks.
-const (
-	UpdateClose     = "close"
-	UpdateLink      = "link"
-	UpdateIgnore    = "ignore"
-	UpdateRemindNow = "remind-now"
-	// UpdateHookRemind asks whether the post-tool-use hook may remind of this intent now.
-	UpdateHookRemind = "hook-remind"
-	QueryState       = "state"
-)
-
-// ErrTypeIntentNotOpen is the error type of an update refused because the intent has ended.
-const ErrTypeIntentNotOpen = "IntentNotOpen"
-
-// IntentWorkflowName is the registered name of IntentWorkflow.
-const IntentWorkflowName = "Intent"
-
-// Doors an intent can come through (SPEC I4).
-const (
-	SourceTelegram = "telegram"
-	SourceIngest   = "ingest"
-	SourceCLI      = "cli"
-)
-
-// ReminderPolicy is the reminder schedule of SPEC I6, taken from config when the intent starts.
-type ReminderPolicy struct {
-	FirstAfter   time.Duration `json:"first_after"`
-	RepeatEvery  time.Duration `json:"repeat_every"`
-	RetryAfter   time.Duration `json:"retry_after"`
-	OrphanAfter  time.Duration `json:"orphan_after"`
-	SnippetChars int           `json:"snippet_chars"`
-	// NtfyTopic receives reminder pushes; empty: reminders are tmux only.
-	NtfyTopic string `json:"ntfy_topic,omitempty"`
-	// DeliveryTimeout bounds the wait for the session to report a delivery.
-	DeliveryTimeout time.Duration `json:"delivery_timeout"`
-	// MaxHistoryEvents triggers continue-as-new once the history is this long.
-	MaxHistoryEvents int `json:"max_history_events"`
-}
-
-// IntentInput starts an intent workflow: the message, where it goes, and the policy.
-type IntentInput struct {
-	ChatID     string    `json:"chat_id"`
-	MessageID  string    `json:"message_id"`
-	Text       string    `json:"text"`
-	User       string    `json:"user,omitempty"`
-	Source     string    `json:"source"`
-	ReceivedAt time.Time `json:"received_at"`
-	// SentAt is when the sender sent the message, when the door knows it.
-	SentAt  time.Time `json:"sent_at,omitempty"`
-	Session string    `json:"session"`
-	// Deliver: the message itself must be typed into the session (the Telegram door, where
-	// intentq is the poller). The plugin door delivers through Claude Code itself.
-	Deliver bool `json:"deliver"`
-	// Headless: the session runs the agent CLI per prompt; the message is run as a prompt and the
-	// answer goes back to the chat, which closes the intent (SPEC P11).
-	Headless bool `json:"headless,omitempty"`
-	// Prompt is the prompt a headless intent runs, prepared by the door (masked text, the tool
-	// policy's flags); nil: the text as it is.
-	Prompt *PromptRequest `json:"prompt,omitempty"`
-	// DeliveryQueued: the door already asked the session to deliver the message (request
-	// DoorDeliveryID), in the order messages arrived; the intent only waits for the result.
-	DeliveryQueued bool           `json:"delivery_queued,omitempty"`
-	Policy         ReminderPolicy `json:"policy"`
-	// State is carried over by continue-as-new; nil on the first run.
-	State *IntentState `json:"state,omitempty"`
-}
-
-// Transition is one status change, with when and why.
-type Transition struct {
-	Status string    `json:"status"`
-	At     time.Time `json:"at"`
-	Reason string    `json:"reason"`
-}
-
-// IntentState is what the workflow knows about its intent; the `state` query returns it with
-// the input.
-type IntentState struct {
-	Status      string       `json:"status"`
-	Transitions []Transition `json:"transitions"`
-	Job         string       `json:"job,omitempty"`
-	// Delivered is when the message itself reached the session (Deliver intents only).
-	Delivered      *time.Time `json:"delivered_at,omitempty"`
-	Reminders      int        `json:"reminders"`
-	LastRemindedAt *time.Time `json:"last_reminded_at,omitempty"`
-	// LastAttemptAt is the last reminder attempt; FailedAttempts the current streak of failed
-	// reminders (0 after a success).
-	LastAttemptAt  *time.Time `json:"last_attempt_at,omitempty"`
-	FailedAttempts int        `json:"failed_attempts"`
-	// LastDeliveryAttemptAt and DeliveryFailures do the same for delivering the message itself.
-	LastDeliveryAttemptAt *time.Time `json:"last_delivery_attempt_at,omitempty"`
-	DeliveryFailures      int        `json:"delivery_failures"`
-	LastError             string     `json:"last_error,omitempty"`
-	// Attempts numbers delivery requests, so stale results are recognised.
-	Attempts int `json:"attempts"`
-	// LastPhase is the escalation phase of the last reminder (SPEC N1); Resets when the
-	// session's CLI was reset for this intent.
-	LastPhase int         `json:"last_phase,omitempty"`
-	Resets    []time.Time `json:"resets,omitempty"`
-	// LastHookReminderAt throttles the post-tool-use hook's reminders of this intent.
-	LastHookReminderAt *time.Time `json:"last_hook_reminder_at,omitempty"`
-	// Runs counts continue-as-new generations.
-	Runs int `json:"runs"`
-}
-
-// IntentView is the `state` query's answer.
-type IntentView struct {
-	ID string `json:"id"`
-	IntentInput
-	IntentState
-}
-
-// HookRemindRequest asks whether a hook reminder is due: at most one per Every.
-type HookRemindRequest struct {
-	Every time.Duration `json:"every"`
-}
-
-// CloseRequest closes an intent (the agent replied).
-type CloseRequest struct {
-	Reason string `json:"reason,omitempty"`
-}
-
-// LinkRequest ties an intent to a job; reminders stop.
-type LinkRequest struct {
-	Job string `json:"job"`
-}
-
-// IgnoreRequest gives up on an intent by hand.
-type IgnoreRequest struct {
-	Reason string `json:"reason,omitempty"`
-}
-
-// ReminderText is what a reminder types into the session (SPEC I6).
-func ReminderText(messageID, chatID, snippet string) string {
-	return fmt.Sprintf("【未対応メッセージ】msg_id=%s chat=%s: %s", messageID, chatID, snippet)
-}
-
-// DeliveryText is how a message from the Telegram door is typed into the session. The full
-// text stays on the machine; newlines are kept for the session to receive as one message.
-func DeliveryText(in IntentInput) string {
-	from := ""
-	if in.User != "" {
-		from = " from=" + in.User
-	}
-	return fmt.Sprintf("【新着メッセージ】msg_id=%s chat=%s%s: %s", in.MessageID, in.ChatID, from, in.Text)
-}
 
 // intent is the workflow's state machine; handlers and the main loop share it.
 type intent struct {
@@ -372,20 +211,6 @@ func (w *intent) publish(ctx workflow.Context) error {
 	return w.publishMemo(ctx)
 }
 
-// IntentMemo is the memo an intent keeps up to date.
-type IntentMemo struct {
-	Reminders      int        `json:"reminders"`
-	LastRemindedAt *time.Time `json:"last_reminded_at,omitempty"`
-	Snippet        string     `json:"snippet"`
-	MessageID      string     `json:"message_id"`
-	Source         string     `json:"source"`
-	LastPhase      int        `json:"last_phase,omitempty"`
-	Resets         int        `json:"resets,omitempty"`
-}
-
-// MemoKey is the memo field holding IntentMemo.
-const MemoKey = "intent"
-
 func (w *intent) publishMemo(ctx workflow.Context) error {
 	memo := IntentMemo{
 		Reminders:      w.st.Reminders,
@@ -480,80 +305,6 @@ func (w *intent) remind(ctx workflow.Context) {
 	}
 }
 
-// answerHeadless runs the message as a prompt on the headless session and sends the answer to
-// the chat as a reply; delivered, the intent closes (SPEC P11). A failed run leaves the intent
-// pending with the error recorded.
-func (w *intent) answerHeadless(ctx workflow.Context) {
-	req := PromptRequest{Channel: SourceTelegram, Text: w.in.Text}
-	if w.in.Prompt != nil {
-		req = *w.in.Prompt
-	}
-	req.Key, req.ReplyTo = w.id, w.id
-	if err := workflow.SignalExternalWorkflow(ctx, SessionWorkflowID(w.in.Session), "", SignalPrompt, req).Get(ctx, nil); err != nil {
-		w.st.LastError = fmt.Sprintf("headless session %s is not running: %v", w.in.Session, err)
-		return
-	}
-	var done PromptRecord
-	wait := w.in.Policy.OrphanAfter
-	if wait <= 0 {
-		wait = 24 * time.Hour
-	}
-	for done.FinishedAt == nil {
-		var rec PromptRecord
-		ok, _ := workflow.GetSignalChannel(ctx, SignalPromptDone).ReceiveWithTimeout(ctx, wait, &rec)
-		if !ok {
-			w.st.LastError = "no answer from the headless session in time"
-			return
-		}
-		if rec.Key == w.id {
-			done = rec
-		}
-	}
-	if done.Status != PromptSucceeded {
-		w.failed(ctx, 1, "run", errors.New(done.Error))
-		return
-	}
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 2 * time.Minute,
-		HeartbeatTimeout:    time.Minute,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 2 * time.Second, MaximumAttempts: 5, NonRetryableErrorTypes: []string{activities.ErrTypeTelegramRejected}},
-	})
-	if err := workflow.ExecuteActivity(actx, activities.TelegramSendName, activities.SendRequest{ChatID: w.in.ChatID, ReplyTo: w.in.MessageID, Text: done.Result}).Get(ctx, nil); err != nil {
-		w.failed(ctx, 1, "answer", err)
-		return
-	}
-	w.transition(ctx, StatusClosed, "answered by "+done.ID)
-}
-
-// failed records a failed attempt; the first failure of a streak alerts through ntfy with IDs
-// and the error only, never message text (SPEC I7).
-func (w *intent) failed(ctx workflow.Context, streak int, what string, err error) {
-	w.st.LastError = err.Error()
-	workflow.GetLogger(ctx).Warn("intent attempt failed", "intent", w.id, "session", w.in.Session, "action", what, "streak", streak, "error", err)
-	if appErr, ok := asApplicationError(err); ok && appErr.Type() == ErrTypeDeliveryTimeout {
-		return // a long queue is not a failure worth a push
-	}
-	if streak != 1 || w.in.Policy.NtfyTopic == "" {
-		return
-	}
-	alert := activities.Push{
-		Topic:    w.in.Policy.NtfyTopic,
-		Title:    "intentq: " + what + " failed",
-		Message:  fmt.Sprintf("intent=%s session=%s: %s", w.id, w.in.Session, err.Error()),
-		Priority: 4,
-		Tags:     []string{"warning"},
-	}
-	// Best effort: if ntfy itself is down, the next attempt tries again anyway.
-	_ = workflow.ExecuteActivity(withNtfyOptions(ctx), activities.NtfyPublishName, alert).Get(ctx, nil)
-}
-
-func wrapErr(what string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("%s: %w", what, err)
-}
-
 // askSession asks the session workflow to deliver text and waits for its answer; queued means
 // the door already sent this first request.
 func (w *intent) askSession(ctx workflow.Context, kind, text string, queued bool) error {
@@ -577,23 +328,8 @@ func (w *intent) askSession(ctx workflow.Context, kind, text string, queued bool
 	return err
 }
 
-// DeliveryID names an intent's n-th delivery request; the door's request is number 1.
-func DeliveryID(intentID string, n int) string { return fmt.Sprintf("%s#%d", intentID, n) }
-
-// DoorDeliveryRequest is the request a door sends the session right after starting a Deliver
-// intent, so messages reach the pane in the order they arrived.
-func DoorDeliveryRequest(in IntentInput) DeliveryRequest {
-	id := IntentID(in.ChatID, in.MessageID)
-	return DeliveryRequest{ID: DeliveryID(id, 1), ReplyTo: id, Kind: KindMessage, Text: DeliveryText(in)}
-}
-
 func (w *intent) historyTooLong(ctx workflow.Context) bool {
-	info := workflow.GetInfo(ctx)
-	max := w.in.Policy.MaxHistoryEvents
-	if max <= 0 {
-		max = 2000
-	}
-	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= max
+	return historyTooLong(ctx, policy.Or(w.in.Policy.MaxHistoryEvents, policy.IntentMaxHistoryEvents))
 }
 
 func (w *intent) continueAsNew(ctx workflow.Context) error {
@@ -604,34 +340,6 @@ func (w *intent) continueAsNew(ctx workflow.Context) error {
 	st := w.st
 	next.State = &st
 	return workflow.NewContinueAsNewError(ctx, IntentWorkflowName, next)
-}
-
-func withNtfyOptions(ctx workflow.Context) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 15 * time.Second,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        time.Second,
-			BackoffCoefficient:     2,
-			MaximumInterval:        10 * time.Second,
-			MaximumAttempts:        3, // then the reminder schedule retries after RetryAfter
-			NonRetryableErrorTypes: []string{activities.ErrTypeNtfyRejected, activities.ErrTypeNtfyNotConfigured},
-		},
-	})
-}
-
-// Metric names of intentq's counters (exported by package metrics on the worker's /metrics).
-const (
-	metricIntents         = "intentq_intents_recorded"
-	metricRemindersSent   = "intentq_reminders_sent"
-	metricRemindersFailed = "intentq_reminders_failed"
-	metricDeliveries      = "intentq_deliveries"
-	metricRuns            = "intentq_runs"
-	metricRunCost         = "intentq_run_cost_micro_usd"
-)
-
-// count adds n to a counter; the SDK skips it while replaying.
-func count(ctx workflow.Context, name string, tags map[string]string, n int64) {
-	workflow.GetMetricsHandler(ctx).WithTags(tags).Counter(name).Inc(n)
 }
 
 func minTime(a, b time.Time) time.Time {

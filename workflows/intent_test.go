@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/intentq/intentq/activities"
+	"github.com/intentq/intentq/internal/policy"
 )
 
 // fakeSession stands in for the session workflow: it answers each delivery request through the
@@ -110,11 +111,14 @@ func newHarness(t *testing.T) *harness {
 
 func testPolicy() ReminderPolicy {
 	return ReminderPolicy{
-		FirstAfter:       30 * time.Second,
-		RepeatEvery:      5 * time.Minute,
-		RetryAfter:       60 * time.Second,
-		OrphanAfter:      24 * time.Hour,
-		SnippetChars:     40,
+		// SPEC I6 and I7, written out: the tests check the spec, not the defaults.
+		Reminders: policy.Reminders{
+			FirstAfter:   30 * time.Second,
+			RepeatEvery:  5 * time.Minute,
+			RetryAfter:   60 * time.Second,
+			OrphanAfter:  24 * time.Hour,
+			SnippetChars: 40,
+		},
 		NtfyTopic:        "phone",
 		DeliveryTimeout:  2 * time.Minute,
 		MaxHistoryEvents: 100000,

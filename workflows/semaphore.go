@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/intentq/intentq/internal/policy"
 )
 
 // The global limit on headless agent runs across all workers (SPEC P2) is one workflow that
@@ -86,8 +88,7 @@ func SemaphoreWorkflow(ctx workflow.Context, st SemaphoreState) error {
 			st.Holders = append(st.Holders, next)
 			grant(next)
 		}
-		info := workflow.GetInfo(ctx)
-		if (info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > 5000) &&
+		if historyTooLong(ctx, policy.MaxHistoryEvents) &&
 			acquire.Len() == 0 && release.Len() == 0 && permits.Len() == 0 {
 			return workflow.NewContinueAsNewError(ctx, SemaphoreWorkflowName, st)
 		}

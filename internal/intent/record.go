@@ -19,6 +19,8 @@ import (
 
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/headless"
+	"github.com/intentq/intentq/internal/policy"
+	"github.com/intentq/intentq/internal/session"
 
 	"github.com/intentq/intentq/internal/redact"
 	"github.com/intentq/intentq/workflows"
@@ -178,8 +180,7 @@ func (r *Recorder) QueueDelivery(ctx context.Context, res *Result) {
 	if res.delivery == nil || res.DeliveryQueued {
 		return
 	}
-	err := r.client.SignalWorkflow(ctx, workflows.SessionWorkflowID(res.Session), "", workflows.SignalDeliver, *res.delivery)
-	res.DeliveryQueued = err == nil
+	res.DeliveryQueued = session.Queue(ctx, r.client, res.Session, *res.delivery) == nil
 }
 
 func receivedAt(m Message, now func() time.Time) time.Time {
@@ -191,7 +192,6 @@ func receivedAt(m Message, now func() time.Time) time.Time {
 
 // input builds the workflow input: message, session and the reminder policy from config.
 func (r *Recorder) input(m Message, session string) workflows.IntentInput {
-	rem := r.cfg.Reminders
 	deliver := m.Source == workflows.SourceTelegram && r.cfg.Sessions[session].Mode == config.ModeTmux
 	return workflows.IntentInput{
 		ChatID:     m.ChatID,
@@ -207,13 +207,9 @@ func (r *Recorder) input(m Message, session string) workflows.IntentInput {
 		// Record runs in arrival order per door, so the door queues the delivery itself.
 		DeliveryQueued: deliver,
 		Policy: workflows.ReminderPolicy{
-			FirstAfter:      rem.FirstAfter,
-			RepeatEvery:     rem.RepeatEvery,
-			RetryAfter:      rem.RetryAfter,
-			OrphanAfter:     rem.OrphanAfter,
-			SnippetChars:    rem.SnippetChars,
+			Reminders:       r.cfg.Reminders,
 			NtfyTopic:       r.cfg.NtfyTopicFor(session),
-			DeliveryTimeout: 2 * time.Minute,
+			DeliveryTimeout: policy.DeliveryTimeout,
 		},
 	}
 }

@@ -31,6 +31,8 @@ import (
 	"github.com/intentq/intentq/internal/platform/archive"
 	"github.com/intentq/intentq/internal/platform/doctor"
 
+	"google.golang.org/protobuf/encoding/protojson"
+
 	"github.com/intentq/intentq/internal/platform/plugin"
 	"github.com/intentq/intentq/internal/platform/tclient"
 	"github.com/intentq/intentq/internal/redact"
@@ -39,7 +41,6 @@ import (
 	"github.com/intentq/intentq/internal/testkit/fakentfy"
 	"github.com/intentq/intentq/internal/testkit/testenv"
 	"github.com/intentq/intentq/workflows"
-	"google.golang.org/protobuf/encoding/protojson"
 )
 
 const (
@@ -804,6 +805,7 @@ func TestP5PolicyFlagsReachCLI(t *testing.T) {
 	}
 	var st workflows.HeadlessState
 	waitUntil(t, "the run", 30*time.Second, func() bool {
+		var err error
 		st, err = headless.Audit(ctx, svc.Client(), "batch")
 		return err == nil && st.Succeeded == 1
 	})

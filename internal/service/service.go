@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -27,6 +26,7 @@ import (
 	"github.com/intentq/intentq/internal/platform/archive"
 	"github.com/intentq/intentq/internal/platform/doctor"
 	"github.com/intentq/intentq/internal/platform/embedded"
+	"github.com/intentq/intentq/internal/session"
 
 	"github.com/intentq/intentq/internal/doors/telegram"
 	"github.com/intentq/intentq/internal/platform/logging"
@@ -121,7 +121,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 	if err := s.worker.Start(); err != nil {
 		return nil, fmt.Errorf("start worker on task queue %q: %w", cfg.Temporal.TaskQueue, err)
 	}
-	if err := EnsureSessions(ctx, s.client, cfg); err != nil {
+	if err := session.Ensure(ctx, s.client, cfg); err != nil {
 		return nil, err
 	}
 
@@ -226,68 +226,6 @@ func repatch(cfg *config.Config) (string, error) {
 		return fmt.Sprintf("patch of %s is %s and could not be re-applied: %v", t.ServerTS, before, err), nil
 	}
 	return fmt.Sprintf("patch of %s was %s; re-applied", t.ServerTS, before), nil
-}
-
-// EnsureSessions starts the workflow `session/<name>` of every configured session (a typing
-// session, or a headless one), and the global run semaphore, or hands running ones the current
-// config.
-func EnsureSessions(ctx context.Context, c client.Client, cfg *config.Config) error {
-	opts := client.StartWorkflowOptions{TaskQueue: cfg.Temporal.TaskQueue}
-	if _, err := c.SignalWithStartWorkflow(ctx, workflows.SemaphoreID, workflows.SignalPermits, cfg.Scheduler.MaxConcurrentSessions,
-		opts, workflows.SemaphoreWorkflowName, workflows.SemaphoreState{Permits: cfg.Scheduler.MaxConcurrentSessions}); err != nil {
-		return fmt.Errorf("start %s: %w", workflows.SemaphoreID, err)
-	}
-	for _, name := range cfg.SessionNames() {
-		sc := cfg.Sessions[name]
-		if sc.Mode == config.ModeHeadless {
-			cli := cfg.CLIs[sc.CLI]
-			hc := workflows.HeadlessConfig{Name: name, Command: cli.Command, Timeout: cfg.Scheduler.RunTimeout,
-				BaseArgs: append(append([]string{}, cli.HeadlessArgs...), strings.Fields(modelFlag(cli.Model))...)}
-			if _, err := c.SignalWithStartWorkflow(ctx, workflows.SessionWorkflowID(name), workflows.SignalConfigure, hc,
-				opts, workflows.HeadlessWorkflowName, workflows.HeadlessState{Config: hc}); err != nil {
-				return fmt.Errorf("start headless session %s: %w", workflows.SessionWorkflowID(name), err)
-			}
-			continue
-		}
-		cli := cfg.CLIs[sc.CLI]
-		interruptAfter, resetAfter, cooldown, interrupt, reset := cfg.EscalationFor(name)
-		steps := workflows.ResetSteps{Command: cli.Reset}
-		if cli.Relaunch {
-			steps.Relaunch = strings.TrimSpace(cli.Command + " " + modelFlag(cli.Model))
-		}
-		conf := workflows.SessionConfig{
-			Name: name, TmuxTarget: sc.TmuxTarget, CLI: sc.CLI, Mode: sc.Mode, Human: sc.Human,
-			BusyPatterns:   cli.BusyPatterns,
-			BusyLines:      cfg.Delivery.BusyLines,
-			BusyWait:       cfg.Delivery.BusyWait,
-			BusyAlertAfter: cfg.Delivery.BusyAlertAfter,
-			NewlineKey:     cli.NewlineKey,
-			NtfyTopic:      cfg.NtfyTopicFor(name),
-			HistoryPath:    cfg.HistoryPath(name),
-			Escalation: workflows.EscalationPolicy{
-				InterruptAfter: interruptAfter, ResetAfter: resetAfter, ResetCooldown: cooldown,
-				Interrupt: interrupt, Reset: reset,
-			},
-			Reset:      steps,
-			InputLines: cli.Lines(),
-			ClearKeys:  strings.Fields(cli.ClearKeys),
-		}
-		_, err := c.SignalWithStartWorkflow(ctx, workflows.SessionWorkflowID(name), workflows.SignalConfigure, conf,
-			client.StartWorkflowOptions{TaskQueue: cfg.Temporal.TaskQueue},
-			workflows.SessionWorkflowName, workflows.SessionInput{Config: conf})
-		if err != nil {
-			return fmt.Errorf("start session workflow %s: %w", workflows.SessionWorkflowID(name), err)
-		}
-	}
-	return nil
-}
-
-// modelFlag is the launch flag choosing a model, empty when none is configured.
-func modelFlag(model string) string {
-	if model == "" {
-		return ""
-	}
-	return "--model " + model
 }
 
 // Deps are what the registered activities need from the process.

@@ -10,6 +10,7 @@ import (
 	"github.com/intentq/intentq/internal/inbox"
 	"github.com/intentq/intentq/internal/intent"
 
+	sessionapi "github.com/intentq/intentq/internal/session"
 	"github.com/intentq/intentq/workflows"
 )
 
@@ -67,6 +68,5 @@ func (t Temporal) SendInbox(ctx context.Context, agent string, msg workflows.Inb
 
 // CommitContext asks the session to append a block Claude Code injects itself to the history.
 func (t Temporal) CommitContext(ctx context.Context, session, id, text string) error {
-	return t.Client.SignalWorkflow(ctx, workflows.SessionWorkflowID(session), "", workflows.SignalDeliver,
-		workflows.DeliveryRequest{ID: id, Kind: workflows.KindContext, Text: text})
+	return sessionapi.Queue(ctx, t.Client, session, workflows.DeliveryRequest{ID: id, Kind: workflows.KindContext, Text: text})
 }

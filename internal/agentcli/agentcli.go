@@ -1,0 +1,87 @@
+// Package agentcli is the adapter table of the agent CLIs intentq drives (Claude Code, Codex,
+// Copilot, Kimi; SPEC N4): how each is launched, reset, recognised as busy, and run headless.
+package agentcli
+
+import "strings"
+
+// CLI describes how to drive one agent CLI kind (SPEC N4).
+type CLI struct {
+	Command      string   `mapstructure:"command"`
+	Model        string   `mapstructure:"model"`
+	Reset        string   `mapstructure:"reset"`
+	BusyPatterns []string `mapstructure:"busy_patterns"`
+	NewlineKey   string   `mapstructure:"newline_key"`
+	// Relaunch: after a key-style reset (e.g. C-c), type the launch command again.
+	Relaunch bool `mapstructure:"relaunch"`
+	// InputLines is how many lines at the bottom of the pane hold the CLI's input line; when
+	// above 0, a delivery is confirmed by reading them after Enter (0: not confirmed; unset:
+	// the built-in value of the kind).
+	InputLines *int `mapstructure:"input_lines"`
+	// ClearKeys empty the input line before a delivery is typed again (default C-u).
+	ClearKeys string `mapstructure:"clear_keys"`
+	// HeadlessArgs run the CLI once per prompt, prompt on stdin, JSON result on stdout
+	// (claude: -p --output-format json); needed for sessions in mode headless.
+	HeadlessArgs []string `mapstructure:"headless_args"`
+}
+
+// Lines is InputLines with unset as 0.
+func (c CLI) Lines() int {
+	if c.InputLines == nil {
+		return 0
+	}
+	return *c.InputLines
+}
+
+// Launch is the command line that starts the CLI interactively: the command and the model.
+func (c CLI) Launch() []string {
+	return append([]string{c.Command}, c.modelArgs()...)
+}
+
+// LaunchLine is Launch as one line to type into a shell.
+func (c CLI) LaunchLine() string { return strings.Join(c.Launch(), " ") }
+
+// HeadlessBaseArgs are the arguments of a headless run before the tool policy's flags: the
+// kind's headless arguments and the model.
+func (c CLI) HeadlessBaseArgs() []string {
+	return append(append([]string{}, c.HeadlessArgs...), c.modelArgs()...)
+}
+
+func (c CLI) modelArgs() []string {
+	if c.Model == "" {
+		return nil
+	}
+	return []string{"--model", c.Model}
+}
+
+// Builtin is the adapter table of the agent CLIs intentq knows (SPEC N4). A user's entry for one
+// of these kinds (clis.<kind>) overrides it field by field; other kinds may be added in the file.
+func Builtin() map[string]CLI {
+	return map[string]CLI{
+		"claude": {
+			Command:      "claude",
+			Reset:        "/clear",
+			BusyPatterns: []string{"Working", "Thinking", "Planning", "Sending", "esc to interrupt"},
+			// The input box (three lines) and the hint line under it.
+			InputLines:   ptr(4),
+			HeadlessArgs: []string{"-p", "--output-format", "json"},
+		},
+		"codex": {
+			Command:      "codex",
+			Reset:        "/new",
+			BusyPatterns: []string{"Working", "esc to interrupt"},
+		},
+		"copilot": {
+			Command:      "copilot",
+			Reset:        "C-c",
+			Relaunch:     true,
+			BusyPatterns: []string{"Thinking", "Esc to cancel"},
+		},
+		"kimi": {
+			// No reset by default: set clis.kimi.reset to enable phase 3 for Kimi.
+			Command:      "kimi",
+			BusyPatterns: []string{"Thinking", "Working"},
+		},
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

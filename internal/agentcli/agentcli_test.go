@@ -1,0 +1,40 @@
+package agentcli
+
+import (
+	"reflect"
+	"testing"
+)
+
+// SPEC N4: every built-in kind has a launch command; Claude Code resets with /clear, Codex with
+// /new, Copilot with C-c and a relaunch.
+func TestN4BuiltinTable(t *testing.T) {
+	b := Builtin()
+	for _, kind := range []string{"claude", "codex", "copilot", "kimi"} {
+		if b[kind].Command != kind {
+			t.Errorf("%s: command %q", kind, b[kind].Command)
+		}
+	}
+	if b["claude"].Reset != "/clear" || b["codex"].Reset != "/new" || b["copilot"].Reset != "C-c" || !b["copilot"].Relaunch {
+		t.Errorf("reset steps: claude %q codex %q copilot %q relaunch %v", b["claude"].Reset, b["codex"].Reset, b["copilot"].Reset, b["copilot"].Relaunch)
+	}
+	if b["claude"].Lines() != 4 || b["codex"].Lines() != 0 {
+		t.Errorf("input lines: claude %d codex %d", b["claude"].Lines(), b["codex"].Lines())
+	}
+}
+
+func TestLaunchCarriesTheModel(t *testing.T) {
+	c := CLI{Command: "copilot"}
+	if got := c.Launch(); !reflect.DeepEqual(got, []string{"copilot"}) {
+		t.Errorf("no model: %q", got)
+	}
+	c.Model, c.HeadlessArgs = "gpt-5", []string{"-p"}
+	if got := c.LaunchLine(); got != "copilot --model gpt-5" {
+		t.Errorf("LaunchLine = %q", got)
+	}
+	if got := c.HeadlessBaseArgs(); !reflect.DeepEqual(got, []string{"-p", "--model", "gpt-5"}) {
+		t.Errorf("HeadlessBaseArgs = %q", got)
+	}
+	if c.HeadlessArgs[0] != "-p" || len(c.HeadlessArgs) != 1 {
+		t.Errorf("HeadlessBaseArgs changed the table: %q", c.HeadlessArgs)
+	}
+}

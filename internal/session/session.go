@@ -1,0 +1,86 @@
+// Package session is the client side of the workflows `session/<name>`: the workflow's config
+// derived from intentq's config, starting every configured session, and queueing a delivery.
+// The workflows themselves are workflows.SessionWorkflow (typing into a pane) and
+// workflows.HeadlessSessionWorkflow (running the CLI per prompt).
+package session
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/workflows"
+)
+
+// Queue asks the session to deliver req (the deliver signal). Doors queue a new intent's first
+// delivery this way, in arrival order; the hooks commit context blocks to the history.
+func Queue(ctx context.Context, c client.Client, session string, req workflows.DeliveryRequest) error {
+	if err := c.SignalWorkflow(ctx, workflows.SessionWorkflowID(session), "", workflows.SignalDeliver, req); err != nil {
+		return fmt.Errorf("queue %s on session %s: %w", req.ID, session, err)
+	}
+	return nil
+}
+
+// TmuxConfig is what the typing session `name` needs from cfg: its pane, the CLI's adapter
+// (busy patterns, reset, input line), busy handling, escalation, history file and ntfy topic.
+func TmuxConfig(cfg *config.Config, name string) workflows.SessionConfig {
+	sc := cfg.Sessions[name]
+	cli := cfg.CLIs[sc.CLI]
+	interruptAfter, resetAfter, cooldown, interrupt, reset := cfg.EscalationFor(name)
+	steps := workflows.ResetSteps{Command: cli.Reset}
+	if cli.Relaunch {
+		steps.Relaunch = cli.LaunchLine()
+	}
+	return workflows.SessionConfig{
+		Name: name, TmuxTarget: sc.TmuxTarget, CLI: sc.CLI, Mode: sc.Mode, Human: sc.Human,
+		BusyPatterns: cli.BusyPatterns,
+		Busy:         cfg.Delivery,
+		NewlineKey:   cli.NewlineKey,
+		NtfyTopic:    cfg.NtfyTopicFor(name),
+		HistoryPath:  cfg.HistoryPath(name),
+		Escalation: workflows.EscalationPolicy{
+			InterruptAfter: interruptAfter, ResetAfter: resetAfter, ResetCooldown: cooldown,
+			Interrupt: interrupt, Reset: reset,
+		},
+		Reset:      steps,
+		InputLines: cli.Lines(),
+		ClearKeys:  strings.Fields(cli.ClearKeys),
+	}
+}
+
+// HeadlessConfig is what the headless session `name` needs from cfg: the CLI and its arguments.
+func HeadlessConfig(cfg *config.Config, name string) workflows.HeadlessConfig {
+	cli := cfg.CLIs[cfg.Sessions[name].CLI]
+	return workflows.HeadlessConfig{Name: name, Command: cli.Command, Timeout: cfg.Scheduler.RunTimeout,
+		BaseArgs: cli.HeadlessBaseArgs()}
+}
+
+// Ensure starts the workflow `session/<name>` of every configured session (a typing session,
+// or a headless one), and the global run semaphore, or hands running ones the current config.
+func Ensure(ctx context.Context, c client.Client, cfg *config.Config) error {
+	opts := client.StartWorkflowOptions{TaskQueue: cfg.Temporal.TaskQueue}
+	if _, err := c.SignalWithStartWorkflow(ctx, workflows.SemaphoreID, workflows.SignalPermits, cfg.Scheduler.MaxConcurrentSessions,
+		opts, workflows.SemaphoreWorkflowName, workflows.SemaphoreState{Permits: cfg.Scheduler.MaxConcurrentSessions}); err != nil {
+		return fmt.Errorf("start %s: %w", workflows.SemaphoreID, err)
+	}
+	for _, name := range cfg.SessionNames() {
+		id := workflows.SessionWorkflowID(name)
+		if cfg.Sessions[name].Mode == config.ModeHeadless {
+			hc := HeadlessConfig(cfg, name)
+			if _, err := c.SignalWithStartWorkflow(ctx, id, workflows.SignalConfigure, hc,
+				opts, workflows.HeadlessWorkflowName, workflows.HeadlessState{Config: hc}); err != nil {
+				return fmt.Errorf("start headless session %s: %w", id, err)
+			}
+			continue
+		}
+		conf := TmuxConfig(cfg, name)
+		if _, err := c.SignalWithStartWorkflow(ctx, id, workflows.SignalConfigure, conf,
+			opts, workflows.SessionWorkflowName, workflows.SessionInput{Config: conf}); err != nil {
+			return fmt.Errorf("start session workflow %s: %w", id, err)
+		}
+	}
+	return nil
+}

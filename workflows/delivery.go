@@ -1,0 +1,113 @@
+package workflows
+
+// The delivery protocol between an intent and its session: the intent (or, for the first
+// delivery, the door) signals SignalDeliver with a DeliveryRequest; the session types it and
+// answers with SignalDeliveryResult.
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/intentq/intentq/internal/policy"
+)
+
+// Signals between intents and sessions: an intent asks its session to deliver (SignalDeliver)
+// and the session answers the intent (SignalDeliveryResult). SignalConfigure updates a running
+// session with the worker's current config.
+const (
+	SignalDeliver        = "deliver"
+	SignalDeliveryResult = "delivery-result"
+	SignalConfigure      = "configure"
+	QuerySession         = "session"
+)
+
+// Kinds of delivery.
+const (
+	KindMessage  = "message"
+	KindReminder = "reminder"
+	// KindContext is only committed to the history, not typed: a block Claude Code injects
+	// itself (the session-start hook's output).
+	KindContext = "context"
+)
+
+// DeliveryRequest asks a session to type Text into its pane and tell ReplyTo how it went.
+type DeliveryRequest struct {
+	ID      string `json:"id"`
+	ReplyTo string `json:"reply_to"`
+	Kind    string `json:"kind"`
+	Text    string `json:"text"`
+	// Since is when the message being reminded of arrived; a reminder escalates by the time
+	// since (SPEC N1). Zero: no escalation.
+	Since time.Time `json:"since,omitempty"`
+}
+
+// DeliveryResult answers a DeliveryRequest.
+type DeliveryResult struct {
+	ID        string    `json:"id"`
+	Kind      string    `json:"kind"`
+	OK        bool      `json:"ok"`
+	Error     string    `json:"error,omitempty"`
+	ErrorType string    `json:"error_type,omitempty"`
+	At        time.Time `json:"at"`
+	// Phase is the escalation phase used; Reset says the CLI was reset.
+	Phase int  `json:"phase,omitempty"`
+	Reset bool `json:"reset,omitempty"`
+}
+
+// DeliveryID names an intent's n-th delivery request; the door's request is number 1.
+func DeliveryID(intentID string, n int) string { return fmt.Sprintf("%s#%d", intentID, n) }
+
+// DoorDeliveryRequest is the request a door sends the session right after starting a Deliver
+// intent, so messages reach the pane in the order they arrived.
+func DoorDeliveryRequest(in IntentInput) DeliveryRequest {
+	id := IntentID(in.ChatID, in.MessageID)
+	return DeliveryRequest{ID: DeliveryID(id, 1), ReplyTo: id, Kind: KindMessage, Text: DeliveryText(in)}
+}
+
+// ErrTypeDeliveryTimeout marks a delivery the session did not report in time (a long queue, or
+// no session workflow): not a failure of the pane, so it raises no alert.
+const ErrTypeDeliveryTimeout = "DeliveryTimeout"
+
+// RequestDelivery is the intent's side of the signal pair: it signals the session (unless the
+// door already queued the request) and waits up to timeout for a result of the same kind for
+// this intent. A late result of an earlier attempt counts: that delivery did happen.
+func RequestDelivery(ctx workflow.Context, session string, req DeliveryRequest, timeout time.Duration, alreadyQueued bool) (DeliveryResult, error) {
+	timeout = policy.Or(timeout, policy.DeliveryTimeout)
+	if !alreadyQueued {
+		if err := workflow.SignalExternalWorkflow(ctx, SessionWorkflowID(session), "", SignalDeliver, req).Get(ctx, nil); err != nil {
+			return DeliveryResult{}, fmt.Errorf("session %s is not running: %w", session, err)
+		}
+	}
+	results := workflow.GetSignalChannel(ctx, SignalDeliveryResult)
+	timerCtx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	timer := workflow.NewTimer(timerCtx, timeout)
+	for {
+		var res DeliveryResult
+		timedOut := false
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(results, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &res) })
+		sel.AddFuture(timer, func(workflow.Future) { timedOut = true })
+		sel.Select(ctx)
+		if timedOut {
+			return DeliveryResult{}, temporal.NewApplicationError(fmt.Sprintf("session %s did not report delivery %s within %s", session, req.ID, timeout), ErrTypeDeliveryTimeout)
+		}
+		if res.Kind != req.Kind {
+			continue
+		}
+		if !res.OK {
+			return res, temporal.NewApplicationError(res.Error, res.ErrorType)
+		}
+		return res, nil
+	}
+}
+
+func asApplicationError(err error) (*temporal.ApplicationError, bool) {
+	var appErr *temporal.ApplicationError
+	ok := errors.As(err, &appErr)
+	return appErr, ok
+}

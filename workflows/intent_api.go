@@ -1,0 +1,168 @@
+package workflows
+
+// What callers see of an intent: its statuses and doors, the workflow's input and state, and
+// the requests of its updates.
+
+import (
+	"time"
+
+	"github.com/intentq/intentq/internal/policy"
+)
+
+// Intent statuses (SPEC I5): pending -> linked -> closed, pending -> ignored.
+const (
+	StatusPending = "pending"
+	StatusLinked  = "linked"
+	StatusClosed  = "closed"
+	StatusIgnored = "ignored"
+)
+
+// Reasons recorded with transitions.
+const (
+	ReasonReceived = "received"
+	ReasonManual   = "manual"
+	ReasonOrphaned = "orphaned"
+	ReasonReplied  = "replied"
+)
+
+// Doors an intent can come through (SPEC I4).
+const (
+	SourceTelegram = "telegram"
+	SourceIngest   = "ingest"
+	SourceCLI      = "cli"
+)
+
+// Update and query names of the intent workflow, used by the starter and the hooks.
+const (
+	UpdateClose     = "close"
+	UpdateLink      = "link"
+	UpdateIgnore    = "ignore"
+	UpdateRemindNow = "remind-now"
+	// UpdateHookRemind asks whether the post-tool-use hook may remind of this intent now.
+	UpdateHookRemind = "hook-remind"
+	QueryState       = "state"
+)
+
+// ErrTypeIntentNotOpen is the error type of an update refused because the intent has ended.
+const ErrTypeIntentNotOpen = "IntentNotOpen"
+
+// IntentWorkflowName is the registered name of IntentWorkflow.
+const IntentWorkflowName = "Intent"
+
+// ReminderPolicy is the reminder schedule of SPEC I6 as the intent started with it (from config),
+// and where its reminders and alerts go.
+type ReminderPolicy struct {
+	policy.Reminders
+	// NtfyTopic receives reminder pushes; empty: reminders are tmux only.
+	NtfyTopic string `json:"ntfy_topic,omitempty"`
+	// DeliveryTimeout bounds the wait for the session to report a delivery.
+	DeliveryTimeout time.Duration `json:"delivery_timeout"`
+	// MaxHistoryEvents triggers continue-as-new once the history is this long.
+	MaxHistoryEvents int `json:"max_history_events"`
+}
+
+// IntentInput starts an intent workflow: the message, where it goes, and the policy.
+type IntentInput struct {
+	ChatID     string    `json:"chat_id"`
+	MessageID  string    `json:"message_id"`
+	Text       string    `json:"text"`
+	User       string    `json:"user,omitempty"`
+	Source     string    `json:"source"`
+	ReceivedAt time.Time `json:"received_at"`
+	// SentAt is when the sender sent the message, when the door knows it.
+	SentAt  time.Time `json:"sent_at,omitempty"`
+	Session string    `json:"session"`
+	// Deliver: the message itself must be typed into the session (the Telegram door, where
+	// intentq is the poller). The plugin door delivers through Claude Code itself.
+	Deliver bool `json:"deliver"`
+	// Headless: the session runs the agent CLI per prompt; the message is run as a prompt and the
+	// answer goes back to the chat, which closes the intent (SPEC P11).
+	Headless bool `json:"headless,omitempty"`
+	// Prompt is the prompt a headless intent runs, prepared by the door (masked text, the tool
+	// policy's flags); nil: the text as it is.
+	Prompt *PromptRequest `json:"prompt,omitempty"`
+	// DeliveryQueued: the door already asked the session to deliver the message (request
+	// DoorDeliveryID), in the order messages arrived; the intent only waits for the result.
+	DeliveryQueued bool           `json:"delivery_queued,omitempty"`
+	Policy         ReminderPolicy `json:"policy"`
+	// State is carried over by continue-as-new; nil on the first run.
+	State *IntentState `json:"state,omitempty"`
+}
+
+// Transition is one status change, with when and why.
+type Transition struct {
+	Status string    `json:"status"`
+	At     time.Time `json:"at"`
+	Reason string    `json:"reason"`
+}
+
+// IntentState is what the workflow knows about its intent; the `state` query returns it with
+// the input.
+type IntentState struct {
+	Status      string       `json:"status"`
+	Transitions []Transition `json:"transitions"`
+	Job         string       `json:"job,omitempty"`
+	// Delivered is when the message itself reached the session (Deliver intents only).
+	Delivered      *time.Time `json:"delivered_at,omitempty"`
+	Reminders      int        `json:"reminders"`
+	LastRemindedAt *time.Time `json:"last_reminded_at,omitempty"`
+	// LastAttemptAt is the last reminder attempt; FailedAttempts the current streak of failed
+	// reminders (0 after a success).
+	LastAttemptAt  *time.Time `json:"last_attempt_at,omitempty"`
+	FailedAttempts int        `json:"failed_attempts"`
+	// LastDeliveryAttemptAt and DeliveryFailures do the same for delivering the message itself.
+	LastDeliveryAttemptAt *time.Time `json:"last_delivery_attempt_at,omitempty"`
+	DeliveryFailures      int        `json:"delivery_failures"`
+	LastError             string     `json:"last_error,omitempty"`
+	// Attempts numbers delivery requests, so stale results are recognised.
+	Attempts int `json:"attempts"`
+	// LastPhase is the escalation phase of the last reminder (SPEC N1); Resets when the
+	// session's CLI was reset for this intent.
+	LastPhase int         `json:"last_phase,omitempty"`
+	Resets    []time.Time `json:"resets,omitempty"`
+	// LastHookReminderAt throttles the post-tool-use hook's reminders of this intent.
+	LastHookReminderAt *time.Time `json:"last_hook_reminder_at,omitempty"`
+	// Runs counts continue-as-new generations.
+	Runs int `json:"runs"`
+}
+
+// IntentView is the `state` query's answer.
+type IntentView struct {
+	ID string `json:"id"`
+	IntentInput
+	IntentState
+}
+
+// IntentMemo is the memo an intent keeps up to date.
+type IntentMemo struct {
+	Reminders      int        `json:"reminders"`
+	LastRemindedAt *time.Time `json:"last_reminded_at,omitempty"`
+	Snippet        string     `json:"snippet"`
+	MessageID      string     `json:"message_id"`
+	Source         string     `json:"source"`
+	LastPhase      int        `json:"last_phase,omitempty"`
+	Resets         int        `json:"resets,omitempty"`
+}
+
+// MemoKey is the memo field holding IntentMemo.
+const MemoKey = "intent"
+
+// HookRemindRequest asks whether a hook reminder is due: at most one per Every.
+type HookRemindRequest struct {
+	Every time.Duration `json:"every"`
+}
+
+// CloseRequest closes an intent (the agent replied).
+type CloseRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// LinkRequest ties an intent to a job; reminders stop.
+type LinkRequest struct {
+	Job string `json:"job"`
+}
+
+// IgnoreRequest gives up on an intent by hand.
+type IgnoreRequest struct {
+	Reason string `json:"reason,omitempty"`
+}

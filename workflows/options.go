@@ -1,0 +1,59 @@
+package workflows
+
+// Activity options and continue-as-new thresholds, named once.
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/intentq/intentq/activities"
+)
+
+var tmuxActivityOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 30 * time.Second,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:    time.Second,
+		BackoffCoefficient: 2,
+		MaximumInterval:    5 * time.Second,
+		// A few quick tries; the intent's reminder schedule retries after that.
+		MaximumAttempts:        3,
+		NonRetryableErrorTypes: []string{activities.ErrTypeTmuxTargetMissing, activities.ErrTypeEmptyText, activities.ErrTypeInvalidText},
+	},
+}
+
+func withNtfyOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 15 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        10 * time.Second,
+			MaximumAttempts:        3, // then the reminder schedule retries after RetryAfter
+			NonRetryableErrorTypes: []string{activities.ErrTypeNtfyRejected, activities.ErrTypeNtfyNotConfigured},
+		},
+	})
+}
+
+// historyTooLong reports whether a workflow should continue as new: the server suggests it, or
+// its history has reached max events.
+func historyTooLong(ctx workflow.Context, max int) bool {
+	info := workflow.GetInfo(ctx)
+	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= max
+}
+
+// historyActivityOptions commit to a session's history file (SPEC H1, H2).
+var historyActivityOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 10 * time.Second,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second, MaximumAttempts: 5,
+	},
+}
+
+// telegramSendOptions send an answer to the chat; a message Telegram refuses is not retried.
+var telegramSendOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 2 * time.Minute,
+	HeartbeatTimeout:    time.Minute,
+	RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 2 * time.Second, MaximumAttempts: 5, NonRetryableErrorTypes: []string{activities.ErrTypeTelegramRejected}},
+}
