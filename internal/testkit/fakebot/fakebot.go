@@ -82,8 +82,6 @@ type SentMessage struct {
 	Text string
 	// ReplyTo is reply_to_message_id, or reply_parameters.message_id; 0 if neither.
 	ReplyTo int
-	// ParseMode is the parse_mode parameter.
-	ParseMode string
 	// Params holds every parameter of the request as received.
 	Params url.Values
 	// At is when the server handled the request.
@@ -1088,12 +1086,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, p url.Values) {
 		writeError(w, http.StatusBadRequest, "Bad Request: message text is empty")
 		return
 	}
-	parseMode := p.Get("parse_mode")
-	if err := checkEntities(parseMode, text); err != nil {
-		writeError(w, http.StatusBadRequest, "Bad Request: "+err.Error())
-		return
-	}
-	if parseMode == "" && len(utf16.Encode([]rune(text))) > 4096 {
+	if len(utf16.Encode([]rune(text))) > 4096 {
 		writeError(w, http.StatusBadRequest, "Bad Request: message is too long")
 		return
 	}
@@ -1129,7 +1122,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, p url.Values) {
 	} else {
 		msg["chat"] = ChatFor(chatID, User{FirstName: "User"})
 	}
-	if ents := CommandEntities(text); parseMode == "" && ents != nil {
+	if ents := CommandEntities(text); ents != nil {
 		msg["entities"] = ents
 	}
 	if replyTo != 0 {
@@ -1149,133 +1142,8 @@ func (s *Server) sendMessage(w http.ResponseWriter, p url.Values) {
 	}
 	s.sent = append(s.sent, SentMessage{
 		MessageID: id, ChatID: chatID, Text: text, ReplyTo: replyTo,
-		ParseMode: parseMode, Params: params, At: now,
+		Params: params, At: now,
 	})
 	s.notifyLocked()
 	writeRawResult(w, raw)
-}
-
-// checkEntities finds the markup errors Telegram rejects most often: in
-// MarkdownV2 an unescaped reserved character that can't be markup
-// (. ! # + - = { } ( ) outside code and link URLs); in Markdown an entity
-// (* _ ` ``` [) that is never closed; in HTML a tag Telegram does not know.
-// It does not validate everything Telegram does.
-func checkEntities(parseMode, text string) error {
-	switch strings.ToLower(parseMode) {
-	case "":
-		return nil
-	case "markdownv2":
-		return checkMarkdownV2(text)
-	case "markdown":
-		return checkMarkdown(text)
-	case "html":
-		return checkHTML(text)
-	default:
-		return fmt.Errorf("unsupported parse_mode")
-	}
-}
-
-func checkMarkdownV2(text string) error {
-	inCode, inPre, inURL := false, false, false
-	for i := 0; i < len(text); i++ {
-		c := text[i]
-		switch {
-		case c == '\\':
-			i++ // escapes the next character
-		case inPre:
-			if strings.HasPrefix(text[i:], "```") {
-				inPre = false
-				i += 2
-			}
-		case inCode:
-			if c == '`' {
-				inCode = false
-			}
-		case inURL:
-			if c == ')' {
-				inURL = false
-			}
-		case strings.HasPrefix(text[i:], "```"):
-			inPre = true
-			i += 2
-		case c == '`':
-			inCode = true
-		case c == ']' && i+1 < len(text) && text[i+1] == '(':
-			inURL = true
-			i++
-		case c == '!' && i+1 < len(text) && text[i+1] == '[':
-			// custom emoji: ![👍](tg://emoji?id=...)
-		case strings.IndexByte(".!#+-={}()", c) >= 0:
-			return fmt.Errorf("can't parse entities: Character '%c' is reserved and must be escaped with the preceding '\\'", c)
-		}
-	}
-	switch {
-	case inPre:
-		return fmt.Errorf("can't parse entities: Can't find end of Pre entity at byte offset %d", strings.LastIndex(text, "```"))
-	case inCode:
-		return fmt.Errorf("can't parse entities: Can't find end of Code entity at byte offset %d", strings.LastIndexByte(text, '`'))
-	}
-	return nil
-}
-
-func checkMarkdown(text string) error {
-	for i := 0; i < len(text); i++ {
-		c := text[i]
-		var end string
-		switch {
-		case c == '\\' && i+1 < len(text) && strings.IndexByte("_*`[", text[i+1]) >= 0:
-			i++
-			continue
-		case strings.HasPrefix(text[i:], "```"):
-			end = "```"
-		case c == '*' || c == '_' || c == '`':
-			end = string(c)
-		case c == '[':
-			end = "]"
-		default:
-			continue
-		}
-		j := strings.Index(text[i+len(end):], end)
-		if j < 0 {
-			return fmt.Errorf("can't parse entities: Can't find end of the entity starting at byte offset %d", i)
-		}
-		i += len(end) + j + len(end) - 1
-		if end == "]" && i+1 < len(text) && text[i+1] == '(' {
-			// the URL of [text](url) may hold _ and * freely
-			if k := strings.IndexByte(text[i+1:], ')'); k >= 0 {
-				i += 1 + k
-			}
-		}
-	}
-	return nil
-}
-
-var htmlTags = map[string]bool{
-	"b": true, "strong": true, "i": true, "em": true, "u": true, "ins": true, "s": true, "strike": true,
-	"del": true, "span": true, "tg-spoiler": true, "a": true, "code": true, "pre": true,
-	"blockquote": true, "tg-emoji": true,
-}
-
-func checkHTML(text string) error {
-	for i := 0; i < len(text); i++ {
-		if text[i] != '<' {
-			continue
-		}
-		j := i + 1
-		if j < len(text) && text[j] == '/' {
-			j++
-		}
-		k := j
-		for k < len(text) && (isCmdChar(text[k]) || text[k] == '-') {
-			k++
-		}
-		name := strings.ToLower(text[j:k])
-		if !htmlTags[name] {
-			if name == "" {
-				return fmt.Errorf("can't parse entities: Unsupported start tag \"\" at byte offset %d", i)
-			}
-			return fmt.Errorf("can't parse entities: Unsupported start tag \"%s\" at byte offset %d", name, i)
-		}
-	}
-	return nil
 }
