@@ -10,7 +10,7 @@ import (
 // TestReplayRecordedHistories replays histories recorded from a real server (see writeHistory
 // in service/intents_test.go) against the current workflow code: a change that would break
 // running intents or sessions fails here. Regenerate after an intended change with
-// `WRITE_REPLAY_HISTORY=1 go test -run TestI2 ./service/`, and keep old files for workflows
+// `WRITE_REPLAY_HISTORY=1 go test -run TestI2 ./internal/service/`, and keep old files for workflows
 // that may still be running (use workflow.GetVersion for such changes).
 func TestReplayRecordedHistories(t *testing.T) {
 	r := worker.NewWorkflowReplayer()

@@ -404,13 +404,13 @@ func TestI2TelegramDeliveredAndClosed(t *testing.T) {
 		return err != nil
 	})
 	if os.Getenv("WRITE_REPLAY_HISTORY") != "" {
-		writeHistory(t, svc, workflows.IntentID(chat, "11"), "../workflows/testdata/intent_delivered_closed.json")
-		writeHistory(t, svc, workflows.SessionWorkflowID(config.DefaultSessionName), "../workflows/testdata/session.json")
+		writeHistory(t, svc, workflows.IntentID(chat, "11"), "../../workflows/testdata/intent_delivered_closed.json")
+		writeHistory(t, svc, workflows.SessionWorkflowID(config.DefaultSessionName), "../../workflows/testdata/session.json")
 	}
 }
 
 // writeHistory saves a workflow's history for the replay tests in package workflows
-// (WRITE_REPLAY_HISTORY=1 go test ./service/ regenerates them after a workflow change).
+// (WRITE_REPLAY_HISTORY=1 go test ./internal/service/ regenerates them after a workflow change).
 func writeHistory(t *testing.T, svc *service.Service, id, path string) {
 	t.Helper()
 	iter := svc.Client().GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
@@ -626,13 +626,13 @@ func TestI8PluginPatchedAtStartAndRepatched(t *testing.T) {
 	cfg := testenv.Config(t)
 	bun, err := plugin.FindBun(os.Getenv("INTENTQ_BUN"))
 	if err != nil {
-		if _, statErr := os.Stat("../.tools/node_modules/.bin/bun"); statErr != nil {
+		if _, statErr := os.Stat("../../.tools/node_modules/.bin/bun"); statErr != nil {
 			t.Skip("bun not installed")
 		}
-		bun, _ = filepath.Abs("../.tools/node_modules/.bin/bun")
+		bun, _ = filepath.Abs("../../.tools/node_modules/.bin/bun")
 	}
 	home := filepath.Join(cfg.Claude.Home, "plugins", "marketplaces", "claude-plugins-official")
-	fixture := "../plugin/testdata/claude-plugins-official"
+	fixture := "../platform/plugin/testdata/claude-plugins-official"
 	for _, f := range []string{".claude-plugin/marketplace.json", "external_plugins/telegram/server.ts", "external_plugins/telegram/package.json"} {
 		data, err := os.ReadFile(filepath.Join(fixture, f))
 		if err != nil {
@@ -688,7 +688,7 @@ func TestI8PluginPatchedAtStartAndRepatched(t *testing.T) {
 // each audited with its cost, and the CLI's latest session is resumed.
 func TestP1HeadlessSessionEndToEnd(t *testing.T) {
 	cfg := testenv.Config(t)
-	fake, _ := filepath.Abs("../activities/testdata/fakeclaude.sh")
+	fake, _ := filepath.Abs("../../activities/testdata/fakeclaude.sh")
 	cfg.CLIs["fake"] = config.CLI{Command: fake, HeadlessArgs: []string{"-p", "--output-format", "json"}}
 	cfg.Sessions["batch"] = config.Session{CLI: "fake", Mode: config.ModeHeadless}
 	cfg.Ingest.Token = "tok"
@@ -765,7 +765,7 @@ func TestP11TelegramHeadlessAnswer(t *testing.T) {
 	bot := fakebot.New(botToken)
 	defer bot.Close()
 	cfg := testenv.Config(t)
-	fake, _ := filepath.Abs("../activities/testdata/fakeclaude.sh")
+	fake, _ := filepath.Abs("../../activities/testdata/fakeclaude.sh")
 	cfg.CLIs["fake"] = config.CLI{Command: fake, HeadlessArgs: []string{"-p", "--output-format", "json"}}
 	cfg.Sessions["batch"] = config.Session{CLI: "fake", Mode: config.ModeHeadless, Chats: []int64{allowedChat}}
 	cfg.Telegram.Token, cfg.Telegram.APIEndpoint, cfg.Telegram.AllowedChatIDs = botToken, bot.Endpoint(), []int64{allowedChat}
@@ -795,7 +795,7 @@ func TestP11TelegramHeadlessAnswer(t *testing.T) {
 // read-only by default (Write and git push denied).
 func TestP5PolicyFlagsReachCLI(t *testing.T) {
 	cfg := testenv.Config(t)
-	fake, _ := filepath.Abs("../activities/testdata/fakeclaude.sh")
+	fake, _ := filepath.Abs("../../activities/testdata/fakeclaude.sh")
 	cfg.CLIs["fake"] = config.CLI{Command: fake, HeadlessArgs: []string{"-p", "--output-format", "json"}}
 	cfg.Sessions["batch"] = config.Session{CLI: "fake", Mode: config.ModeHeadless}
 	svc, _ := startService(t, cfg)
@@ -820,7 +820,7 @@ func TestP5PolicyFlagsReachCLI(t *testing.T) {
 // P9: records of a session labelled audit are exported once each, so they outlive retention.
 func TestP9ArchiveLabelledSessions(t *testing.T) {
 	cfg := testenv.Config(t)
-	fake, _ := filepath.Abs("../activities/testdata/fakeclaude.sh")
+	fake, _ := filepath.Abs("../../activities/testdata/fakeclaude.sh")
 	cfg.CLIs["fake"] = config.CLI{Command: fake, HeadlessArgs: []string{"-p", "--output-format", "json"}}
 	cfg.Sessions["batch"] = config.Session{CLI: "fake", Mode: config.ModeHeadless, Labels: []string{"audit"}}
 	cfg.Sessions["plain"] = config.Session{CLI: "fake", Mode: config.ModeHeadless}
@@ -857,7 +857,7 @@ func TestP2TwoWorkersGlobalLimit(t *testing.T) {
 	cfg := testenv.Config(t)
 	logPath := filepath.Join(t.TempDir(), "runs.log")
 	t.Setenv("FAKE_LOG", logPath)
-	fake, _ := filepath.Abs("../activities/testdata/fakeclaude.sh")
+	fake, _ := filepath.Abs("../../activities/testdata/fakeclaude.sh")
 	cfg.CLIs["fake"] = config.CLI{Command: fake, HeadlessArgs: []string{"-p", "--output-format", "json"}}
 	cfg.Scheduler.MaxConcurrentSessions = 2
 	for i := 0; i < 10; i++ {

@@ -34,7 +34,7 @@ func bunPath(t *testing.T) string {
 	if p, err := exec.LookPath("bun"); err == nil {
 		return p
 	}
-	if p, err := filepath.Abs(filepath.Join("..", ".tools", "node_modules", ".bin", "bun")); err == nil {
+	if p, err := filepath.Abs(filepath.Join("..", "..", "..", ".tools", "node_modules", ".bin", "bun")); err == nil {
 		if executable(p) == nil {
 			return p
 		}
