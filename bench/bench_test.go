@@ -21,7 +21,6 @@ import (
 
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/headless"
-
 	"github.com/intentq/intentq/internal/service"
 	"github.com/intentq/intentq/internal/testkit/fakebot"
 	"github.com/intentq/intentq/internal/testkit/fakentfy"

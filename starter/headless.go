@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/intentq/intentq/internal/headless"
-
 	"github.com/intentq/intentq/workflows"
 )
 

@@ -10,7 +10,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/intentq/intentq/internal/inbox"
-
 	"github.com/intentq/intentq/workflows"
 )
 

@@ -15,7 +15,6 @@ import (
 
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/intent"
-
 	"github.com/intentq/intentq/internal/platform/tclient"
 	"github.com/intentq/intentq/workflows"
 )

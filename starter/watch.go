@@ -8,7 +8,6 @@ import (
 
 	"github.com/intentq/intentq/internal/headless"
 	"github.com/intentq/intentq/internal/intent"
-
 	"github.com/intentq/intentq/workflows"
 )
 

@@ -20,9 +20,8 @@ import (
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/headless"
 	"github.com/intentq/intentq/internal/policy"
-	"github.com/intentq/intentq/internal/session"
-
 	"github.com/intentq/intentq/internal/redact"
+	"github.com/intentq/intentq/internal/session"
 	"github.com/intentq/intentq/workflows"
 )
 

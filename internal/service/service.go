@@ -21,19 +21,18 @@ import (
 	"github.com/intentq/intentq/activities"
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/doors/ingest"
+	"github.com/intentq/intentq/internal/doors/telegram"
 	"github.com/intentq/intentq/internal/headless"
 	"github.com/intentq/intentq/internal/intent"
 	"github.com/intentq/intentq/internal/platform/archive"
 	"github.com/intentq/intentq/internal/platform/doctor"
 	"github.com/intentq/intentq/internal/platform/embedded"
-	"github.com/intentq/intentq/internal/session"
-
-	"github.com/intentq/intentq/internal/doors/telegram"
 	"github.com/intentq/intentq/internal/platform/logging"
 	"github.com/intentq/intentq/internal/platform/metrics"
 	"github.com/intentq/intentq/internal/platform/plugin"
 	"github.com/intentq/intentq/internal/platform/tclient"
 	"github.com/intentq/intentq/internal/platform/watchdog"
+	"github.com/intentq/intentq/internal/session"
 	"github.com/intentq/intentq/workflows"
 )
 

@@ -17,7 +17,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/intentq/intentq/internal/intent"
-
 	"github.com/intentq/intentq/workflows"
 )
 

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/intentq/intentq/internal/intent"
-
 	"github.com/intentq/intentq/workflows"
 )
 

@@ -9,7 +9,6 @@ import (
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/inbox"
 	"github.com/intentq/intentq/internal/intent"
-
 	sessionapi "github.com/intentq/intentq/internal/session"
 	"github.com/intentq/intentq/workflows"
 )

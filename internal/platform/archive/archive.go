@@ -17,7 +17,6 @@ import (
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/headless"
 	"github.com/intentq/intentq/internal/intent"
-
 	"github.com/intentq/intentq/workflows"
 )
 
