@@ -23,8 +23,8 @@ const (
 	ErrTypeTmuxTargetMissing = "TmuxTargetMissing"
 	// ErrTypeEmptyText: Inject was asked to type nothing. Not retryable.
 	ErrTypeEmptyText = "EmptyText"
-	// ErrTypeInvalidText: the text holds a NUL byte or is not valid UTF-8, which cannot be typed
-	// faithfully (an argv cannot carry NUL; tmux silently drops invalid UTF-8). Not retryable.
+	// ErrTypeInvalidText: the text is not valid UTF-8, which cannot be typed faithfully (tmux
+	// silently drops invalid UTF-8). Not retryable.
 	ErrTypeInvalidText = "InvalidText"
 )
 
@@ -40,10 +40,9 @@ const (
 
 // Tmux types into tmux panes. Zero value works: Bin "tmux", default server, EnterDelay 300ms.
 //
-// A target is an ordinary tmux target ("session", "session:window.pane", "%3", ...) and is
-// resolved by tmux's own rules, which include prefix and glob matching of session and window
-// names: "claude" also matches a session "claude-old" when no session "claude" exists. Prefix a
-// name with "=" ("=claude:0.0") to demand an exact match.
+// A target is an ordinary tmux target ("session", "session:window.pane", "%3", ...), matched
+// exactly (ExactTarget): tmux's own rules would also match a session "claude-old" for the target
+// "claude" when no session "claude" exists, and intentq would type into the wrong agent.
 type Tmux struct {
 	Bin        string        // tmux binary, default "tmux"
 	Socket     string        // optional: -L socket name (tests use a private server)
@@ -78,6 +77,8 @@ type paneInfo struct {
 }
 
 // Inject types req.Text into the pane req.Target literally, waits EnterDelay and presses Enter.
+// No character of the text ever acts as a key: control characters are shown visibly first
+// (VisibleControls), so an ESC, CR or C-c in a message cannot interrupt, submit or open a menu.
 //
 // The text goes to tmux as an argv element of `send-keys -l`, never through a shell, so `;`,
 // key names such as C-c, $(...), quotes, a leading '-' and newlines all arrive as typed
@@ -94,11 +95,12 @@ func (t *Tmux) Inject(ctx context.Context, req InjectRequest) (InjectResult, err
 		return InjectResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("tmux inject to %q: text is empty", req.Target), ErrTypeEmptyText, nil)
 	}
-	if strings.IndexByte(req.Text, 0) >= 0 || !utf8.ValidString(req.Text) {
+	if !utf8.ValidString(req.Text) {
 		return InjectResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("tmux inject to %q: text holds a NUL byte or invalid UTF-8", req.Target),
+			fmt.Sprintf("tmux inject to %q: text is not valid UTF-8", req.Target),
 			ErrTypeInvalidText, nil)
 	}
+	req.Text = VisibleControls(req.Text)
 	pane, err := t.resolve(ctx, req.Target)
 	if err != nil {
 		return InjectResult{}, err
@@ -227,9 +229,10 @@ func (t *Tmux) resolve(ctx context.Context, target string) (paneInfo, error) {
 		return paneInfo{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("tmux target %q is not a valid target", target), ErrTypeTmuxTargetMissing, nil)
 	}
+	exact := ExactTarget(target)
 	out, err := t.run(ctx, target,
-		"send-keys", "-t", target, "-l", "--", "", ";",
-		"display-message", "-p", "-t", target, tmuxPaneFormat)
+		"send-keys", "-t", exact, "-l", "--", "", ";",
+		"display-message", "-p", "-t", exact, tmuxPaneFormat)
 	if err != nil {
 		return paneInfo{}, err
 	}
@@ -332,6 +335,66 @@ func splitUTF8(s string, max int) []string {
 	}
 	return append(out, s)
 }
+
+// ExactTarget turns a tmux target into one that tmux matches exactly: session and window names
+// get tmux's "=" prefix ("secretary:0" -> "=secretary:0", "work:editor.1" -> "=work:=editor.1"),
+// so a missing "secretary" is missing, never the neighbour "secretary-old". A session alone
+// ("secretary") names its active pane ("=secretary:"). Pane, window and session ids (%3, @2, $1),
+// window indexes and targets already exact are left as they are.
+func ExactTarget(target string) string {
+	if target == "" || strings.ContainsAny(target[:1], "%@$=") {
+		return target
+	}
+	session, window, hasWindow := strings.Cut(target, ":")
+	if session != "" {
+		session = "=" + session
+	}
+	if !hasWindow {
+		return session + ":"
+	}
+	name, pane, hasPane := window, "", false
+	if i := strings.LastIndexByte(window, '.'); i >= 0 {
+		name, pane, hasPane = window[:i], window[i+1:], true
+	}
+	if name != "" && !strings.ContainsAny(name[:1], "@={}!+-^$") && strings.Trim(name, "0123456789") != "" {
+		name = "=" + name
+	}
+	if hasPane {
+		name += "." + pane
+	}
+	return session + ":" + name
+}
+
+// VisibleControls makes text safe to type: no character of it can act as a key. Line breaks
+// (LF, CRLF, CR) become LF, which Inject types as a paste or the CLI's newline key; a tab
+// becomes a space; every other C0 control and DEL is shown as its Unicode control picture
+// (ESC as U+241B ␛, NUL as U+2400 ␀), and C1 controls as U+FFFD.
+func VisibleControls(text string) string {
+	if !strings.ContainsFunc(text, func(r rune) bool { return r != '\n' && isControlChar(r) }) {
+		return text
+	}
+	text = strings.ReplaceAll(text, "\r\n", "\n")
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n':
+			return r
+		case r == '\r':
+			return '\n'
+		case r == '\t':
+			return ' '
+		case r < 0x20:
+			return 0x2400 + r
+		case r == 0x7f:
+			return 0x2421
+		case r >= 0x80 && r <= 0x9f:
+			return utf8.RuneError
+		}
+		return r
+	}, text)
+}
+
+// isControlChar reports C0 and C1 control characters and DEL.
+func isControlChar(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) }
 
 // isControl reports ASCII control characters, which never belong in a tmux target.
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }

@@ -119,7 +119,6 @@ func TestTmuxInjectDeliversTextLiterally(t *testing.T) {
 		"trailing backslash":   `path\`,
 		"newlines":             "line one\nline two\n\nline four",
 		"tmux syntax":          "#{pane_id} { } %1 ~ \\; #[fg=red]",
-		"tab":                  "a\tb",
 		"long":                 long,
 	}
 	for name, text := range cases {
@@ -247,7 +246,9 @@ func TestTmuxTargetMissing(t *testing.T) {
 		"reader:7",     // missing window (display-message would answer with pane %0 here)
 		"reader:0.5",   // missing pane
 		"%999",         // missing pane id
-		"=reade",       // exact match only; plain "reade" would match "reader"
+		"=reade",       // exact match only
+		"reade",        // a prefix of "reader": tmux alone would take it for "reader"
+		"reade:0",      // the same with a window
 		"reader:3",     // pane whose program has exited
 		"",             // no target at all
 		"reader;",      // would end the tmux command early
@@ -260,8 +261,8 @@ func TestTmuxTargetMissing(t *testing.T) {
 	if err := tm.TargetExists(context.Background(), "reader"); err != nil {
 		t.Errorf("TargetExists(reader) = %v", err)
 	}
-	if err := tm.TargetExists(context.Background(), "reade"); err != nil {
-		t.Errorf("TargetExists(reade) = %v; tmux should match the session prefix", err)
+	if err := tm.TargetExists(context.Background(), "reader:0.0"); err != nil {
+		t.Errorf("TargetExists(reader:0.0) = %v", err)
 	}
 	// Nothing of the failed attempts reached the reader.
 	if err := discard(tm.Inject(context.Background(), InjectRequest{Target: "reader", Text: "only this"})); err != nil {
@@ -299,7 +300,6 @@ func TestTmuxInvalidText(t *testing.T) {
 	tm := &Tmux{Bin: "/nonexistent/tmux"} // never reached
 	for text, typ := range map[string]string{
 		"":          ErrTypeEmptyText,
-		"a\x00b":    ErrTypeInvalidText,
 		"bad \xff!": ErrTypeInvalidText,
 	} {
 		err := discard(tm.Inject(context.Background(), InjectRequest{Target: "x", Text: text}))
@@ -404,5 +404,110 @@ func TestTmuxInjectReportsBottomAfterEnter(t *testing.T) {
 	}
 	if !strings.Contains(res.Bottom, "still here") {
 		t.Errorf("Bottom = %q, want the text still visible", res.Bottom)
+	}
+}
+
+// Only a session named exactly as the target gets the text: with the default target
+// "secretary:0" and only "secretary-old" running, nothing is typed anywhere.
+func TestTmuxTargetNeverANeighbour(t *testing.T) {
+	srv := newTmuxServer(t)
+	old := srv.reader("secretary-old", "-echo")
+	tm := srv.injector()
+	for _, target := range []string{"secretary:0", "secretary", "secretary:0.0"} {
+		requireTargetMissing(t, discard(tm.Inject(context.Background(), InjectRequest{Target: target, Text: "for secretary"})), target)
+		requireTargetMissing(t, tm.TargetExists(context.Background(), target), target)
+	}
+	if err := discard(tm.Inject(context.Background(), InjectRequest{Target: "secretary-old:0", Text: "for the old one"})); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, old, "for the old one\n")
+}
+
+func TestExactTarget(t *testing.T) {
+	for in, want := range map[string]string{
+		"secretary:0":   "=secretary:0",
+		"secretary":     "=secretary:",
+		"secretary:0.1": "=secretary:0.1",
+		"work:editor":   "=work:=editor",
+		"work:editor.1": "=work:=editor.1",
+		"work:@3":       "=work:@3",
+		"=exact:0":      "=exact:0",
+		"%12":           "%12",
+		"@4":            "@4",
+		"$1":            "$1",
+		":2":            ":2",
+		"a-b.c:win-1.2": "=a-b.c:=win-1.2",
+	} {
+		if got := ExactTarget(in); got != want {
+			t.Errorf("ExactTarget(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// SPEC N3 and hardening: no control character of a message reaches the pane as a key. Each
+// one is typed into a plain line reader; the program receives the visible form, on every path
+// (one line, bracketed paste, the CLI's newline key), and nothing else.
+func TestTmuxControlCharactersNeverActAsKeys(t *testing.T) {
+	srv := newTmuxServer(t)
+	tm := srv.injector()
+	var controls []rune
+	for r := rune(0); r < 0x20; r++ {
+		if r != '\n' {
+			controls = append(controls, r)
+		}
+	}
+	controls = append(controls, 0x7f, 0x80, 0x9b, 0x9f)
+	paths := map[string]InjectRequest{
+		"line":  {},
+		"paste": {Text: "second line"},
+		"key":   {Text: "second line", NewlineKey: "C-j"},
+	}
+	for name, base := range paths {
+		t.Run(name, func(t *testing.T) {
+			var text strings.Builder
+			for _, r := range controls {
+				if r == '\r' && base.Text == "" {
+					continue // a CR is a line break: the single-line path gets none
+				}
+				text.WriteString("<")
+				text.WriteRune(r)
+				text.WriteString(">")
+			}
+			text.WriteString("\x1b[31mred\x1b[0m \x1b[201~ end")
+			if base.Text != "" {
+				text.WriteString("\n" + base.Text)
+			}
+			// A cooked tty: C-c would kill the reader, C-u erase the line, CR end it early.
+			out := srv.reader("ctl-"+name, "-echo")
+			req := InjectRequest{Target: "ctl-" + name, Text: text.String(), NewlineKey: base.NewlineKey}
+			if err := discard(tm.Inject(context.Background(), req)); err != nil {
+				t.Fatal(err)
+			}
+			want := VisibleControls(text.String())
+			if base.Text == "" && strings.Contains(want, "\n") {
+				t.Fatalf("the single-line case has a line break: %q", want)
+			}
+			for _, r := range want {
+				if r != '\n' && isControlChar(r) {
+					t.Fatalf("VisibleControls left %U", r)
+				}
+			}
+			waitFile(t, out, want+"\n")
+		})
+	}
+}
+
+func TestVisibleControls(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain":              "plain",
+		"a\x00b\x1b[31mc":    "a\u2400b\u241b[31mc",
+		"crlf\r\nnext\rlast": "crlf\nnext\nlast",
+		"tab\there":          "tab here",
+		"del\x7f c1\u0085":   "del\u2421 c1\ufffd",
+		"日本語\n🙂":             "日本語\n🙂",
+	} {
+		if got := VisibleControls(in); got != want {
+			t.Errorf("VisibleControls(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
