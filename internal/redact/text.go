@@ -32,32 +32,51 @@ func Repair(s string) (string, bool) {
 	return b.String(), true
 }
 
-// Snippet is the masked form of s for anything that leaves the machine: newlines and tabs become
-// spaces, other control characters are removed, and the text is cut to at most max characters
-// (runes, never bytes) with Ellipsis appended when cut. Invalid UTF-8 becomes U+FFFD.
+// Snippet is the form of s for anything that leaves the machine (ntfy reminders, alerts,
+// digests): newlines and tabs become spaces, other control characters are removed, invalid
+// UTF-8 becomes U+FFFD, secrets are masked (Secrets), and the text is cut to at most max
+// characters (runes, never bytes) with Ellipsis appended when cut. The order matters: a control
+// character removed from inside a token would otherwise join it back together after masking.
 func Snippet(s string, max int) string {
 	if max < 1 {
 		return ""
 	}
-	var b strings.Builder
-	n := 0
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		i += size
+	body, cut := cutChars(Secrets(clean(s)), max)
+	if Contains(body) {
+		// The cut made something secret-shaped (a token cut to its exact length): mask again.
+		var cutAgain bool
+		body, cutAgain = cutChars(Secrets(body), max)
+		cut = cut || cutAgain
+	}
+	if cut {
+		return body + Ellipsis
+	}
+	return body
+}
+
+// clean turns newlines and tabs into spaces and drops other control characters.
+func clean(s string) string {
+	return strings.Map(func(r rune) rune {
 		switch {
 		case r == '\n' || r == '\r' || r == '\t':
-			r = ' '
+			return ' '
 		case unicode.IsControl(r):
-			continue
+			return -1
 		}
+		return r
+	}, strings.ToValidUTF8(s, string(utf8.RuneError)))
+}
+
+// cutChars returns the first max characters of s, and whether anything was cut.
+func cutChars(s string, max int) (string, bool) {
+	n := 0
+	for i := range s {
 		if n == max {
-			b.WriteString(Ellipsis)
-			return b.String()
+			return s[:i], true
 		}
-		b.WriteRune(r)
 		n++
 	}
-	return b.String()
+	return s, false
 }
 
 // Chars counts the characters (runes) of s.
