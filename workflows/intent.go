@@ -165,6 +165,16 @@ func (w *intent) registerHandlers(ctx workflow.Context) error {
 			return nil
 		}},
 	}
+	closeSignals := workflow.GetSignalChannel(ctx, SignalClose)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var r CloseRequest
+			closeSignals.Receive(ctx, &r)
+			if open("close") == nil {
+				w.transition(ctx, StatusClosed, policy.Or(r.Reason, ReasonReplied))
+			}
+		}
+	})
 	if err := workflow.SetUpdateHandler(ctx, UpdateHookRemind, func(ctx workflow.Context, r HookRemindRequest) (bool, error) {
 		now := workflow.Now(ctx)
 		if w.st.Status != StatusPending || (w.st.LastHookReminderAt != nil && now.Sub(*w.st.LastHookReminderAt) < r.Every) {

@@ -41,6 +41,9 @@ const (
 	// UpdateHookRemind asks whether the post-tool-use hook may remind of this intent now.
 	UpdateHookRemind = "hook-remind"
 	QueryState       = "state"
+	// SignalClose closes an intent like UpdateClose, for callers that cannot wait for a worker
+	// (a hook while the worker is down): the server keeps the signal until a worker runs.
+	SignalClose = "close"
 )
 
 // ErrTypeIntentNotOpen is the error type of an update refused because the intent has ended.

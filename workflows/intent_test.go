@@ -251,6 +251,21 @@ func TestI5CloseStopsReminders(t *testing.T) {
 	_ = again
 }
 
+// The close signal (sent by a hook while no worker takes updates) closes like the update; a
+// second one changes nothing.
+func TestI5CloseSignal(t *testing.T) {
+	h := newHarness(t)
+	h.env.RegisterDelayedCallback(func() { h.env.SignalWorkflow(SignalClose, CloseRequest{Reason: "replied by hook"}) }, 40*time.Second)
+	h.env.RegisterDelayedCallback(func() { h.env.SignalWorkflow(SignalClose, CloseRequest{}) }, 41*time.Second)
+	h.env.ExecuteWorkflow(IntentWorkflowName, h.input("hi"))
+	st := h.result(t)
+	require.Equal(t, StatusClosed, st.Status)
+	require.Len(t, st.Transitions, 2)
+	require.Equal(t, "replied by hook", st.Transitions[1].Reason)
+	require.Equal(t, 40*time.Second, st.Transitions[1].At.Sub(h.session.start))
+	require.Len(t, h.session.times(KindReminder), 1)
+}
+
 func TestI5LinkStopsRemindersUntilClosed(t *testing.T) {
 	h := newHarness(t)
 	var linkErr, remindErr, closeErr error

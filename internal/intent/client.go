@@ -250,3 +250,66 @@ func OldestPending(ctx context.Context, c client.Client, chatID string) (Summary
 	}
 	return list[0], nil
 }
+
+// closeUpdateWait is how long Close waits for a worker to take the close update before it
+// sends the close signal instead.
+const closeUpdateWait = 2 * time.Second
+
+// Close closes an intent (the agent replied). The close update answers once the intent has
+// closed; when no worker takes it within closeUpdateWait (the worker is down), the close signal
+// is sent instead: the server keeps it, and the intent closes as soon as a worker runs it. An
+// intent that has ended is ErrNotOpen, one that never existed ErrNotFound.
+func Close(ctx context.Context, c client.Client, id string, req workflows.CloseRequest) error {
+	uctx, cancel := context.WithTimeout(ctx, closeUpdateWait)
+	_, err := Update(uctx, c, id, workflows.UpdateClose, req)
+	cancel()
+	if err == nil || ctx.Err() != nil || uctx.Err() == nil {
+		return err
+	}
+	id, err = ResolveID(id)
+	if err != nil {
+		return err
+	}
+	err = c.SignalWorkflow(ctx, id, "", workflows.SignalClose, req)
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		if status, serr := Status(ctx, c, id); serr == nil {
+			return fmt.Errorf("%w: intent %s is already %s", ErrNotOpen, id, status)
+		}
+		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return fmt.Errorf("signal close to %s: %w", id, err)
+	}
+	return nil
+}
+
+// Text returns an intent's full text from the start event of its current run: it needs the
+// server only, not a worker, so the hooks can present intents while the worker is down.
+func Text(ctx context.Context, c client.Client, id string) (string, error) {
+	id, err := ResolveID(id)
+	if err != nil {
+		return "", err
+	}
+	iter := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	if !iter.HasNext() {
+		return "", fmt.Errorf("%w: %s has no history", ErrNotFound, id)
+	}
+	ev, err := iter.Next()
+	var notFound *serviceerror.NotFound
+	switch {
+	case errors.As(err, &notFound):
+		return "", fmt.Errorf("%w: %s", ErrNotFound, id)
+	case err != nil:
+		return "", fmt.Errorf("read the start of %s: %w", id, err)
+	}
+	attrs := ev.GetWorkflowExecutionStartedEventAttributes()
+	if attrs == nil {
+		return "", fmt.Errorf("%s: the first event is %s, not the start", id, ev.GetEventType())
+	}
+	var in workflows.IntentInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(attrs.GetInput(), &in); err != nil {
+		return "", fmt.Errorf("decode the input of %s: %w", id, err)
+	}
+	return in.Text, nil
+}

@@ -18,6 +18,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -937,4 +938,70 @@ func TestP2TwoWorkersGlobalLimit(t *testing.T) {
 	if len(order) != 10 {
 		t.Errorf("%d sessions ran, want 10", len(order))
 	}
+}
+
+// Hardening, SPEC S4: with the server up but no worker for the intents, session-start still
+// presents every pending intent with its full text in time (read from the start event, not a
+// query), and post-tool-use still closes: the close is kept as a signal and applied as soon as
+// a worker runs the intent.
+func TestHooksWithoutWorker(t *testing.T) {
+	cfg := testenv.Config(t)
+	svc, _ := startService(t, cfg)
+	ctx := context.Background()
+	orphanCfg := *cfg
+	orphanCfg.Temporal.TaskQueue = "no-worker-yet"
+	rec := intent.New(svc.Client(), &orphanCfg)
+	for i := 1; i <= 6; i++ {
+		if _, err := rec.Record(ctx, intent.Message{ChatID: "77", MessageID: fmt.Sprint(i), Text: fmt.Sprintf("full text %d\nsecond line", i), Source: workflows.SourceIngest}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, "6 pending in visibility", 20*time.Second, func() bool {
+		list, err := intent.List(ctx, svc.Client(), intent.Filter{Status: workflows.StatusPending, ChatID: "77"})
+		return err == nil && len(list) == 6
+	})
+
+	s := hooks.Settings{Session: config.DefaultSessionName, ReplyTools: cfg.Hooks.ReplyTools}
+	dial := func(context.Context) (hooks.Backend, func(), error) {
+		return hooks.Temporal{Client: svc.Client(), Config: cfg}, func() {}, nil
+	}
+	hook := func(event, input string) string {
+		var out strings.Builder
+		if err := hooks.Run(ctx, event, strings.NewReader(input), &out, s, dial, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	start := hook(hooks.EventSessionStart, `{"session_id":"nw","hook_event_name":"SessionStart","source":"startup"}`)
+	for i := 1; i <= 6; i++ {
+		if !strings.Contains(start, fmt.Sprintf(`full text %d\nsecond line`, i)) {
+			t.Fatalf("session-start output lacks the full text of 77/%d: %s", i, start)
+		}
+	}
+	hook(hooks.EventPostToolUse, `{"session_id":"nw","hook_event_name":"PostToolUse","tool_name":"mcp__plugin_telegram_telegram__reply","tool_input":{"chat_id":"77","text":"done","reply_to":"3"}}`)
+	signalled := false
+	iter := svc.Client().GetWorkflowHistory(ctx, workflows.IntentID("77", "3"), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.GetSignalName() == workflows.SignalClose {
+			signalled = true
+		}
+	}
+	if !signalled {
+		t.Fatal("post-tool-use left no close signal on intent 77/3")
+	}
+
+	w := worker.New(svc.Client(), orphanCfg.Temporal.TaskQueue, worker.Options{})
+	service.Register(w, service.Deps{Identity: "late-worker", Tmux: &activities.Tmux{}, Ntfy: &activities.Ntfy{}, Telegram: &activities.Telegram{}})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	waitUntil(t, "intent 77/3 closed once a worker runs it", 30*time.Second, func() bool {
+		st, err := intent.Status(ctx, svc.Client(), workflows.IntentID("77", "3"))
+		return err == nil && st == workflows.StatusClosed
+	})
 }

@@ -52,7 +52,8 @@ type HookSpecificOutput struct {
 // Backend is what the hooks need from Temporal; *Temporal is the real one.
 type Backend interface {
 	Pending(ctx context.Context, f intent.Filter) ([]intent.Summary, error)
-	Show(ctx context.Context, id string) (workflows.IntentView, error)
+	// Text is an intent's full text; it must not need a worker (SPEC S4).
+	Text(ctx context.Context, id string) (string, error)
 	Close(ctx context.Context, id string) error
 	CloseOldest(ctx context.Context, chat string) (string, error)
 	HookRemind(ctx context.Context, id string, every time.Duration) (bool, error)
@@ -126,15 +127,15 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Output,
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "<system-reminder>\n%d pending message(s) for session %s, oldest first. Answer each, then close it (reply with reply_to, or `starter close ID`).\n", len(list), s.Session)
 	for _, p := range list {
-		// The full text comes from the intent itself, which needs a worker; without one the
-		// snippet stands in rather than the whole hook running out of time.
+		// The full text comes from the intent's start event (no worker needed); should that
+		// fail, the snippet stands in rather than the whole hook running out of time.
 		text := p.Snippet
 		sctx, cancel := context.WithTimeout(ctx, time.Second)
-		if v, err := b.Show(sctx, p.ID); err == nil {
-			text = v.Text
+		if full, err := b.Text(sctx, p.ID); err == nil {
+			text = full
 		}
 		cancel()
-		fmt.Fprintf(&sb, "\n- id=%s chat=%s age=%s\n%s\n", p.ID, p.ChatID, now.Sub(p.ReceivedAt).Round(time.Second), text)
+		fmt.Fprintf(&sb, "\n- id=%s chat=%s age=%s\n%s\n", EscapeText(p.ID), EscapeText(p.ChatID), now.Sub(p.ReceivedAt).Round(time.Second), EscapeText(text))
 	}
 	sb.WriteString("</system-reminder>")
 	block := sb.String()
@@ -196,7 +197,7 @@ func PostToolUse(ctx context.Context, b Backend, s Settings, in Input) (Output, 
 		var sb strings.Builder
 		sb.WriteString("<system-reminder>\nStill unanswered:\n")
 		for _, p := range due {
-			fmt.Fprintf(&sb, "- id=%s chat=%s age=%s: %s\n", p.ID, p.ChatID, s.now().Sub(p.ReceivedAt).Round(time.Second), p.Snippet)
+			fmt.Fprintf(&sb, "- id=%s chat=%s age=%s: %s\n", EscapeText(p.ID), EscapeText(p.ChatID), s.now().Sub(p.ReceivedAt).Round(time.Second), EscapeText(p.Snippet))
 		}
 		sb.WriteString("</system-reminder>")
 		return Output{HookSpecificOutput: &HookSpecificOutput{HookEventName: "PostToolUse", AdditionalContext: sb.String()}}, nil
@@ -306,6 +307,13 @@ func firstRunes(s string, n int) string {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// textEscaper escapes what could open or close a tag.
+var textEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+// EscapeText makes message text safe inside intentq's <system-reminder> wrapper: it can never
+// open or close a tag, so a message cannot forge a block the agent trusts (SPEC H3).
+func EscapeText(s string) string { return textEscaper.Replace(s) }
 
 func (s Settings) now() time.Time {
 	if s.Now != nil {

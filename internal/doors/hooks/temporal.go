@@ -24,15 +24,15 @@ func (t Temporal) Pending(ctx context.Context, f intent.Filter) ([]intent.Summar
 	return intent.List(ctx, t.Client, f)
 }
 
-// Show returns one intent with its text.
-func (t Temporal) Show(ctx context.Context, id string) (workflows.IntentView, error) {
-	return intent.Show(ctx, t.Client, id)
+// Text returns one intent's full text from its start event, without a worker.
+func (t Temporal) Text(ctx context.Context, id string) (string, error) {
+	return intent.Text(ctx, t.Client, id)
 }
 
-// Close closes one intent.
+// Close closes one intent: by update, which answers once the intent has closed; when no worker
+// takes the update in time, by the close signal, which the server keeps until a worker runs.
 func (t Temporal) Close(ctx context.Context, id string) error {
-	_, err := intent.Update(ctx, t.Client, id, workflows.UpdateClose, workflows.CloseRequest{})
-	return err
+	return intent.Close(ctx, t.Client, id, workflows.CloseRequest{})
 }
 
 // CloseOldest closes a chat's oldest pending intent.
