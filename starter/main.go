@@ -14,6 +14,7 @@ import (
 
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/platform/logging"
+	"github.com/intentq/intentq/internal/platform/private"
 )
 
 // exitError carries a specific exit code out of a command.
@@ -25,6 +26,7 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 
 func main() {
+	private.Umask()
 	root := newRoot()
 	err := root.Execute()
 	if err == nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/platform/logging"
+	"github.com/intentq/intentq/internal/platform/private"
 	"github.com/intentq/intentq/internal/service"
 )
 
@@ -26,6 +27,7 @@ func main() {
 }
 
 func run() error {
+	private.Umask()
 	fs := pflag.NewFlagSet("worker", pflag.ContinueOnError)
 	config.RegisterFlags(fs)
 	if err := fs.Parse(os.Args[1:]); err != nil {

@@ -51,6 +51,16 @@ func TestWorkerProcess(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(home, ".intentq", "temporal.db")); err != nil {
 		t.Errorf("embedded database not in data_dir: %v", err)
 	}
+	// Everything under data_dir is private: the database, its -wal and -shm, every folder.
+	_ = filepath.WalkDir(filepath.Join(home, ".intentq"), func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if info, err := d.Info(); err == nil && info.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s is %v: group or others have access", path, info.Mode().Perm())
+		}
+		return nil
+	})
 
 	doc := exec.Command(filepath.Join(bin, "starter"), "doctor", "--json")
 	doc.Env = env

@@ -30,6 +30,7 @@ import (
 	"github.com/intentq/intentq/internal/platform/logging"
 	"github.com/intentq/intentq/internal/platform/metrics"
 	"github.com/intentq/intentq/internal/platform/plugin"
+	"github.com/intentq/intentq/internal/platform/private"
 	"github.com/intentq/intentq/internal/platform/tclient"
 	"github.com/intentq/intentq/internal/platform/watchdog"
 	"github.com/intentq/intentq/internal/session"
@@ -83,6 +84,12 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 		if err != nil {
 			return nil, err
 		}
+	}
+
+	// Everything under data_dir holds message text or secrets: private, also what an older
+	// version or the server created before the umask was set.
+	if err := private.Fix(cfg.DataDir); err != nil {
+		return nil, fmt.Errorf("data_dir: %w", err)
 	}
 
 	var dialOpts []func(*client.Options)

@@ -1,0 +1,51 @@
+// Package private keeps intentq's files to their owner: everything under data_dir holds message
+// text or secrets (the Temporal database and its -wal and -shm, history, archive, backups,
+// spool), so files are 0600 and folders 0700.
+package private
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// Umask makes the process create files without group or other access (umask 077), whoever
+// creates them: intentq, SQLite, the Temporal server.
+func Umask() { syscall.Umask(0o077) }
+
+// Fix creates dir (0700) when it is missing and takes group and other access off dir and
+// everything under it. Symbolic links are left alone, and so is what they point to.
+func Fix(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // removed while walking (a SQLite -shm file, a rotated spool)
+			}
+			return fmt.Errorf("walk %s: %w", path, err)
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return fmt.Errorf("stat %s: %w", path, err)
+		}
+		mode := info.Mode().Perm()
+		if mode&0o077 == 0 {
+			return nil
+		}
+		if err := os.Chmod(path, mode&^0o077); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("make %s private: %w", path, err)
+		}
+		return nil
+	})
+}
