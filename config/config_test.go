@@ -277,3 +277,39 @@ func TestExampleConfig(t *testing.T) {
 		t.Errorf("example ui_port = %d", cfg.Temporal.Embedded.UIPort)
 	}
 }
+
+// Every key is settable from the environment, keys inside maps included: the map key sits in
+// the middle of the name and may itself hold "_".
+func TestEnvMapKeys(t *testing.T) {
+	home := isolate(t)
+	file := writeFile(t, home, "c.yaml", `
+sessions:
+  night_shift: {tmux_target: "night:0", cli: codex}
+`)
+	t.Setenv("INTENTQ_CLIS_CLAUDE_COMMAND", "/opt/claude/bin/claude")
+	t.Setenv("INTENTQ_CLIS_CLAUDE_INPUT_LINES", "3")
+	t.Setenv("INTENTQ_SESSIONS_NIGHT_SHIFT_TMUX_TARGET", "night:2")
+	t.Setenv("INTENTQ_SESSIONS_NIGHT_SHIFT_CHATS", "5,6")
+	t.Setenv("INTENTQ_SESSIONS_NIGHT_SHIFT_ESCALATION_RESET_AFTER", "10m")
+	t.Setenv("INTENTQ_POLICIES_CHANNELS_WEB_DENY", "Write,Edit")
+	t.Setenv("INTENTQ_POLICIES_GLOBAL_DENY", "WebFetch")
+	cfg, err := Load(flags(t, "--config", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cfg.CLIs["claude"]; c.Command != "/opt/claude/bin/claude" || c.Lines() != 3 || c.Reset != "/clear" {
+		t.Errorf("claude = %+v", c)
+	}
+	s := cfg.Sessions["night_shift"]
+	if s.TmuxTarget != "night:2" || s.CLI != "codex" || fmt.Sprint(s.Chats) != "[5 6]" || s.Escalation.ResetAfter != 10*time.Minute {
+		t.Errorf("night_shift = %+v", s)
+	}
+	if got := fmt.Sprint(cfg.Policies.Channels["web"].Deny, cfg.Policies.Global.Deny); got != "[Write Edit] [WebFetch]" {
+		t.Errorf("policies = %s", got)
+	}
+
+	t.Setenv("INTENTQ_CLIS_CLAUDE_NO_SUCH_FIELD", "x")
+	if _, err := Load(flags(t, "--config", file)); err == nil || !strings.Contains(err.Error(), "INTENTQ_CLIS_CLAUDE_NO_SUCH_FIELD") {
+		t.Errorf("unknown map field: %v", err)
+	}
+}

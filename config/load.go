@@ -84,6 +84,9 @@ func Load(fs *pflag.FlagSet) (*Config, error) {
 		}
 	}
 
+	if err := bindEnv(v, os.Environ()); err != nil {
+		return nil, fmt.Errorf("config: environment: %w", err)
+	}
 	if err := checkKnownKeys(v.AllKeys()); err != nil {
 		return nil, withFile(err, path)
 	}
@@ -244,16 +247,12 @@ func knownKey(t reflect.Type, path []string) bool {
 }
 
 // CheckEnv rejects INTENTQ_* variables that match no config key, so a typo is not silently
-// ignored. Map sections (sessions, clis) are set in the file only.
+// ignored (keys inside maps included, see env.go).
 func CheckEnv(environ []string) error {
-	known := map[string]bool{}
-	for key := range defaults() {
-		known[EnvPrefix+"_"+strings.ToUpper(strings.ReplaceAll(key, ".", "_"))] = true
-	}
 	var unknown []string
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, EnvPrefix+"_") || nonConfigEnv[name] || known[name] {
+		if !strings.HasPrefix(name, EnvPrefix+"_") || nonConfigEnv[name] || knownEnv(name) {
 			continue
 		}
 		unknown = append(unknown, name)
