@@ -104,6 +104,34 @@ func Load(fs *pflag.FlagSet) (*Config, error) {
 	return &cfg, nil
 }
 
+// Fallback is the configuration to report a failed Load with: the file and the environment's
+// data_dir and ntfy keys when those load, else the defaults. It changes the process environment
+// (it drops the INTENTQ_* variables it does not trust), so only a process that is about to end
+// because its config failed should call it: a hook telling the person why it did nothing.
+func Fallback(fs *pflag.FlagSet) *Config {
+	keep := map[string]bool{EnvConfigFile: true, envName("data_dir"): true}
+	for _, key := range []string{"ntfy.url", "ntfy.topic", "ntfy.token", "ntfy.token_file"} {
+		keep[envName(key)] = true
+	}
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, EnvPrefix+"_") && !keep[name] {
+			_ = os.Unsetenv(name)
+		}
+	}
+	if cfg, err := Load(fs); err == nil {
+		return cfg
+	}
+	for name := range keep {
+		_ = os.Unsetenv(name)
+	}
+	_ = os.Setenv(EnvConfigFile, os.DevNull)
+	if cfg, err := Load(nil); err == nil {
+		return cfg
+	}
+	return &Config{DataDir: expandHome("~/.intentq")}
+}
+
 func withFile(err error, path string) error {
 	if path == "" {
 		return err

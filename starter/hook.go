@@ -14,6 +14,7 @@ import (
 	"github.com/intentq/intentq/internal/doors/hooks"
 	"github.com/intentq/intentq/internal/platform/logging"
 	"github.com/intentq/intentq/internal/platform/tclient"
+	"github.com/intentq/intentq/internal/redact"
 )
 
 func newHook() *cobra.Command {
@@ -30,9 +31,15 @@ func newHook() *cobra.Command {
 			}
 			cfg, err := config.Load(cmd.Flags())
 			if err != nil {
+				// Never wedge the agent, but never fail silently either: the person hears of it
+				// once per cause, and doctor shows it.
 				logger.Warn("hook: config unusable; allowing", zap.Error(err))
 				_, _ = hooks.ReadInput(cmd.InOrStdin())
+				reportHookError(cmd.Context(), config.Fallback(cmd.Flags()), err, logger)
 				return nil
+			}
+			if err := hooks.ClearError(cfg.DataDir); err != nil {
+				logger.Warn("hook", zap.Error(err))
 			}
 			s := hookSettings(cmd.Context(), cfg, session, logger)
 			dial := func(ctx context.Context) (hooks.Backend, func(), error) {
@@ -92,4 +99,17 @@ func tmuxAgentID(ctx context.Context) string {
 		return ""
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// reportHookError keeps the cause of a hook that could not do its work in data_dir (for
+// doctor) and pushes it to ntfy the first time this cause is seen; secrets masked.
+func reportHookError(ctx context.Context, cfg *config.Config, cause error, logger *zap.Logger) {
+	msg := redact.Secrets(cause.Error())
+	_, isNew, err := hooks.RecordError(cfg.DataDir, msg, time.Now())
+	if err != nil {
+		logger.Warn("hook", zap.Error(err))
+	}
+	if isNew {
+		alert(ctx, cfg, "intentq: hooks are not working", "The Claude Code hooks allow everything until this is fixed: "+msg)
+	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/intentq/intentq/activities"
 	"github.com/intentq/intentq/internal/platform/doctor"
+	"github.com/intentq/intentq/internal/testkit/fakentfy"
 	"github.com/intentq/intentq/internal/testkit/testenv"
 )
 
@@ -363,5 +364,68 @@ func starterCommands(t *testing.T, starter string, env []string) {
 	}
 	if _, code = run(t, starter, env, "", "link"); code != 2 {
 		t.Errorf("link without arguments: exit %d, want 2", code)
+	}
+}
+
+// Hardening, SPEC S4: a hook that cannot load its config still allows (exit 0, no output) but
+// says so where the person sees it: one ntfy push per cause, however many hook runs meet it,
+// and `starter doctor` shows the last hook error until a hook run works again.
+func TestHookConfigErrorIsReported(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binaries")
+	}
+	starter := filepath.Join(binaries(t), "starter")
+	ntfy := fakentfy.New()
+	t.Cleanup(ntfy.Close)
+	home := t.TempDir()
+	good := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMUX_TMPDIR=" + t.TempDir(),
+		"INTENTQ_NTFY_URL=" + ntfy.URL(), "INTENTQ_NTFY_TOPIC=phone",
+		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_PORT=%d", testenv.FreePort(t))}
+	bad := append(append([]string{}, good...), "INTENTQ_HOOKS_TIMEOUT=abc")
+
+	hook := func(env []string) {
+		t.Helper()
+		cmd := exec.Command(starter, "hook", "stop")
+		cmd.Env = env
+		cmd.Stdin = strings.NewReader(`{"session_id":"s","stop_hook_active":false}`)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil || stdout.Len() != 0 {
+			t.Fatalf("hook: %v, stdout %q (want exit 0 and nothing: allow)\n%s", err, stdout.String(), stderr.String())
+		}
+	}
+	hookErrors := func() doctor.Result {
+		t.Helper()
+		cmd := exec.Command(starter, "doctor", "--json")
+		cmd.Env = good
+		out, _ := cmd.Output()
+		var report doctor.Report
+		if err := json.Unmarshal(out, &report); err != nil {
+			t.Fatalf("doctor --json: %v\n%s", err, out)
+		}
+		for _, r := range report {
+			if r.Name == "hook errors" {
+				return r
+			}
+		}
+		t.Fatalf("doctor has no hook errors check:\n%s", out)
+		return doctor.Result{}
+	}
+
+	for i := 0; i < 3; i++ {
+		hook(bad)
+	}
+	if msgs := ntfy.Messages(); len(msgs) != 1 || !strings.Contains(msgs[0].Message, "hooks.timeout") {
+		t.Fatalf("pushes = %+v, want one naming hooks.timeout", msgs)
+	}
+	if r := hookErrors(); r.OK || !strings.Contains(r.Detail, "hooks.timeout") || !strings.Contains(r.Detail, "3 runs") {
+		t.Errorf("doctor hook errors = %+v", r)
+	}
+	hook(good)
+	if r := hookErrors(); !r.OK {
+		t.Errorf("after a working hook run: %+v", r)
+	}
+	if n := len(ntfy.Messages()); n != 1 {
+		t.Errorf("%d pushes, want still 1", n)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/intentq/intentq/activities"
 	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/doors/hooks"
 	"github.com/intentq/intentq/internal/platform/plugin"
 )
 
@@ -44,7 +45,7 @@ func Local(ctx context.Context, cfg *config.Config) Report {
 	if cfg.Telegram.Token.IsSet() {
 		r = append(r, checkTelegram(ctx, cfg))
 	}
-	r = append(r, Hooks(cfg.Claude.Settings))
+	r = append(r, Hooks(cfg.Claude.Settings), HookErrors(cfg.DataDir))
 	if cfg.Claude.PatchPlugin {
 		r = append(r, PluginPatch(cfg))
 	}
@@ -145,4 +146,19 @@ func Hooks(path string) Result {
 			Hint: "paste the hooks block from the README"}
 	}
 	return Result{Name: "hooks", OK: true, Detail: "session-start, post-tool-use and stop in " + path}
+}
+
+// HookErrors reports the last problem that made the hooks allow without doing their work; the
+// next hook run that works clears it.
+func HookErrors(dataDir string) Result {
+	rec, err := hooks.LastError(dataDir)
+	switch {
+	case err != nil:
+		return Result{Name: "hook errors", Detail: err.Error()}
+	case rec == nil:
+		return Result{Name: "hook errors", OK: true, Detail: "none: the last hook run loaded its config"}
+	}
+	return Result{Name: "hook errors",
+		Detail: fmt.Sprintf("since %s (%d runs, last %s) the hooks allow everything: %s", rec.Since.Local().Format(time.RFC3339), rec.Count, rec.At.Local().Format(time.RFC3339), rec.Cause),
+		Hint:   "fix the config the agent's hooks see (its environment and file); the next hook run clears this"}
 }

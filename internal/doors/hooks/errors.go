@@ -1,0 +1,75 @@
+package hooks
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// ErrorRecord is the last problem that made the hooks allow without doing their work (a config
+// they could not load), kept in data_dir so that `starter doctor` shows it.
+type ErrorRecord struct {
+	At    time.Time `json:"at"`
+	Cause string    `json:"cause"`
+	// Since is when this cause was first seen; Count how many hook runs met it.
+	Since time.Time `json:"since"`
+	Count int       `json:"count"`
+}
+
+// ErrorFile is where the hooks keep their ErrorRecord.
+func ErrorFile(dataDir string) string { return filepath.Join(dataDir, "hooks", "last-error.json") }
+
+// RecordError keeps cause as the hooks' last error; isNew says the cause differs from the one
+// recorded before (so the person is told once per cause, not once per hook run).
+func RecordError(dataDir, cause string, now time.Time) (rec ErrorRecord, isNew bool, err error) {
+	prev, err := LastError(dataDir)
+	if err != nil {
+		prev = nil // an unreadable record is replaced
+	}
+	rec = ErrorRecord{At: now.UTC(), Cause: cause, Since: now.UTC(), Count: 1}
+	if prev != nil && prev.Cause == cause {
+		rec.Since, rec.Count = prev.Since, prev.Count+1
+	}
+	isNew = prev == nil || prev.Cause != cause
+	path := ErrorFile(dataDir)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return rec, isNew, fmt.Errorf("record hook error: %w", err)
+	}
+	data, _ := json.Marshal(rec)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return rec, isNew, fmt.Errorf("record hook error: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return rec, isNew, fmt.Errorf("record hook error: %w", err)
+	}
+	return rec, isNew, nil
+}
+
+// LastError is the hooks' recorded error, nil when there is none.
+func LastError(dataDir string) (*ErrorRecord, error) {
+	data, err := os.ReadFile(ErrorFile(dataDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the hooks' last error: %w", err)
+	}
+	var rec ErrorRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return nil, fmt.Errorf("read the hooks' last error %s: %w", ErrorFile(dataDir), err)
+	}
+	return &rec, nil
+}
+
+// ClearError forgets the recorded error once the hooks work again.
+func ClearError(dataDir string) error {
+	if err := os.Remove(ErrorFile(dataDir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("clear the hooks' last error: %w", err)
+	}
+	return nil
+}
