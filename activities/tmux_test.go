@@ -16,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/intentq/intentq/internal/testkit/peers"
 )
 
 // tmuxServer is a private tmux server for one test.
@@ -29,9 +31,7 @@ type tmuxServer struct {
 // session. t.Cleanup kills it and removes its socket, which kill-server leaves behind.
 func newTmuxServer(t *testing.T) *tmuxServer {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not on PATH")
-	}
+	peers.Tmux(t)
 	s := &tmuxServer{t: t, socket: randomSocketName(t), dir: t.TempDir()}
 	t.Cleanup(func() {
 		_ = exec.Command("tmux", "-L", s.socket, "kill-server").Run()

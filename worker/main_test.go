@@ -19,6 +19,7 @@ import (
 	"github.com/intentq/intentq/activities"
 	"github.com/intentq/intentq/internal/platform/doctor"
 	"github.com/intentq/intentq/internal/testkit/fakentfy"
+	"github.com/intentq/intentq/internal/testkit/peers"
 	"github.com/intentq/intentq/internal/testkit/testenv"
 )
 
@@ -174,9 +175,7 @@ func TestH2HistoryAcrossKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the worker binary through a crash")
 	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux not installed")
-	}
+	peers.Tmux(t)
 	bin := binaries(t)
 	home := t.TempDir()
 	tmuxDir, err := os.MkdirTemp("", "iq")

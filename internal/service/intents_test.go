@@ -40,6 +40,7 @@ import (
 	"github.com/intentq/intentq/internal/service"
 	"github.com/intentq/intentq/internal/testkit/fakebot"
 	"github.com/intentq/intentq/internal/testkit/fakentfy"
+	"github.com/intentq/intentq/internal/testkit/peers"
 	"github.com/intentq/intentq/internal/testkit/testenv"
 	"github.com/intentq/intentq/workflows"
 )
@@ -214,9 +215,7 @@ func TestI4IngestDoor(t *testing.T) {
 // receives to a file. Call it after testenv.Config, which points tmux elsewhere.
 func tmuxReader(t *testing.T) (out string) {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux not installed")
-	}
+	peers.Tmux(t)
 	dir, err := os.MkdirTemp("", "iq")
 	if err != nil {
 		t.Fatal(err)
@@ -625,13 +624,7 @@ func TestHooksEndToEnd(t *testing.T) {
 // doctor reports the state.
 func TestI8PluginPatchedAtStartAndRepatched(t *testing.T) {
 	cfg := testenv.Config(t)
-	bun, err := plugin.FindBun(os.Getenv("INTENTQ_BUN"))
-	if err != nil {
-		if _, statErr := os.Stat("../../.tools/node_modules/.bin/bun"); statErr != nil {
-			t.Skip("bun not installed")
-		}
-		bun, _ = filepath.Abs("../../.tools/node_modules/.bin/bun")
-	}
+	bun := peers.Bun(t)
 	home := filepath.Join(cfg.Claude.Home, "plugins", "marketplaces", "claude-plugins-official")
 	fixture := "../platform/plugin/testdata/claude-plugins-official"
 	for _, f := range []string{".claude-plugin/marketplace.json", "external_plugins/telegram/server.ts", "external_plugins/telegram/package.json"} {

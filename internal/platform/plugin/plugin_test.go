@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/intentq/intentq/internal/testkit/peers"
 )
 
 const (
@@ -24,24 +26,8 @@ const (
 	settingsDoc = `{"enabledPlugins":{"telegram@claude-plugins-official":true}}`
 )
 
-// bunPath finds bun for the tests: $INTENTQ_BUN, else PATH, else the repo's .tools install
-// (npm install --no-save --prefix .tools bun); the test is skipped without one.
-func bunPath(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("INTENTQ_BUN"); p != "" {
-		return p
-	}
-	if p, err := exec.LookPath("bun"); err == nil {
-		return p
-	}
-	if p, err := filepath.Abs(filepath.Join("..", "..", "..", ".tools", "node_modules", ".bin", "bun")); err == nil {
-		if executable(p) == nil {
-			return p
-		}
-	}
-	t.Skip("bun not found: set INTENTQ_BUN, put bun on PATH, or run npm install --no-save --prefix .tools bun")
-	return ""
-}
+// bunPath finds bun for the tests (peers.Bun): the patcher's syntax check is real.
+func bunPath(t *testing.T) string { return peers.Bun(t) }
 
 func fixture(t *testing.T, name string) []byte {
 	t.Helper()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/service"
+	"github.com/intentq/intentq/internal/testkit/peers"
 )
 
 // FreePort returns a loopback TCP port that was free a moment ago.
@@ -93,9 +94,7 @@ const HooksSettings = `{
 // settingsPath. The pane's program survives C-c and reads everything typed.
 func Agent(t testing.TB, env []string, target, settingsPath string) {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux not installed")
-	}
+	peers.Tmux(t)
 	session := strings.Split(target, ":")[0]
 	cmd := exec.Command("tmux", "new-session", "-d", "-s", session, "trap '' INT; stty -echo; exec cat > /dev/null")
 	cmd.Env = env

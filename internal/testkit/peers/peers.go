@@ -1,0 +1,50 @@
+// Package peers finds the real programs the tests run against (tmux, bun). A test that needs one
+// and cannot find it fails, with what to install: it never skips, so a machine without the peer
+// cannot pass the suite by running less of it. `.ci/run` installs them.
+package peers
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// Tmux returns the tmux binary, or fails the test.
+func Tmux(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Fatal("tmux is not installed (Debian: apt-get install tmux; .ci/run installs it)")
+	}
+	return p
+}
+
+// Bun returns the bun binary: $INTENTQ_BUN, else bun on PATH, else the repository's
+// .tools/node_modules/.bin/bun (npm install --no-save --prefix .tools bun); or fails the test.
+func Bun(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("INTENTQ_BUN"); p != "" {
+		return p
+	}
+	if p, err := exec.LookPath("bun"); err == nil {
+		return p
+	}
+	if p := filepath.Join(repoRoot(), ".tools", "node_modules", ".bin", "bun"); executable(p) {
+		return p
+	}
+	t.Fatal("bun is not installed: npm install --no-save --prefix .tools bun (.ci/run does), or set INTENTQ_BUN")
+	return ""
+}
+
+// repoRoot is the repository's root, found from this file's place in it.
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
+
+func executable(p string) bool {
+	info, err := os.Stat(p)
+	return err == nil && !info.IsDir() && info.Mode()&0o111 != 0
+}
