@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -101,8 +102,30 @@ type ctxClient struct {
 	client *http.Client
 }
 
+// Do sends req. An answer that is not the Bot API's JSON (a proxy's 502 page, a 500 from a
+// server in trouble) becomes an error with the HTTP status, rather than a JSON parse error;
+// the Bot API's own errors (400, 401, 409, 429: JSON with error_code) pass through.
 func (c ctxClient) Do(req *http.Request) (*http.Response, error) {
-	return c.client.Do(req.WithContext(c.p.ctx))
+	resp, err := c.client.Do(req.WithContext(c.p.ctx))
+	if err != nil || resp.StatusCode < 500 && strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		return resp, err
+	}
+	if resp.StatusCode < 300 && resp.Header.Get("Content-Type") == "" {
+		return resp, nil // a minimal server that sets no type: let the JSON decoder judge
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	return nil, &HTTPError{Status: resp.StatusCode, Body: strings.TrimSpace(string(body))}
+}
+
+// HTTPError is an answer from the Bot API endpoint that is not its JSON.
+type HTTPError struct {
+	Status int
+	Body   string // the start of the body, for the log
+}
+
+func (e *HTTPError) Error() string {
+	return fmt.Sprintf("HTTP %d %s from the Bot API endpoint: %.120q", e.Status, http.StatusText(e.Status), e.Body)
 }
 
 // Run polls until ctx ends.
@@ -238,13 +261,68 @@ func (p *Poller) parse(raw json.RawMessage) *item {
 	if it.updateID < p.offset {
 		return nil // already handled in this process
 	}
-	var u tgbotapi.Update
-	if err := json.Unmarshal(raw, &u); err != nil {
+	u, dropped, err := decodeUpdate(raw)
+	if err != nil {
 		p.log.Error("malformed update skipped", zap.Int("update_id", it.updateID), zap.String("error", jsonProblem(err)))
 		return it
 	}
+	if len(dropped) > 0 {
+		// A mistyped field costs that field, not the message.
+		p.log.Warn("update fields of the wrong type passed over", zap.Int("update_id", it.updateID), zap.Strings("fields", dropped))
+	}
 	it.msg = p.message(u)
 	return it
+}
+
+// decodeUpdate decodes an update, passing over fields of the wrong type (e.g. "date" as a
+// string): each is removed and the decode tried again. It returns the fields passed over.
+func decodeUpdate(raw json.RawMessage) (tgbotapi.Update, []string, error) {
+	var u tgbotapi.Update
+	err := json.Unmarshal(raw, &u)
+	var typeErr *json.UnmarshalTypeError
+	if err == nil || !errors.As(err, &typeErr) {
+		return u, nil, err
+	}
+	var tree map[string]any
+	if err := json.Unmarshal(raw, &tree); err != nil {
+		return u, nil, err
+	}
+	var dropped []string
+	for range 32 {
+		if !errors.As(err, &typeErr) || typeErr.Field == "" || identifying(typeErr.Field) || !deletePath(tree, strings.Split(typeErr.Field, ".")) {
+			return u, dropped, err
+		}
+		dropped = append(dropped, typeErr.Field)
+		fixed, _ := json.Marshal(tree)
+		u = tgbotapi.Update{}
+		if err = json.Unmarshal(fixed, &u); err == nil {
+			return u, dropped, nil
+		}
+	}
+	return u, dropped, err
+}
+
+// identifying reports the fields a message cannot be recorded without: the message itself,
+// its ID and its chat.
+func identifying(field string) bool {
+	return !strings.Contains(field, ".") || strings.HasSuffix(field, "message_id") || strings.Contains(field, "chat")
+}
+
+// deletePath removes the value at path from a decoded JSON object; false when it is not there.
+func deletePath(tree map[string]any, path []string) bool {
+	for i, key := range path {
+		if i == len(path)-1 {
+			_, ok := tree[key]
+			delete(tree, key)
+			return ok
+		}
+		next, ok := tree[key].(map[string]any)
+		if !ok {
+			return false
+		}
+		tree = next
+	}
+	return false
 }
 
 // message is the message to record for an update, or nil: edits, non-messages and strangers
@@ -256,11 +334,23 @@ func (p *Poller) message(u tgbotapi.Update) *intent.Message {
 		p.log.Info("edited message ignored: the intent keeps the original", zap.Int("update_id", u.UpdateID),
 			zap.Int64("chat", m.Chat.ID), zap.Int("message", m.MessageID))
 		return nil
+	case u.ChannelPost != nil || u.EditedChannelPost != nil:
+		m := u.ChannelPost
+		if m == nil {
+			m = u.EditedChannelPost
+		}
+		p.log.Info("channel post ignored: intentq records messages people send the bot", zap.Int("update_id", u.UpdateID),
+			zap.Int64("chat", m.Chat.ID), zap.Int("message", m.MessageID))
+		return nil
 	case u.Message == nil:
 		p.log.Debug("update without a message skipped", zap.Int("update_id", u.UpdateID))
 		return nil
 	}
 	m := u.Message
+	if m.Chat == nil {
+		p.log.Error("message without a chat cannot be recorded", zap.Int("update_id", u.UpdateID), zap.Int("message", m.MessageID))
+		return nil
+	}
 	var from int64
 	if m.From != nil {
 		from = m.From.ID
@@ -276,7 +366,7 @@ func (p *Poller) message(u tgbotapi.Update) *intent.Message {
 		Text:      Text(m),
 		User:      userName(m.From),
 		Source:    workflows.SourceTelegram,
-		SentAt:    time.Unix(int64(m.Date), 0).UTC(),
+		SentAt:    sentAt(m.Date),
 		// Taken here, in update order, because the batch is started concurrently.
 		ReceivedAt: time.Now(),
 	}
@@ -388,4 +478,12 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// sentAt is the message's date; zero when Telegram's date was missing or passed over.
+func sentAt(date int) time.Time {
+	if date == 0 {
+		return time.Time{}
+	}
+	return time.Unix(int64(date), 0).UTC()
 }

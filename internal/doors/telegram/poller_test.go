@@ -352,6 +352,10 @@ func TestEditsAndChannelPostsAreNotRecorded(t *testing.T) {
 	if h.logs.FilterField(zap.Int("update_id", postID)).FilterLevelExact(zapcore.ErrorLevel).Len() != 0 {
 		t.Errorf("the channel post was logged as an error")
 	}
+	post := h.logs.FilterMessageSnippet("channel post ignored").FilterField(zap.Int("update_id", postID)).FilterLevelExact(zapcore.InfoLevel)
+	if post.Len() != 1 || post.All()[0].ContextMap()["message"] != int64(5) {
+		t.Errorf("want one info log with the IDs of the ignored channel post, got %v", post.All())
+	}
 }
 
 func TestMalformedUpdateIsSkipped(t *testing.T) {
@@ -372,14 +376,19 @@ func TestMalformedUpdateIsSkipped(t *testing.T) {
 			t.Fatalf("update %d was never served", id)
 		}
 	}
+	// A text of the wrong type costs the text, not the message: the agent still hears that a
+	// message arrived. A message ID or shape that is wrong leaves nothing to record.
 	got := h.rec.Recorded()
-	if len(got) != 2 || got[0].MessageID != "30" || got[1].MessageID != "32" {
-		t.Fatalf("recorded %v, want messages 30 and 32", ids(got))
+	if len(got) != 3 || got[0].MessageID != "30" || got[1].MessageID != "31" || got[1].Text != "(message)" || got[2].MessageID != "32" {
+		t.Fatalf("recorded %v, want messages 30, 31 (without its text) and 32", ids(got))
 	}
-	if n := len(h.rec.Calls()); n != 2 {
-		t.Errorf("recorder called %d times, want 2 (malformed updates must not reach it)", n)
+	if n := len(h.rec.Calls()); n != 3 {
+		t.Errorf("recorder called %d times, want 3 (malformed updates must not reach it)", n)
 	}
-	for _, id := range []int{badID, badText, badShape} {
+	if h.logs.FilterMessageSnippet("fields of the wrong type").FilterField(zap.Int("update_id", badText)).Len() != 1 {
+		t.Errorf("the passed-over text field of update %d was not logged", badText)
+	}
+	for _, id := range []int{badID, badShape} {
 		logged := h.logs.FilterMessageSnippet("malformed update").FilterField(zap.Int("update_id", id))
 		if logged.Len() != 1 {
 			t.Errorf("want one 'malformed update' log for update %d, got %d; logs: %v", id, logged.Len(), h.logs.All())
@@ -522,6 +531,12 @@ func TestGetUpdatesFailuresAreSurvived(t *testing.T) {
 			t.Errorf("failure %d: failures field = %v, want %d", i, f["failures"], i+1)
 		}
 	}
+	// The 500 and the 502 page are logged with their HTTP status, not as JSON parse errors.
+	for i, want := range []string{"HTTP 500", "HTTP 502 Bad Gateway"} {
+		if msg := fmt.Sprint(failed[i].ContextMap()["error"]); !strings.Contains(msg, want) || strings.Contains(msg, "invalid character") {
+			t.Errorf("failure %d logged as %q, want the status %q", i, msg, want)
+		}
+	}
 	if f := failed[2].ContextMap(); f["retry_in"] != time.Second {
 		t.Errorf("429 with retry_after=1: retry_in = %v, want 1s", f["retry_in"])
 	}
@@ -609,5 +624,18 @@ func TestCancelDuringRecordRetry(t *testing.T) {
 	}
 	if h.bot.Confirmed() > id {
 		t.Errorf("update %d confirmed (Confirmed() = %d) though never recorded", id, h.bot.Confirmed())
+	}
+}
+
+// Hardening: one mistyped field ("date" as a string) costs that field, not the message.
+func TestMistypedDateKeepsTheMessage(t *testing.T) {
+	h := newHarness(t, nil)
+	last := h.bot.AddUpdate(fmt.Sprintf(`{"message":{"message_id":40,"date":"yesterday","chat":{"id":%d,"type":"private"},`+
+		`"from":{"id":%d,"is_bot":false,"first_name":"A"},"text":"still here"}}`, allowedChat, allowedUser))
+	h.start()
+	h.waitConfirmed(last)
+	got := h.rec.Recorded()
+	if len(got) != 1 || got[0].MessageID != "40" || got[0].Text != "still here" || !got[0].SentAt.IsZero() {
+		t.Fatalf("recorded %+v, want message 40 with its text and no sent time", got)
 	}
 }
