@@ -3,7 +3,6 @@ package workflows
 import (
 	"fmt"
 	"strings"
-	"unicode"
 )
 
 // Workflow ID prefixes. IDs carry meaning, so the Web UI and `starter show` read naturally, and
@@ -41,7 +40,9 @@ func ParseIntentID(id string) (chatID, messageID string, err error) {
 	return chatID, messageID, nil
 }
 
-// CheckIDPart validates a chat or message ID: 1-64 printable characters, no '/' and no spaces.
+// CheckIDPart validates a chat or message ID: 1-64 printable ASCII characters, no '/', backslash, '"' or
+// spaces. IDs become workflow IDs and visibility values, so they stay plain ASCII (and the
+// embedded server's visibility cannot find a value that holds a backslash or a double quote).
 func CheckIDPart(field, v string) error {
 	if v == "" {
 		return fmt.Errorf("%s is empty", field)
@@ -50,8 +51,8 @@ func CheckIDPart(field, v string) error {
 		return fmt.Errorf("%s is longer than %d bytes", field, maxIDPartLen)
 	}
 	for _, r := range v {
-		if r == '/' || unicode.IsSpace(r) || !unicode.IsPrint(r) {
-			return fmt.Errorf("%s %q contains %q; use letters, digits, - _ . :", field, v, r)
+		if r == '/' || r == '\\' || r == '"' || r <= ' ' || r > '~' {
+			return fmt.Errorf("%s %+q contains %+q; use ASCII letters, digits, - _ . :", field, v, r)
 		}
 	}
 	return nil

@@ -51,13 +51,19 @@ func (f Filter) Query() string {
 	parts := []string{fmt.Sprintf("WorkflowType = '%s'", workflows.IntentWorkflowName)}
 	add := func(key, value string) {
 		if value != "" {
-			parts = append(parts, fmt.Sprintf("%s = '%s'", key, strings.ReplaceAll(value, "'", "")))
+			parts = append(parts, fmt.Sprintf("%s = %s", key, quote(value)))
 		}
 	}
 	add(workflows.IntentStatusKey.GetName(), f.Status)
 	add(workflows.IntentSessionKey.GetName(), f.Session)
 	add(workflows.IntentChatKey.GetName(), f.ChatID)
 	return strings.Join(parts, " AND ")
+}
+
+// quote makes value a string literal of Temporal's visibility query language, whatever
+// characters it holds (IDs may hold quotes and backslashes).
+func quote(value string) string {
+	return "'" + strings.NewReplacer(`'`, `\'`).Replace(value) + "'"
 }
 
 // List returns the intents matching f, oldest first. It reads search attributes and memos

@@ -998,3 +998,45 @@ func TestHooksWithoutWorker(t *testing.T) {
 		return err == nil && st == workflows.StatusClosed
 	})
 }
+
+// Hardening: an ID that cannot be an intent ID is a 400 (a retrying client must not loop on a
+// 503), and every ID that is accepted can be listed, whatever ASCII it holds.
+func TestIDsAcceptedAreListable(t *testing.T) {
+	cfg := testenv.Config(t)
+	cfg.Ingest.Token = "tok"
+	svc, _ := startService(t, cfg)
+	post := func(body string) int {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+cfg.Ingest.Listen+"/v1/intents", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer tok")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, body := range []string{
+		`{"chat_id":"チャット","message_id":"1","text":"x"}`,
+		`{"chat_id":"5","message_id":"é1","text":"x"}`,
+		"{\"chat_id\":\"a\xffb\",\"message_id\":\"1\",\"text\":\"x\"}",
+		`{"chat_id":"back\\slash","message_id":"1","text":"x"}`,
+		`{"chat_id":"\"quoted\"","message_id":"1","text":"x"}`,
+	} {
+		if code := post(body); code != http.StatusBadRequest {
+			t.Errorf("%q: HTTP %d, want 400", body, code)
+		}
+	}
+	chats := []string{`it's`, `a''b'c`, `<>&|;$%*?`}
+	for i, chat := range chats {
+		b, _ := json.Marshal(map[string]string{"chat_id": chat, "message_id": fmt.Sprint(i + 1), "text": "x"})
+		if code := post(string(b)); code != http.StatusCreated {
+			t.Fatalf("chat %q: HTTP %d, want 201", chat, code)
+		}
+	}
+	for i, chat := range chats {
+		waitUntil(t, "chat "+chat+" listed", 20*time.Second, func() bool {
+			list, err := intent.List(context.Background(), svc.Client(), intent.Filter{ChatID: chat, Status: workflows.StatusPending})
+			return err == nil && len(list) == 1 && list[0].MessageID == fmt.Sprint(i+1)
+		})
+	}
+}
