@@ -71,7 +71,7 @@ func (n *Ntfy) Publish(ctx context.Context, p Push) error {
 	}
 	if !ntfyTopicRE.MatchString(p.Topic) {
 		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("ntfy topic %q is not valid (1-64 of A-Z a-z 0-9 _ -)", p.Topic), ErrTypeNtfyRejected, nil)
+			"ntfy topic is not valid (1-64 of A-Z a-z 0-9 _ -)", ErrTypeNtfyRejected, nil)
 	}
 	base, err := url.Parse(n.URL)
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
@@ -83,7 +83,7 @@ func (n *Ntfy) Publish(ctx context.Context, p Push) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, strings.NewReader(p.Message))
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("ntfy publish to topic %s: building request failed", p.Topic), ErrTypeNtfyNotConfigured, nil)
+			"ntfy publish: building the request failed", ErrTypeNtfyNotConfigured, nil)
 	}
 	req.Header.Set("Content-Type", "text/plain; charset=utf-8")
 	if t := ntfyHeaderValue(p.Title); t != "" {
@@ -111,8 +111,8 @@ func (n *Ntfy) Publish(ctx context.Context, p Push) error {
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		// *url.Error names the method and URL (password stripped): topic, never the message.
-		return fmt.Errorf("ntfy publish to topic %s: %w", p.Topic, err)
+		// *url.Error names the method and URL: the topic, which is left out, never the message.
+		return &topicHidden{msg: "ntfy publish: " + strings.ReplaceAll(err.Error(), url.PathEscape(p.Topic), topicRef), err: err}
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
@@ -126,12 +126,26 @@ func (n *Ntfy) Publish(ctx context.Context, p Push) error {
 	switch {
 	case status == http.StatusTooManyRequests, status == http.StatusRequestTimeout, status == http.StatusTooEarly,
 		status >= 500, status < 400:
-		return fmt.Errorf("ntfy publish to topic %s: HTTP %d%s: %w", p.Topic, status, detail, errNtfyTemporary)
+		return fmt.Errorf("ntfy publish: HTTP %d%s: %w", status, detail, errNtfyTemporary)
 	default:
 		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("ntfy rejected publish to topic %s: HTTP %d%s", p.Topic, status, detail), ErrTypeNtfyRejected, nil)
+			fmt.Sprintf("ntfy rejected the publish: HTTP %d%s", status, detail), ErrTypeNtfyRejected, nil)
 	}
 }
+
+// topicRef stands for the ntfy topic in errors: whoever knows a topic can read what is pushed to
+// it, so it stays out of logs, last_error and alerts.
+const topicRef = "<topic>"
+
+// topicHidden is an error whose text has the topic replaced by topicRef; it still unwraps to
+// the original (a context deadline, a network error).
+type topicHidden struct {
+	msg string
+	err error
+}
+
+func (e *topicHidden) Error() string { return e.msg }
+func (e *topicHidden) Unwrap() error { return e.err }
 
 // ntfyErrorDetail summarises ntfy's JSON error body as ", ntfy code 40101 (unauthorized)". The
 // error text is left out if it may quote the message, and the body is ignored if it is not

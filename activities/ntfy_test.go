@@ -47,6 +47,15 @@ func requireNtfyType(t *testing.T, err error, typ string, want ...string) {
 	requireNoSecret(t, err)
 }
 
+// requireNoTopic checks that an error does not reveal the topic: whoever knows it can read
+// the pushes.
+func requireNoTopic(t *testing.T, err error, topic string) {
+	t.Helper()
+	if err != nil && strings.Contains(err.Error(), topic) {
+		t.Errorf("error %q reveals the topic %q", err, topic)
+	}
+}
+
 // requireRetryable checks that err is a plain error, which Temporal retries.
 func requireRetryable(t *testing.T, err error, want ...string) {
 	t.Helper()
@@ -151,7 +160,8 @@ func TestNtfyToken(t *testing.T) {
 
 	for _, tok := range []string{"tk_wrong", ""} {
 		err := (&Ntfy{URL: fake.URL(), Token: tok}).Publish(context.Background(), p)
-		requireNtfyType(t, err, ErrTypeNtfyRejected, "401", "40101", "intentq")
+		requireNtfyType(t, err, ErrTypeNtfyRejected, "401", "40101")
+		requireNoTopic(t, err, p.Topic)
 	}
 	if err := (&Ntfy{URL: fake.URL(), Token: "tk_right"}).Publish(context.Background(), p); err != nil {
 		t.Fatalf("right token: %v", err)
@@ -188,7 +198,7 @@ func TestNtfyRetryable(t *testing.T) {
 	p := Push{Topic: "intentq", Title: "title", Message: secretText}
 
 	fake.FailNext(500, 1)
-	requireRetryable(t, n.Publish(context.Background(), p), "500", "intentq")
+	requireRetryable(t, n.Publish(context.Background(), p), "500")
 	fake.FailNext(429, 1)
 	err := n.Publish(context.Background(), p)
 	requireRetryable(t, err, "429", "42901")
@@ -211,7 +221,9 @@ func TestNtfyRetryable(t *testing.T) {
 	}
 
 	fake.Down()
-	requireRetryable(t, n.Publish(context.Background(), p), "intentq")
+	err = n.Publish(context.Background(), p)
+	requireRetryable(t, err, topicRef)
+	requireNoTopic(t, err, p.Topic)
 }
 
 func TestNtfyTimeoutIsRetryable(t *testing.T) {
@@ -227,7 +239,7 @@ func TestNtfyTimeoutIsRetryable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	err := (&Ntfy{URL: srv.URL}).Publish(ctx, Push{Topic: "intentq", Message: secretText})
-	requireRetryable(t, err, "intentq")
+	requireRetryable(t, err, topicRef)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err = %v, want it to wrap context.DeadlineExceeded", err)
 	}
