@@ -10,10 +10,19 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/intentq/intentq/activities"
+	"github.com/intentq/intentq/internal/policy"
 )
 
+// Alert is a failure alert for the person: IDs, counts and errors only, never message text.
+type Alert struct {
+	Title   string    `json:"title"`
+	Message string    `json:"message"`
+	At      time.Time `json:"at"`
+}
+
 // failed records a failed attempt; the first failure of a streak alerts through ntfy with IDs
-// and the error only, never message text (SPEC I7).
+// and the error only, never message text (SPEC I7). Intents on separate channels hand the
+// alert to their session, which caps the pushes per tick.
 func (w *intent) failed(ctx workflow.Context, streak int, what string, err error) {
 	w.st.LastError = err.Error()
 	workflow.GetLogger(ctx).Warn("intent attempt failed", "intent", w.id, "session", w.in.Session, "action", what, "streak", streak, "error", err)
@@ -23,15 +32,70 @@ func (w *intent) failed(ctx workflow.Context, streak int, what string, err error
 	if streak != 1 || w.in.Policy.NtfyTopic == "" {
 		return
 	}
-	alert := activities.Push{
-		Topic:    w.in.Policy.NtfyTopic,
-		Title:    "intentq: " + what + " failed",
-		Message:  fmt.Sprintf("intent=%s session=%s: %s", w.id, w.in.Session, err.Error()),
-		Priority: 4,
-		Tags:     []string{"warning"},
+	a := Alert{Title: "intentq: " + what + " failed", Message: fmt.Sprintf("intent=%s session=%s: %s", w.id, w.in.Session, err.Error()), At: workflow.Now(ctx)}
+	if w.channels && w.alertBySession(ctx, a) {
+		return
 	}
 	// Best effort: if ntfy itself is down, the next attempt tries again anyway.
-	_ = workflow.ExecuteActivity(withNtfyOptions(ctx), activities.NtfyPublishName, alert).Get(ctx, nil)
+	_ = workflow.ExecuteActivity(withNtfyOptions(ctx), activities.NtfyPublishName, alertPush(w.in.Policy.NtfyTopic, a)).Get(ctx, nil)
+}
+
+// alertPush is the push of an alert.
+func alertPush(topic string, a Alert) activities.Push {
+	return activities.Push{Topic: topic, Title: a.Title, Message: a.Message, Priority: 4, Tags: []string{"warning"}}
+}
+
+// takeAlerts moves alerts signalled by intents into HeldAlerts.
+func (s *session) takeAlerts(ctx workflow.Context) {
+	signals := workflow.GetSignalChannel(ctx, SignalAlert)
+	for {
+		var a Alert
+		signals.Receive(ctx, &a)
+		s.HeldAlerts = append(s.HeldAlerts, a)
+	}
+}
+
+// pushAlerts is a session's alert desk: it pushes at most one alert per policy.AlertEvery,
+// folding the alerts that arrive in between into that one, and keeps what ntfy did not take to
+// push it, summarised, once ntfy answers again. It runs beside the session's delivery loop.
+func (s *session) pushAlerts(ctx workflow.Context) {
+	for {
+		if err := workflow.Await(ctx, func() bool { return len(s.HeldAlerts) > 0 }); err != nil {
+			return
+		}
+		if s.LastAlertAt != nil {
+			if wait := s.LastAlertAt.Add(policy.AlertEvery).Sub(workflow.Now(ctx)); wait > 0 {
+				if err := workflow.Sleep(ctx, wait); err != nil {
+					return
+				}
+			}
+		}
+		now := workflow.Now(ctx)
+		s.LastAlertAt = &now
+		n := len(s.HeldAlerts)
+		if s.Config.NtfyTopic != "" {
+			push := alertPush(s.Config.NtfyTopic, summarise(s.Config.Name, s.HeldAlerts[:n]))
+			if err := workflow.ExecuteActivity(withNtfyOptions(ctx), activities.NtfyPublishName, push).Get(ctx, nil); err != nil {
+				workflow.GetLogger(ctx).Warn("alert not pushed; kept for later", "session", s.Config.Name, "held", n, "error", err)
+				continue
+			}
+		}
+		s.HeldAlerts = append([]Alert(nil), s.HeldAlerts[n:]...)
+	}
+}
+
+// summarise folds alerts into one: the first in full, the count and the span of the rest.
+func summarise(session string, alerts []Alert) Alert {
+	if len(alerts) == 1 {
+		return alerts[0]
+	}
+	first, last := alerts[0], alerts[len(alerts)-1]
+	return Alert{
+		Title: fmt.Sprintf("intentq: %d alerts for %s", len(alerts), session),
+		Message: fmt.Sprintf("%d alerts from %s to %s (held while ntfy was busy or down). First: %s: %s. Last: %s: %s",
+			len(alerts), first.At.UTC().Format(time.RFC3339), last.At.UTC().Format(time.RFC3339), first.Title, first.Message, last.Title, last.Message),
+		At: last.At,
+	}
 }
 
 func wrapErr(what string, err error) error {
@@ -48,10 +112,15 @@ func (s *session) alertBusy(ctx workflow.Context, busyFor time.Duration, pattern
 	if s.Config.NtfyTopic == "" {
 		return
 	}
+	msg := fmt.Sprintf("session=%s target=%s busy for %s (%q), %d deliveries waiting", s.Config.Name, s.Config.TmuxTarget, busyFor.Round(time.Second), pattern, len(s.Queue))
+	if workflow.GetVersion(ctx, "session-alert-desk", workflow.DefaultVersion, 1) == 1 {
+		s.HeldAlerts = append(s.HeldAlerts, Alert{Title: "intentq: " + s.Config.Name + " busy", Message: msg, At: workflow.Now(ctx)})
+		return
+	}
 	push := activities.Push{
 		Topic:    s.Config.NtfyTopic,
 		Title:    "intentq: " + s.Config.Name + " busy",
-		Message:  fmt.Sprintf("session=%s target=%s busy for %s (%q), %d deliveries waiting", s.Config.Name, s.Config.TmuxTarget, busyFor.Round(time.Second), pattern, len(s.Queue)),
+		Message:  msg,
 		Priority: 4,
 		Tags:     []string{"hourglass"},
 	}

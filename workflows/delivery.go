@@ -22,7 +22,9 @@ const (
 	SignalDeliver        = "deliver"
 	SignalDeliveryResult = "delivery-result"
 	SignalConfigure      = "configure"
-	QuerySession         = "session"
+	// SignalAlert hands the session an Alert to push, coalesced with others.
+	SignalAlert  = "alert"
+	QuerySession = "session"
 )
 
 // Kinds of delivery.
@@ -40,9 +42,12 @@ type DeliveryRequest struct {
 	ReplyTo string `json:"reply_to"`
 	Kind    string `json:"kind"`
 	Text    string `json:"text"`
-	// Since is when the message being reminded of arrived; a reminder escalates by the time
-	// since (SPEC N1). Zero: no escalation.
+	// Since is when the agent got the message being reminded of (delivered, or first
+	// reminded); a reminder escalates by the time since (SPEC N1). Zero: no escalation.
 	Since time.Time `json:"since,omitempty"`
+	// Backlog marks a reminder sent late because intentq itself was down or behind: it never
+	// escalates, the agent did not ignore anything.
+	Backlog bool `json:"backlog,omitempty"`
 }
 
 // DeliveryResult answers a DeliveryRequest.

@@ -30,6 +30,9 @@ type EscalationPolicy struct {
 	// Interrupt and Reset switch phases 2 and 3 on; off phases fall back to the one below.
 	Interrupt bool `json:"interrupt"`
 	Reset     bool `json:"reset"`
+	// StepEvery spaces escalation steps (phase 2 or 3) of one session, whichever intent's
+	// reminder they come with: at most one per StepEvery (default reminders.repeat_every).
+	StepEvery time.Duration `json:"step_every,omitempty"`
 }
 
 // PhaseFor is the phase a reminder for a message unanswered for age calls for, before the

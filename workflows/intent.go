@@ -21,6 +21,8 @@ type intent struct {
 	poked bool // a handler changed something the main loop must look at
 	// remindNow is set by the remind-now update.
 	remindNow bool
+	// channels: reminder channels on their own schedules (versionSeparateChannels).
+	channels bool
 }
 
 // IntentWorkflow records one message and keeps at it until it is answered: it delivers the
@@ -35,6 +37,11 @@ func IntentWorkflow(ctx workflow.Context, in IntentInput) (IntentState, error) {
 	} else {
 		w.st = IntentState{Status: StatusPending, Transitions: []Transition{{Status: StatusPending, At: in.ReceivedAt, Reason: ReasonReceived}}}
 		count(ctx, metricIntents, map[string]string{"door": in.Source, "session": in.Session}, 1)
+	}
+	w.channels = workflow.GetVersion(ctx, "separate-reminder-channels", workflow.DefaultVersion, versionSeparateChannels) == versionSeparateChannels
+	if w.channels && w.st.LastPushedAt == nil && w.st.LastRemindedAt != nil && w.pushes() {
+		// Carried over from the combined schedule, where every reminder was also pushed.
+		w.st.Pushes, w.st.LastPushedAt = w.st.Reminders, w.st.LastRemindedAt
 	}
 	if err := w.registerHandlers(ctx); err != nil {
 		return w.st, err
@@ -76,13 +83,25 @@ func IntentWorkflow(ctx workflow.Context, in IntentInput) (IntentState, error) {
 			w.deliver(ctx)
 			continue
 		}
-		if w.remindNow || !now.Before(w.nextReminderAt()) {
+		if w.channels {
+			pane := w.remindNow || !now.Before(w.nextReminderAt())
+			push := w.pushes() && (w.remindNow || !now.Before(w.nextPushAt()))
+			if pane || push {
+				asked := w.remindNow
+				w.remindNow = false
+				w.remindChannels(ctx, now, pane, push, asked)
+				continue
+			}
+		} else if w.remindNow || !now.Before(w.nextReminderAt()) {
 			w.remindNow = false
-			w.remind(ctx)
+			w.remindBoth(ctx)
 			continue
 		}
 
 		wake := minTime(w.orphanAt(), w.nextReminderAt())
+		if w.channels && w.pushes() {
+			wake = minTime(wake, w.nextPushAt())
+		}
 		if w.deliveryPending() {
 			wake = minTime(wake, w.nextDeliveryAt())
 		}
@@ -230,6 +249,7 @@ func (w *intent) publishMemo(ctx workflow.Context) error {
 		Source:         w.in.Source,
 		LastPhase:      w.st.LastPhase,
 		Resets:         len(w.st.Resets),
+		Delivered:      w.st.Delivered,
 	}
 	if err := workflow.UpsertMemo(ctx, map[string]any{MemoKey: memo}); err != nil {
 		return fmt.Errorf("upsert memo: %w", err)
@@ -266,7 +286,7 @@ func (w *intent) deliveryPending() bool { return w.in.Deliver && w.st.Delivered 
 
 // deliver types the message itself into the session.
 func (w *intent) deliver(ctx workflow.Context) {
-	err := w.askSession(ctx, KindMessage, DeliveryText(w.in), w.in.DeliveryQueued && w.st.Attempts == 0)
+	err := w.askSession(ctx, KindMessage, DeliveryText(w.in), w.in.DeliveryQueued && w.st.Attempts == 0, false)
 	now := workflow.Now(ctx)
 	w.st.LastDeliveryAttemptAt = &now
 	if err != nil {
@@ -275,12 +295,22 @@ func (w *intent) deliver(ctx workflow.Context) {
 		return
 	}
 	w.st.Delivered = &now
+	if w.st.SeenAt == nil {
+		w.st.SeenAt = &now
+	}
+	if w.channels {
+		// Lists (and the worker's recovery at start) see the delivery without a query.
+		if err := w.publishMemo(ctx); err != nil {
+			workflow.GetLogger(ctx).Warn("publish memo", "intent", w.id, "error", err)
+		}
+	}
 	w.st.DeliveryFailures = 0
 }
 
-// remind sends one reminder: tmux injection through the session and an ntfy push, in
-// parallel. LastRemindedAt advances only when both succeeded (SPEC I6).
-func (w *intent) remind(ctx workflow.Context) {
+// remindBoth sends one reminder the way intents started before versionSeparateChannels do:
+// tmux injection through the session and an ntfy push, in parallel; LastRemindedAt advances
+// only when both succeeded, and a failure of either repeats both after RetryAfter.
+func (w *intent) remindBoth(ctx workflow.Context) {
 	snippet := redact.Snippet(w.in.Text, w.in.Policy.SnippetChars)
 	var push workflow.Future
 	if w.in.Policy.NtfyTopic != "" {
@@ -292,7 +322,7 @@ func (w *intent) remind(ctx workflow.Context) {
 			Tags:     []string{"envelope"},
 		})
 	}
-	tmuxErr := w.askSession(ctx, KindReminder, ReminderText(w.in.MessageID, w.in.ChatID, snippet), false)
+	tmuxErr := w.askSession(ctx, KindReminder, ReminderText(w.in.MessageID, w.in.ChatID, snippet), false, false)
 	var pushErr error
 	if push != nil {
 		pushErr = push.Get(ctx, nil)
@@ -316,8 +346,9 @@ func (w *intent) remind(ctx workflow.Context) {
 }
 
 // askSession asks the session workflow to deliver text and waits for its answer; queued means
-// the door already sent this first request.
-func (w *intent) askSession(ctx workflow.Context, kind, text string, queued bool) error {
+// the door already sent this first request, backlog that this reminder is late because intentq
+// was down or behind (it must not escalate).
+func (w *intent) askSession(ctx workflow.Context, kind, text string, queued, backlog bool) error {
 	w.st.Attempts++
 	req := DeliveryRequest{
 		ID:      DeliveryID(w.id, w.st.Attempts),
@@ -327,6 +358,9 @@ func (w *intent) askSession(ctx workflow.Context, kind, text string, queued bool
 	}
 	if kind == KindReminder {
 		req.Since = w.in.ReceivedAt
+		if w.channels {
+			req.Since, req.Backlog = w.escalationSince(), backlog
+		}
 	}
 	res, err := RequestDelivery(ctx, w.in.Session, req, w.in.Policy.DeliveryTimeout, queued)
 	if res.Phase != 0 {

@@ -106,13 +106,24 @@ type IntentState struct {
 	Transitions []Transition `json:"transitions"`
 	Job         string       `json:"job,omitempty"`
 	// Delivered is when the message itself reached the session (Deliver intents only).
-	Delivered      *time.Time `json:"delivered_at,omitempty"`
+	Delivered *time.Time `json:"delivered_at,omitempty"`
+	// Reminders counts the reminders that reached the agent's pane, LastRemindedAt the last one
+	// (intents from before separate channels: that reached the pane and ntfy both).
 	Reminders      int        `json:"reminders"`
 	LastRemindedAt *time.Time `json:"last_reminded_at,omitempty"`
 	// LastAttemptAt is the last reminder attempt; FailedAttempts the current streak of failed
 	// reminders (0 after a success).
 	LastAttemptAt  *time.Time `json:"last_attempt_at,omitempty"`
 	FailedAttempts int        `json:"failed_attempts"`
+	// Pushes counts the reminders that reached ntfy, LastPushedAt the last one; PushFailures and
+	// LastPushAttemptAt track failed pushes, retried on their own schedule.
+	Pushes            int        `json:"pushes,omitempty"`
+	LastPushedAt      *time.Time `json:"last_pushed_at,omitempty"`
+	PushFailures      int        `json:"push_failures,omitempty"`
+	LastPushAttemptAt *time.Time `json:"last_push_attempt_at,omitempty"`
+	// SeenAt is when the agent first got the message (typed, or a reminder of it): reminders
+	// escalate by the time since.
+	SeenAt *time.Time `json:"seen_at,omitempty"`
 	// LastDeliveryAttemptAt and DeliveryFailures do the same for delivering the message itself.
 	LastDeliveryAttemptAt *time.Time `json:"last_delivery_attempt_at,omitempty"`
 	DeliveryFailures      int        `json:"delivery_failures"`
@@ -145,6 +156,8 @@ type IntentMemo struct {
 	Source         string     `json:"source"`
 	LastPhase      int        `json:"last_phase,omitempty"`
 	Resets         int        `json:"resets,omitempty"`
+	// Delivered is when the message itself was typed into the pane (Telegram door).
+	Delivered *time.Time `json:"delivered_at,omitempty"`
 }
 
 // MemoKey is the memo field holding IntentMemo.

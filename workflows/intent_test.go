@@ -31,9 +31,18 @@ type fakeSession struct {
 	phase int                                     // reported for reminders; 3 also reports a reset
 	reqs  []DeliveryRequest
 	at    []time.Duration
+	// alerts are the failure alerts intents handed to the session.
+	alerts []Alert
 }
 
 func (f *fakeSession) install(t *testing.T) {
+	f.env.OnSignalExternalWorkflow(mock.Anything, SessionWorkflowID("secretary"), "", SignalAlert, mock.Anything).Return(
+		func(_, _, _, _ string, arg interface{}) error {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.alerts = append(f.alerts, arg.(Alert))
+			return nil
+		})
 	f.env.OnSignalExternalWorkflow(mock.Anything, SessionWorkflowID("secretary"), "", SignalDeliver, mock.Anything).Return(
 		func(_, _, _, _ string, arg interface{}) error {
 			req := arg.(DeliveryRequest)
@@ -178,8 +187,10 @@ func TestI6ReminderSchedule(t *testing.T) {
 	require.Equal(t, ReasonReplied, st.Transitions[1].Reason)
 }
 
-// I6: a failed reminder is tried again 60 s later, not after 5 min; last_reminded_at moves
-// only when both tmux and ntfy succeeded.
+// I6: each channel of a reminder is tried again 60 s after its own failure, not after 5 min,
+// and without repeating the other: a pane that failed is retyped, the push that went out is
+// not; a push that failed is pushed again, the pane is not retyped. last_reminded_at moves when
+// the pane got the reminder; failure alerts go to the session, which caps them per tick.
 func TestI6FailedReminderRetriedAfter60s(t *testing.T) {
 	h := newHarness(t)
 	h.session.fail = func(n int, _ DeliveryRequest) string {
@@ -188,12 +199,14 @@ func TestI6FailedReminderRetriedAfter60s(t *testing.T) {
 		}
 		return ""
 	}
-	// ntfy fails on the second reminder attempt (the retry at 90 s), succeeds later.
+	// ntfy fails on the second reminder push (at 330 s), succeeds again after.
 	var calls int
+	var pushedAt []time.Duration
 	h.ntfy.fail = func(p activities.Push) bool {
 		if p.Tags[0] != "envelope" {
 			return false
 		}
+		pushedAt = append(pushedAt, h.env.Now().Sub(h.session.start).Round(time.Second))
 		calls++
 		return calls == 2
 	}
@@ -202,23 +215,26 @@ func TestI6FailedReminderRetriedAfter60s(t *testing.T) {
 	h.env.ExecuteWorkflow(IntentWorkflowName, h.input("hello"))
 	st := h.result(t)
 
-	// 30 s fails (tmux), 90 s fails (ntfy), 150 s succeeds, then 5 min later: 450 s.
-	require.Equal(t, []time.Duration{30 * time.Second, 90 * time.Second, 150 * time.Second, 450 * time.Second}, h.session.times(KindReminder))
+	// Pane: 30 s fails, 90 s succeeds, then 5 min later: 390 s.
+	require.Equal(t, []time.Duration{30 * time.Second, 90 * time.Second, 390 * time.Second}, h.session.times(KindReminder))
 	require.Equal(t, 2, st.Reminders)
-	require.NotNil(t, st.LastRemindedAt)
-	require.Equal(t, 450*time.Second, st.LastRemindedAt.Sub(h.session.start).Round(time.Second))
+	require.Equal(t, 390*time.Second, st.LastRemindedAt.Sub(h.session.start).Round(time.Second))
+	// Push: 30 s succeeds, 330 s fails, 390 s succeeds.
+	require.Equal(t, []time.Duration{30 * time.Second, 330 * time.Second, 390 * time.Second}, pushedAt)
+	require.Equal(t, 2, st.Pushes)
+	require.Equal(t, 0, st.PushFailures)
 
-	// One failure alert for the streak, with IDs and the error, never the text.
-	var alerts []activities.Push
+	// One alert per failure streak, handed to the session, with IDs and the error, never the text.
 	for _, p := range h.ntfy.all() {
-		if p.Tags[0] == "warning" {
-			alerts = append(alerts, p)
-		}
+		require.NotEqual(t, "warning", p.Tags[0], "an alert went to ntfy directly")
 	}
-	require.Len(t, alerts, 1)
-	require.Contains(t, alerts[0].Message, "intent=")
-	require.Contains(t, alerts[0].Message, "secretary:0 not found")
-	require.NotContains(t, alerts[0].Message, "hello")
+	require.Len(t, h.session.alerts, 2)
+	require.Contains(t, h.session.alerts[0].Message, "intent=")
+	require.Contains(t, h.session.alerts[0].Message, "secretary:0 not found")
+	require.Contains(t, h.session.alerts[1].Title, "push failed")
+	for _, a := range h.session.alerts {
+		require.NotContains(t, a.Message, "hello")
+	}
 }
 
 // N1: reminders carry the message's arrival time for the session's ladder, and the intent

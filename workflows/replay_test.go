@@ -19,6 +19,9 @@ func TestReplayRecordedHistories(t *testing.T) {
 	for _, file := range []string{
 		// Before busy-aware delivery, history commit, escalation and confirmation (GetVersion).
 		"testdata/intent_delivered_closed_v1.json", "testdata/session_v1.json",
+		// Before separate reminder channels, per-session escalation, the alert desk and
+		// messages typed once (GetVersion).
+		"testdata/intent_delivered_closed_v2.json", "testdata/session_v2.json",
 		// Current.
 		"testdata/intent_delivered_closed.json", "testdata/session.json",
 	} {

@@ -48,6 +48,38 @@ type SessionInput struct {
 	MaxHistoryEvents int `json:"max_history_events,omitempty"`
 	// LastResetAt is when the CLI was last reset, for the cooldown; it survives restarts.
 	LastResetAt *time.Time `json:"last_reset_at,omitempty"`
+	// LastEscalationAt is when the session last interrupted or reset its CLI (one step per
+	// Escalation.StepEvery).
+	LastEscalationAt *time.Time `json:"last_escalation_at,omitempty"`
+	// RecentlyDelivered holds the intents whose message was typed lately (newest last, at most
+	// recentDelivered): a request for one of them again (an intent that asked again after its
+	// wait timed out, a door recovering after a crash) is answered without typing it twice.
+	RecentlyDelivered []string `json:"recently_delivered,omitempty"`
+	// HeldAlerts wait for the next push (at most one per policy.AlertEvery, and ntfy may be
+	// down); LastAlertAt is when the last push was tried.
+	HeldAlerts  []Alert    `json:"held_alerts,omitempty"`
+	LastAlertAt *time.Time `json:"last_alert_at,omitempty"`
+}
+
+// recentDelivered bounds SessionInput.RecentlyDelivered.
+const recentDelivered = 2000
+
+// deliveredBefore reports whether the message of intent replyTo was typed lately.
+func (s *SessionInput) deliveredBefore(replyTo string) bool {
+	for _, id := range s.RecentlyDelivered {
+		if id == replyTo {
+			return true
+		}
+	}
+	return false
+}
+
+// rememberDelivered records that the message of intent replyTo was typed.
+func (s *SessionInput) rememberDelivered(replyTo string) {
+	s.RecentlyDelivered = append(s.RecentlyDelivered, replyTo)
+	if n := len(s.RecentlyDelivered); n > recentDelivered {
+		s.RecentlyDelivered = append([]string(nil), s.RecentlyDelivered[n-recentDelivered:]...)
+	}
 }
 
 // SessionView is the session query's answer.
@@ -80,6 +112,8 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	if err := workflow.SetQueryHandler(ctx, QuerySession, s.view); err != nil {
 		return err
 	}
+	workflow.Go(ctx, s.takeAlerts)
+	workflow.Go(ctx, s.pushAlerts)
 	for {
 		s.drain()
 		if len(s.Queue) == 0 {
@@ -97,7 +131,17 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 			s.Queue = s.Queue[1:]
 			continue
 		}
-		result := s.deliver(ctx, req)
+		var result DeliveryResult
+		if req.Kind == KindMessage && s.deliveredBefore(req.ReplyTo) &&
+			workflow.GetVersion(ctx, "deliver-message-once", workflow.DefaultVersion, 1) == 1 {
+			// Typed already: answer again, type nothing.
+			result = s.result(ctx, req, nil)
+		} else {
+			result = s.deliver(ctx, req)
+		}
+		if result.OK && req.Kind == KindMessage {
+			s.rememberDelivered(req.ReplyTo)
+		}
 		s.Queue = s.Queue[1:]
 		count(ctx, metricDeliveries, map[string]string{"session": s.Config.Name, "kind": req.Kind, "ok": fmt.Sprint(result.OK)}, 1)
 		if result.OK {

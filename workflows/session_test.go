@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -32,8 +33,11 @@ type sessionHarness struct {
 	busyTill time.Duration // the pane shows "esc to interrupt" until then
 	captures int
 	pushes   []activities.Push
-	events   []string // history appends, keys and injections, in order
-	stuck    int      // this many checks after typing still show the text on the input line
+	// pushFailed marks the pushes ntfy refused (ntfyFails said so).
+	pushFailed []bool
+	ntfyFails  func() bool
+	events     []string // history appends, keys and injections, in order
+	stuck      int      // this many checks after typing still show the text on the input line
 }
 
 func newSessionHarness(t *testing.T) *sessionHarness {
@@ -65,6 +69,11 @@ func newSessionHarness(t *testing.T) *sessionHarness {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.pushes = append(h.pushes, p)
+		failed := h.ntfyFails != nil && h.ntfyFails()
+		h.pushFailed = append(h.pushFailed, failed)
+		if failed {
+			return temporal.NewNonRetryableApplicationError("ntfy answered 502", "Test", nil)
+		}
 		return nil
 	}, activity.RegisterOptions{Name: activities.NtfyPublishName})
 	h.env.RegisterWorkflowWithOptions(SessionWorkflow, workflow.RegisterOptions{Name: SessionWorkflowName})
@@ -260,7 +269,8 @@ func TestH1HistoryBeforeEachInjection(t *testing.T) {
 func TestN1EscalationLadder(t *testing.T) {
 	h := newSessionHarness(t)
 	cfg := claudeSession()
-	cfg.Escalation = EscalationPolicy{Interrupt: true, Reset: true}
+	// Steps may follow each other after a minute here, to walk the whole ladder.
+	cfg.Escalation = EscalationPolicy{Interrupt: true, Reset: true, StepEvery: time.Minute}
 	cfg.Reset = ResetSteps{Command: "/clear"}
 	since := h.start
 	remind := func(at time.Duration, id string) {
@@ -286,6 +296,48 @@ func TestN1EscalationLadder(t *testing.T) {
 		require.Equal(t, want, h.results[id].Phase, "phase of %s", id)
 		require.Equal(t, want == 3, h.results[id].Reset, "reset of %s", id)
 	}
+}
+
+// Hardening, N1: escalation is per session: with many intents overdue at once, one step per
+// tick (the first reminder resets, the others only nudge); a reminder sent late because intentq
+// was down (a backlog) never escalates.
+func TestN1OneStepPerSessionPerTick(t *testing.T) {
+	h := newSessionHarness(t)
+	cfg := claudeSession()
+	cfg.Escalation = EscalationPolicy{Interrupt: true, Reset: true}
+	cfg.Reset = ResetSteps{Command: "/clear"}
+	since := h.start
+	remind := func(at time.Duration, id string, backlog bool) {
+		h.send(at, SignalDeliver, DeliveryRequest{ID: id, ReplyTo: "intent/1/" + id, Kind: KindReminder, Text: "nudge " + id, Since: since, Backlog: backlog})
+	}
+	remind(6*time.Minute, "a", true)              // overdue after a restart: a backlog
+	remind(6*time.Minute+time.Second, "b", false) // the first live one: reset
+	remind(6*time.Minute+2*time.Second, "c", false)
+	remind(7*time.Minute, "d", false)                 // within the tick: nudge only
+	remind(11*time.Minute+30*time.Second, "e", false) // the next tick: a step again
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 20*time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: cfg})
+	require.Equal(t, []string{
+		"typed nudge a",
+		"typed /clear", "typed nudge b",
+		"typed nudge c",
+		"typed nudge d",
+		"typed /clear", "typed nudge e",
+	}, h.events)
+}
+
+// A message typed already (an intent that asked again after its wait timed out) is answered
+// again without typing it twice; a reminder may repeat.
+func TestMessageTypedOnce(t *testing.T) {
+	h := newSessionHarness(t)
+	h.send(0, SignalDeliver, DeliveryRequest{ID: "i#1", ReplyTo: "intent/1/a", Kind: KindMessage, Text: "hello"})
+	h.send(time.Minute, SignalDeliver, DeliveryRequest{ID: "i#2", ReplyTo: "intent/1/a", Kind: KindMessage, Text: "hello"})
+	h.send(2*time.Minute, SignalDeliver, DeliveryRequest{ID: "i#3", ReplyTo: "intent/1/a", Kind: KindReminder, Text: "nudge"})
+	h.send(3*time.Minute, SignalDeliver, DeliveryRequest{ID: "i#4", ReplyTo: "intent/1/a", Kind: KindReminder, Text: "nudge"})
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 5*time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: claudeSession()})
+	require.Equal(t, []string{"typed hello", "typed nudge", "typed nudge"}, h.events)
+	require.True(t, h.results["i#2"].OK)
 }
 
 // N1, N4: each CLI kind resets its own way; a kind without a reset command, a protect_context
@@ -366,4 +418,44 @@ func TestStillOnInputLine(t *testing.T) {
 	require.True(t, StillOnInputLine("> second line", "first line\nsecond line\n"))
 	require.False(t, StillOnInputLine("> \n  ? for shortcuts", "please deploy"))
 	require.False(t, StillOnInputLine("anything", "   \n"))
+}
+
+// Hardening: failure alerts of a session's intents are capped, one push per tick; what arrives
+// in between is folded into the next push, and what ntfy did not take is kept and summarised
+// once it answers again, never dropped and never one push per intent.
+func TestAlertsCappedAndHeldWhileNtfyIsDown(t *testing.T) {
+	h := newSessionHarness(t)
+	cfg := claudeSession()
+	cfg.NtfyTopic = "phone"
+	down := true
+	h.ntfyFails = func() bool {
+		return down && h.env.Now().Sub(h.start) > 90*time.Second && h.env.Now().Sub(h.start) < 5*time.Minute
+	}
+	for i := 0; i < 200; i++ {
+		at := time.Duration(i) * 700 * time.Millisecond // 200 alerts over 140 s
+		h.send(at, SignalAlert, Alert{Title: "intentq: remind failed", Message: fmt.Sprintf("intent=intent/1/%d session=secretary: tmux: gone", i), At: h.start.Add(at)})
+	}
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 10*time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: cfg})
+
+	var delivered []activities.Push
+	for i, p := range h.pushes {
+		if !h.pushFailed[i] {
+			delivered = append(delivered, p)
+		}
+	}
+	// 0 s: the first alert; 60 s: the 85 since; then ntfy is down at 120 s, 180 s, 240 s (held),
+	// and at 300 s one summary of everything held.
+	require.Len(t, delivered, 3, "pushes: %v", h.pushes)
+	require.Less(t, len(h.pushes), 10)
+	require.Equal(t, "intentq: remind failed", delivered[0].Title)
+	require.Contains(t, delivered[2].Title, "alerts for secretary")
+	total := 1
+	for _, p := range delivered[1:] {
+		var n int
+		_, err := fmt.Sscanf(p.Title, "intentq: %d alerts", &n)
+		require.NoError(t, err, p.Title)
+		total += n
+	}
+	require.Equal(t, 200, total, "every alert is pushed once, folded")
 }

@@ -90,6 +90,17 @@ func (s *session) escalate(ctx workflow.Context, req DeliveryRequest) (phase int
 	now := workflow.Now(ctx)
 	esc := s.Config.Escalation
 	phase = esc.Effective(esc.PhaseFor(now.Sub(req.Since)), now, s.LastResetAt, s.Config.Reset.Possible())
+	// Escalation is the session's, not each reminder's: one step per session per tick at most,
+	// and a reminder that is late because intentq itself was down or behind (a backlog) is not
+	// the agent ignoring it. Sessions from before this rule replay without it.
+	if phase > PhaseNudge && workflow.GetVersion(ctx, "escalation-per-session", workflow.DefaultVersion, 1) == 1 {
+		spacing := policy.Or(esc.StepEvery, policy.DefaultReminders.RepeatEvery)
+		if req.Backlog || (s.LastEscalationAt != nil && now.Sub(*s.LastEscalationAt) < spacing) {
+			phase = PhaseNudge
+		} else {
+			s.LastEscalationAt = &now
+		}
+	}
 	switch phase {
 	case PhaseInterrupt:
 		err = s.pressKeys(ctx, InterruptKeys)

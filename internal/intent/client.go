@@ -37,6 +37,8 @@ type Summary struct {
 	LastRemindedAt *time.Time `json:"last_reminded_at"`
 	Snippet        string     `json:"snippet"`
 	Source         string     `json:"source,omitempty"`
+	// Delivered is when the message was typed into the pane, as far as the memo says.
+	Delivered *time.Time `json:"delivered_at,omitempty"`
 }
 
 // Filter narrows a list; empty fields match everything.
@@ -121,6 +123,7 @@ func summarize(info *workflowpb.WorkflowExecutionInfo) Summary {
 	s.LastRemindedAt = memo.LastRemindedAt
 	s.Snippet = memo.Snippet
 	s.Source = memo.Source
+	s.Delivered = memo.Delivered
 	return s
 }
 

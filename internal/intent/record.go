@@ -212,3 +212,39 @@ func (r *Recorder) input(m Message, session string) workflows.IntentInput {
 		},
 	}
 }
+
+// Recover queues the first delivery of every pending intent whose message has not reached its
+// pane yet, oldest first, session by session: after a crash between starting a batch's intents
+// and queueing their deliveries, the sessions learn of them at worker start, in arrival order
+// and before newer messages (the worker runs it before its doors open). A message the session
+// already typed is not typed again (the session remembers), and one already queued keeps its
+// place. It returns how many deliveries it queued.
+func (r *Recorder) Recover(ctx context.Context) (int, error) {
+	queued := 0
+	for _, name := range r.cfg.SessionNames() {
+		if r.cfg.Sessions[name].Mode != config.ModeTmux {
+			continue
+		}
+		list, err := List(ctx, r.client, Filter{Status: workflows.StatusPending, Session: name})
+		if err != nil {
+			return queued, fmt.Errorf("recover deliveries of %s: %w", name, err)
+		}
+		for _, s := range list {
+			if s.Source != workflows.SourceTelegram || s.Delivered != nil {
+				continue
+			}
+			v, err := Show(ctx, r.client, s.ID)
+			if err != nil {
+				return queued, fmt.Errorf("recover deliveries of %s: %w", name, err)
+			}
+			if !v.Deliver || v.Delivered != nil || v.Status != workflows.StatusPending {
+				continue
+			}
+			if err := session.Queue(ctx, r.client, name, workflows.DoorDeliveryRequest(v.IntentInput)); err != nil {
+				return queued, err
+			}
+			queued++
+		}
+	}
+	return queued, nil
+}

@@ -70,6 +70,10 @@ const DefaultRunTimeout = 30 * time.Minute
 // (scheduler.max_concurrent_sessions, SPEC P2).
 const DefaultMaxConcurrentRuns = 2
 
+// AlertEvery spaces a session's failure alerts: at most one push per AlertEvery, folding what
+// arrives in between (a flood of failures is one push, not one per intent).
+const AlertEvery = time.Minute
+
 // SubmitAttempts bounds how often a delivery is typed before it is reported failed.
 const SubmitAttempts = 3
 

@@ -1040,3 +1040,59 @@ func TestIDsAcceptedAreListable(t *testing.T) {
 		})
 	}
 }
+
+// Hardening: a crash between starting a batch's intents and queueing their deliveries leaves
+// intents the session never heard of; at worker start they are queued again, in arrival order,
+// and reach the pane at once instead of minutes later when their own wait runs out.
+func TestRecoverUnqueuedDeliveries(t *testing.T) {
+	cfg := testenv.Config(t)
+	pane := tmuxReader(t)
+	svc, _ := startService(t, cfg)
+	ctx := context.Background()
+	rec := intent.New(svc.Client(), cfg)
+	base := time.Now()
+	for i := 1; i <= 5; i++ {
+		// Start only: the door died before QueueDelivery.
+		if _, err := rec.Start(ctx, intent.Message{ChatID: "9", MessageID: fmt.Sprint(i), Text: fmt.Sprintf("lost message %d", i),
+			Source: workflows.SourceTelegram, ReceivedAt: base.Add(time.Duration(i) * time.Millisecond)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, "5 pending in visibility", 20*time.Second, func() bool {
+		list, err := intent.List(ctx, svc.Client(), intent.Filter{Status: workflows.StatusPending, ChatID: "9"})
+		return err == nil && len(list) == 5
+	})
+	n, err := rec.Recover(ctx)
+	if err != nil || n != 5 {
+		t.Fatalf("Recover = %d, %v; want 5", n, err)
+	}
+	waitUntil(t, "the 5 messages in the pane", 30*time.Second, func() bool {
+		b, _ := os.ReadFile(pane)
+		return strings.Count(string(b), "lost message") == 5
+	})
+	b, _ := os.ReadFile(pane)
+	last := -1
+	for i := 1; i <= 5; i++ {
+		at := strings.Index(string(b), fmt.Sprintf("lost message %d", i))
+		if at < last {
+			t.Fatalf("message %d out of order in the pane:\n%s", i, b)
+		}
+		last = at
+	}
+	// Delivered now (the memo says so): a second recovery queues nothing.
+	waitUntil(t, "the deliveries in the memo", 20*time.Second, func() bool {
+		list, err := intent.List(ctx, svc.Client(), intent.Filter{Status: workflows.StatusPending, ChatID: "9"})
+		if err != nil || len(list) != 5 {
+			return false
+		}
+		for _, s := range list {
+			if s.Delivered == nil {
+				return false
+			}
+		}
+		return true
+	})
+	if n, err := rec.Recover(ctx); err != nil || n != 0 {
+		t.Errorf("second Recover = %d, %v; want 0", n, err)
+	}
+}

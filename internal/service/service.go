@@ -132,6 +132,13 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 	}
 
 	rec := intent.New(s.client, cfg)
+	// Before the doors open: messages started but not queued when the last worker died reach
+	// their sessions first, in the order they arrived.
+	if n, err := rec.Recover(ctx); err != nil {
+		logger.Warn("recovering undelivered messages failed; their intents ask again on their own", zap.Error(err))
+	} else if n > 0 {
+		logger.Info("undelivered messages queued again", zap.Int("count", n))
+	}
 	s.ingest, err = ingest.Listen(ingest.Options{
 		Addr:         cfg.Ingest.Listen,
 		Token:        cfg.Ingest.Token,
