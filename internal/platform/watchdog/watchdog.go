@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +39,9 @@ type Watchdog struct {
 
 	mu    sync.Mutex
 	state map[string]string // check name -> current problem ("" = fine)
+	// held are alerts ntfy did not take; they go out, summarised, with the next alert or the
+	// next run once ntfy answers again.
+	held []string
 }
 
 // Run checks every Interval until ctx ends.
@@ -61,6 +65,7 @@ func (w *Watchdog) Run(ctx context.Context) {
 // RunOnce runs every check once and alerts on each condition that changed: a new or different
 // problem alerts, a resolved one says so; a problem that stays the same stays quiet.
 func (w *Watchdog) RunOnce(ctx context.Context) {
+	defer w.flushHeld(ctx)
 	for _, c := range w.Checks {
 		problem, err := c.Run(ctx)
 		if err != nil {
@@ -103,11 +108,35 @@ func (w *Watchdog) alert(ctx context.Context, check, title, message string, prio
 	if w.Ntfy == nil || w.Topic == "" {
 		return
 	}
+	if err := w.publish(ctx, activities.Push{Topic: w.Topic, Title: title, Message: message, Priority: priority, Tags: []string{tag}}); err != nil {
+		w.logger().Warn("watchdog alert not sent; kept for later", zap.String("check", check), zap.Error(err))
+		w.mu.Lock()
+		w.held = append(w.held, title+": "+message)
+		w.mu.Unlock()
+	}
+}
+
+// flushHeld pushes the alerts ntfy did not take, as one summary, once it answers again.
+func (w *Watchdog) flushHeld(ctx context.Context) {
+	w.mu.Lock()
+	held := w.held
+	w.mu.Unlock()
+	if len(held) == 0 || w.Ntfy == nil || w.Topic == "" {
+		return
+	}
+	msg := fmt.Sprintf("%d watchdog alerts could not be sent while ntfy was unreachable: %s", len(held), strings.Join(held, " | "))
+	if err := w.publish(ctx, activities.Push{Topic: w.Topic, Title: "intentq watchdog: missed alerts", Message: msg, Priority: 4, Tags: []string{"warning"}}); err != nil {
+		return
+	}
+	w.mu.Lock()
+	w.held = w.held[len(held):]
+	w.mu.Unlock()
+}
+
+func (w *Watchdog) publish(ctx context.Context, p activities.Push) error {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	if err := w.Ntfy.Publish(ctx, activities.Push{Topic: w.Topic, Title: title, Message: message, Priority: priority, Tags: []string{tag}}); err != nil {
-		w.logger().Warn("watchdog alert not sent", zap.String("check", check), zap.Error(err))
-	}
+	return w.Ntfy.Publish(ctx, p)
 }
 
 func (w *Watchdog) logger() *zap.Logger {

@@ -53,6 +53,33 @@ func TestI9AlertsOnChangeOnly(t *testing.T) {
 	}
 }
 
+// Hardening: alerts that ntfy did not take are kept and pushed once, summarised, when it
+// answers again.
+func TestI9AlertsHeldWhileNtfyIsDown(t *testing.T) {
+	ntfy := fakentfy.New()
+	defer ntfy.Close()
+	problem := ""
+	w := &Watchdog{
+		Checks: []Check{{Name: "worker", Run: func(context.Context) (string, error) { return problem, nil }}},
+		Ntfy:   &activities.Ntfy{URL: ntfy.URL()}, Topic: "ops",
+	}
+	ctx := context.Background()
+	ntfy.FailAlways(502)
+	problem = "no worker polls the task queue"
+	w.RunOnce(ctx)
+	problem = ""
+	w.RunOnce(ctx)
+	w.RunOnce(ctx)
+	ntfy.Recover()
+	w.RunOnce(ctx)
+	w.RunOnce(ctx)
+	msgs := ntfy.Messages()
+	if len(msgs) != 1 || !strings.Contains(msgs[0].Message, "2 watchdog alerts") ||
+		!strings.Contains(msgs[0].Message, "no worker polls") || !strings.Contains(msgs[0].Message, "resolved") {
+		t.Fatalf("after ntfy is back: %+v, want one summary of the 2 missed alerts", msgs)
+	}
+}
+
 // A check that cannot run changes nothing.
 func TestCheckErrorKeepsState(t *testing.T) {
 	w := &Watchdog{Checks: []Check{{Name: "x", Run: func(context.Context) (string, error) { return "", errors.New("temporal down") }}}}
