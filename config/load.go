@@ -139,6 +139,15 @@ func withFile(err error, path string) error {
 	return fmt.Errorf("%w (file %s)", err, path)
 }
 
+// FilePath is the config file Load reads for fs (absolute), or "" when there is none.
+func FilePath(fs *pflag.FlagSet) (string, error) {
+	p, err := configPath(fs)
+	if err != nil || p == "" {
+		return p, err
+	}
+	return filepath.Abs(p)
+}
+
 // configPath picks the config file: --config, then INTENTQ_CONFIG, then ~/.intentq/config.yaml
 // when it exists. A file named explicitly must exist.
 func configPath(fs *pflag.FlagSet) (string, error) {

@@ -428,3 +428,163 @@ func TestHookConfigErrorIsReported(t *testing.T) {
 		t.Errorf("%d pushes, want still 1", n)
 	}
 }
+
+// starterRun runs the starter binary with env and returns its output; it fails the test when
+// the exit code is not want.
+func starterRun(t *testing.T, env []string, want int, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binaries(t), "starter"), args...)
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if exit, ok := err.(*exec.ExitError); ok {
+		code = exit.ExitCode()
+	} else if err != nil {
+		t.Fatalf("starter %s: %v", strings.Join(args, " "), err)
+	}
+	if code != want {
+		t.Fatalf("starter %s: exit %d, want %d\n%s", strings.Join(args, " "), code, want, out)
+	}
+	return string(out)
+}
+
+// `starter setup` merges the hooks into the secretary's settings (backup first, idempotent,
+// --dry-run shows the diff); --service writes the user units and enables them, --remove undoes
+// it. systemctl is a stand-in that records its arguments (no user systemd runs here).
+func TestSetupHooksAndService(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binaries")
+	}
+	bin := binaries(t)
+	home := t.TempDir()
+	fakeBin := t.TempDir()
+	calls := filepath.Join(t.TempDir(), "systemctl.log")
+	if err := os.WriteFile(filepath.Join(fakeBin, "systemctl"), []byte("#!/bin/sh\necho \"$@\" >> '"+calls+"'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"HOME=" + home, "PATH=" + fakeBin + ":" + os.Getenv("PATH")}
+	settings := filepath.Join(home, ".claude", "secretary", "settings.json")
+	if err := os.MkdirAll(filepath.Dir(settings), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	mine := `{"model": "opus", "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "my-guard"}]}]}}`
+	if err := os.WriteFile(settings, []byte(mine), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	diff := starterRun(t, env, 0, "setup", "--dry-run")
+	if !strings.Contains(diff, "+ ") || !strings.Contains(diff, "hook session-start") {
+		t.Errorf("dry run shows no diff:\n%s", diff)
+	}
+	if b, _ := os.ReadFile(settings); string(b) != mine {
+		t.Fatalf("dry run changed the settings:\n%s", b)
+	}
+	starterRun(t, env, 0, "setup")
+	var got struct {
+		Model string                      `json:"model"`
+		Hooks map[string][]map[string]any `json:"hooks"`
+	}
+	b, _ := os.ReadFile(settings)
+	if err := json.Unmarshal(b, &got); err != nil || got.Model != "opus" || len(got.Hooks["PreToolUse"]) != 1 || len(got.Hooks) != 4 {
+		t.Fatalf("merged settings = %s (%v)", b, err)
+	}
+	if r := doctor.Hooks(settings); !r.OK {
+		t.Errorf("doctor after setup: %+v", r)
+	}
+	if backups, _ := filepath.Glob(settings + ".bak-*"); len(backups) != 1 {
+		t.Errorf("backups = %v", backups)
+	}
+	if out := starterRun(t, env, 0, "setup"); !strings.Contains(out, "already") {
+		t.Errorf("second setup: %s", out)
+	}
+	if after, _ := os.ReadFile(settings); string(after) != string(b) {
+		t.Error("a second setup changed the settings")
+	}
+
+	units := filepath.Join(home, ".config", "systemd", "user")
+	dry := starterRun(t, env, 0, "setup", "--service", "--dry-run")
+	if !strings.Contains(dry, "Restart=always") || !strings.Contains(dry, "would run systemctl --user enable --now intentq-worker.service intentq-watchdog.timer") {
+		t.Errorf("service dry run:\n%s", dry)
+	}
+	if _, err := os.Stat(units); err == nil {
+		t.Fatal("the dry run wrote units")
+	}
+	starterRun(t, env, 0, "setup", "--service")
+	for _, name := range []string{"intentq-worker.service", "intentq-watchdog.service", "intentq-watchdog.timer"} {
+		b, err := os.ReadFile(filepath.Join(units, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "intentq-worker.service" && !strings.Contains(string(b), filepath.Join(bin, "worker")) {
+			t.Errorf("%s does not run the worker next to starter:\n%s", name, b)
+		}
+	}
+	starterRun(t, env, 0, "setup", "--service", "--remove")
+	if entries, _ := os.ReadDir(units); len(entries) != 0 {
+		t.Errorf("units left after --remove: %v", entries)
+	}
+	log, _ := os.ReadFile(calls)
+	want := "--user daemon-reload\n--user enable --now intentq-worker.service intentq-watchdog.timer\n" +
+		"--user disable --now intentq-worker.service intentq-watchdog.timer\n--user daemon-reload\n"
+	if string(log) != want {
+		t.Errorf("systemctl calls:\n%s\nwant\n%s", log, want)
+	}
+}
+
+// The watchdog outside the worker: with the worker killed (-9), `doctor --notify` pushes once,
+// stays quiet on the next runs, and pushes "recovered" once when the worker is back.
+func TestDoctorNotifyOutlivesTheWorker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the worker binary")
+	}
+	bin := binaries(t)
+	ntfy := fakentfy.New()
+	t.Cleanup(ntfy.Close)
+	home := t.TempDir()
+	env := []string{
+		"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMUX_TMPDIR=" + t.TempDir(),
+		"INTENTQ_METRICS_LISTEN=127.0.0.1:0", "INTENTQ_NTFY_URL=" + ntfy.URL(), "INTENTQ_NTFY_TOPIC=phone",
+		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_PORT=%d", testenv.FreePort(t)),
+		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_UI_PORT=%d", testenv.FreePort(t)),
+		fmt.Sprintf("INTENTQ_INGEST_LISTEN=127.0.0.1:%d", testenv.FreePort(t)),
+	}
+	alerts := func() []fakentfy.Message {
+		var out []fakentfy.Message
+		for _, m := range ntfy.Messages() {
+			if strings.HasPrefix(m.Title, "intentq: ") {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	worker, lines := startWorker(t, bin, env)
+	waitFor(t, lines, "ready", 60*time.Second)
+	// A fresh install: no pane and no hooks yet are warnings, exit 0, no push.
+	if out := starterRun(t, env, 0, "doctor", "--notify"); !strings.Contains(out, "WARN") {
+		t.Errorf("fresh install:\n%s", out)
+	}
+	if n := len(alerts()); n != 0 {
+		t.Fatalf("%d pushes with everything running", n)
+	}
+	_ = worker.Process.Kill()
+	_ = worker.Wait()
+	starterRun(t, env, 1, "doctor", "--notify")
+	if a := alerts(); len(a) != 1 || !strings.Contains(a[0].Title, "failing") || !strings.Contains(a[0].Message, "temporal") {
+		t.Fatalf("after kill -9: %+v", a)
+	}
+	starterRun(t, env, 1, "doctor", "--notify")
+	starterRun(t, env, 1, "doctor", "--notify")
+	if n := len(alerts()); n != 1 {
+		t.Fatalf("%d pushes after three runs with the worker down, want 1", n)
+	}
+	_, lines = startWorker(t, bin, env)
+	waitFor(t, lines, "ready", 60*time.Second)
+	starterRun(t, env, 0, "doctor", "--notify")
+	if a := alerts(); len(a) != 2 || a[1].Title != "intentq: recovered" {
+		t.Fatalf("after the restart: %+v", a)
+	}
+	starterRun(t, env, 0, "doctor", "--notify")
+	if n := len(alerts()); n != 2 {
+		t.Errorf("%d pushes, want still 2", n)
+	}
+}

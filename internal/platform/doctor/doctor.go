@@ -26,33 +26,67 @@ import (
 
 // Result is the outcome of one check.
 type Result struct {
-	Name   string `json:"name"`
-	OK     bool   `json:"ok"`
+	Name string `json:"name"`
+	OK   bool   `json:"ok"`
+	// Status is ok, warn (a setup step not done yet: no tmux pane yet, hooks not installed),
+	// fail, or skip (not checked because of an earlier failure); see Level.
+	Status string `json:"status"`
 	Detail string `json:"detail"`
 	Hint   string `json:"hint,omitempty"`
+}
+
+// Statuses of a check.
+const (
+	StatusOK   = "ok"
+	StatusWarn = "warn"
+	StatusFail = "fail"
+	StatusSkip = "skip"
+)
+
+// Level is the check's status: Status when set, else ok or fail by OK.
+func (r Result) Level() string {
+	switch {
+	case r.Status != "":
+		return r.Status
+	case r.OK:
+		return StatusOK
+	default:
+		return StatusFail
+	}
 }
 
 // Report is every check's result, in the order they ran.
 type Report []Result
 
-// OK reports whether every check passed.
-func (r Report) OK() bool {
+// OK reports whether no check failed: warnings (setup steps not done yet) and checks skipped
+// because of a warning are not failures.
+func (r Report) OK() bool { return len(r.Failing()) == 0 }
+
+// Failing are the checks that failed.
+func (r Report) Failing() Report {
+	var out Report
 	for _, res := range r {
-		if !res.OK {
-			return false
+		if res.Level() == StatusFail {
+			out = append(out, res)
 		}
 	}
-	return true
+	return out
 }
 
-// WriteText prints one line per check: ok or FAIL, the check, what was found, and a hint.
+// settle fills in every result's Status, for JSON readers.
+func (r Report) settle() Report {
+	for i := range r {
+		r[i].Status = r[i].Level()
+	}
+	return r
+}
+
+// WriteText prints one line per check: ok, WARN, FAIL or --, the check, what was found, and a
+// hint.
 func (r Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, res := range r {
-		status := "ok"
-		if !res.OK {
-			status = "FAIL"
-		}
+		status := map[string]string{StatusOK: "ok", StatusWarn: "WARN", StatusFail: "FAIL", StatusSkip: "--"}[res.Level()]
 		line := fmt.Sprintf("%s\t%s\t%s", status, res.Name, res.Detail)
 		if res.Hint != "" {
 			line += "\thint: " + res.Hint
@@ -66,7 +100,7 @@ func (r Report) WriteText(w io.Writer) error {
 func (r Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	return enc.Encode(r.settle())
 }
 
 // ConfigFailed is the report when the configuration itself cannot be loaded.
@@ -116,7 +150,7 @@ func Run(ctx context.Context, cfg *config.Config, logger *zap.Logger) Report {
 func notChecked(reason string, names ...string) Report {
 	var r Report
 	for _, n := range names {
-		r = append(r, Result{Name: n, Detail: "not checked: " + reason})
+		r = append(r, Result{Name: n, Status: StatusSkip, Detail: "not checked: " + reason})
 	}
 	return r
 }

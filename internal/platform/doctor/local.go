@@ -12,6 +12,7 @@ import (
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/intentq/intentq/activities"
 	"github.com/intentq/intentq/config"
@@ -33,8 +34,14 @@ func Local(ctx context.Context, cfg *config.Config) Report {
 		err := tm.TargetExists(tctx, s.TmuxTarget)
 		cancel()
 		if err != nil {
-			r = append(r, Result{Name: check, Detail: err.Error(),
-				Hint: fmt.Sprintf("start the agent in tmux (starter run-agent, or tmux new -s %s), or fix sessions.%s.tmux_target", strings.Split(s.TmuxTarget, ":")[0], name)})
+			res := Result{Name: check, Detail: err.Error(),
+				Hint: fmt.Sprintf("start the agent in tmux (starter run-agent, or tmux new -s %s), or fix sessions.%s.tmux_target", strings.Split(s.TmuxTarget, ":")[0], name)}
+			var appErr *temporal.ApplicationError
+			if errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeTmuxTargetMissing {
+				// No pane yet: a setup step, not a failure of what runs.
+				res.Status, res.Detail = StatusWarn, "no tmux pane yet: "+err.Error()
+			}
+			r = append(r, res)
 			continue
 		}
 		r = append(r, Result{Name: check, OK: true, Detail: "pane " + s.TmuxTarget + " is live"})
@@ -112,7 +119,7 @@ func checkTelegram(ctx context.Context, cfg *config.Config) Result {
 func Hooks(path string) Result {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return Result{Name: "hooks", Detail: path + " does not exist", Hint: "paste the hooks block from the README into it (claude.settings)"}
+		return Result{Name: "hooks", Status: StatusWarn, Detail: "not installed yet: " + path + " does not exist", Hint: "starter setup installs them (claude.settings)"}
 	}
 	if err != nil {
 		return Result{Name: "hooks", Detail: err.Error()}
@@ -142,8 +149,8 @@ func Hooks(path string) Result {
 		}
 	}
 	if len(missing) > 0 {
-		return Result{Name: "hooks", Detail: fmt.Sprintf("%s lacks %s", path, strings.Join(slices.Sorted(slices.Values(missing)), ", ")),
-			Hint: "paste the hooks block from the README"}
+		return Result{Name: "hooks", Status: StatusWarn, Detail: fmt.Sprintf("not installed yet: %s lacks %s", path, strings.Join(slices.Sorted(slices.Values(missing)), ", ")),
+			Hint: "starter setup installs them"}
 	}
 	return Result{Name: "hooks", OK: true, Detail: "session-start, post-tool-use and stop in " + path}
 }

@@ -1,0 +1,298 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/platform/usersvc"
+)
+
+func newSetup() *cobra.Command {
+	var service, remove, dryRun bool
+	var workerPath string
+	cmd := &cobra.Command{
+		Use:   "setup [--service [--remove]] [--dry-run]",
+		Short: "install intentq's hooks into the secretary's Claude Code settings; --service also runs the worker as a user service with a watchdog",
+		Long: "setup writes intentq's hooks (session-start, post-tool-use, stop) into claude.settings, merging\n" +
+			"with what is there (a backup first; running it again changes nothing).\n\n" +
+			"--service also installs the worker as a user service that the system keeps running (a systemd\n" +
+			"user unit on Linux, a launchd agent on macOS) and a watchdog timer that runs\n" +
+			"`starter doctor --notify` every 5 minutes, so a dead worker still tells the phone. Secrets stay\n" +
+			"in their files. --service --remove undoes it. --dry-run prints what would change.",
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if remove && !service {
+				return usage(cmd, errors.New("--remove goes with --service"))
+			}
+			cfg, _, err := load(cmd)
+			if err != nil {
+				return err
+			}
+			starter, err := selfPath()
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if !remove {
+				if err := setupHooks(out, cfg.Claude.Settings, starter, cfg.Hooks.ReplyTools, cfg.Hooks.RemindTools, dryRun); err != nil {
+					return err
+				}
+			}
+			if !service {
+				return nil
+			}
+			if workerPath == "" {
+				workerPath = filepath.Join(filepath.Dir(starter), "worker")
+			}
+			if workerPath, err = filepath.Abs(workerPath); err != nil {
+				return err
+			}
+			if _, err := os.Stat(workerPath); err != nil && !remove {
+				return fmt.Errorf("the worker binary %s: %w (build it next to starter with make build, or pass --worker)", workerPath, err)
+			}
+			configFile, err := config.FilePath(cmd.Flags())
+			if err != nil {
+				return err
+			}
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return fmt.Errorf("home directory: %w", err)
+			}
+			plan, err := usersvc.For(runtime.GOOS, usersvc.Spec{Worker: workerPath, Starter: starter, Config: configFile,
+				DataDir: cfg.DataDir, Home: home, UID: os.Getuid()})
+			if err != nil {
+				return err
+			}
+			if remove {
+				return removeService(out, plan, dryRun)
+			}
+			return installService(out, plan, dryRun)
+		},
+	}
+	cmd.Flags().BoolVar(&service, "service", false, "also run the worker as a user service, with a watchdog timer (doctor --notify)")
+	cmd.Flags().BoolVar(&remove, "remove", false, "with --service: stop and remove the user service and its timer")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would change and change nothing")
+	cmd.Flags().StringVar(&workerPath, "worker", "", "the worker binary for the service (default: worker next to starter)")
+	return cmd
+}
+
+// selfPath is this starter's absolute path, links resolved: the hooks and the watchdog run it.
+func selfPath() (string, error) {
+	p, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find the starter binary: %w", err)
+	}
+	if p, err = filepath.EvalSymlinks(p); err != nil {
+		return "", fmt.Errorf("find the starter binary: %w", err)
+	}
+	return p, nil
+}
+
+func installService(out io.Writer, plan usersvc.Plan, dryRun bool) error {
+	for _, f := range plan.Files {
+		if dryRun {
+			fmt.Fprintf(out, "would write %s:\n%s\n", f.Path, f.Content)
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
+			return fmt.Errorf("write %s: %w", f.Path, err)
+		}
+		if err := os.WriteFile(f.Path, f.Content, 0o600); err != nil {
+			return fmt.Errorf("write %s: %w", f.Path, err)
+		}
+		fmt.Fprintf(out, "wrote %s\n", f.Path)
+	}
+	return runAll(out, plan.Enable, dryRun, false)
+}
+
+func removeService(out io.Writer, plan usersvc.Plan, dryRun bool) error {
+	// Stopping what is not running is fine: remove what is there.
+	if err := runAll(out, plan.Disable, dryRun, true); err != nil {
+		return err
+	}
+	for _, f := range plan.Files {
+		if dryRun {
+			fmt.Fprintf(out, "would remove %s\n", f.Path)
+			continue
+		}
+		if err := os.Remove(f.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove %s: %w", f.Path, err)
+		}
+		fmt.Fprintf(out, "removed %s\n", f.Path)
+	}
+	if len(plan.Enable) > 0 && plan.Enable[0][0] == "systemctl" {
+		return runAll(out, plan.Enable[:1], dryRun, false) // daemon-reload
+	}
+	return nil
+}
+
+// runAll runs commands in order; with tolerate, a failing command is reported and skipped.
+func runAll(out io.Writer, commands [][]string, dryRun, tolerate bool) error {
+	for _, c := range commands {
+		line := strings.Join(c, " ")
+		if dryRun {
+			fmt.Fprintf(out, "would run %s\n", line)
+			continue
+		}
+		res, err := exec.Command(c[0], c[1:]...).CombinedOutput()
+		if err != nil {
+			if tolerate {
+				fmt.Fprintf(out, "%s: %v (%s)\n", line, err, strings.TrimSpace(string(res)))
+				continue
+			}
+			return fmt.Errorf("%s: %w: %s", line, err, strings.TrimSpace(string(res)))
+		}
+		fmt.Fprintf(out, "ran %s\n", line)
+	}
+	return nil
+}
+
+// hookEvents are the Claude Code hooks intentq answers, with the starter's argument for each.
+var hookEvents = []struct{ event, arg string }{
+	{"SessionStart", "session-start"},
+	{"PostToolUse", "post-tool-use"},
+	{"Stop", "stop"},
+}
+
+// setupHooks merges intentq's hooks into the settings file: every other key, and other hooks,
+// stay as they are; an event that already runs `starter hook <arg>` is left alone. The file is
+// backed up before it changes; with dryRun the difference is printed instead.
+func setupHooks(out io.Writer, path, starter string, replyTools, remindTools []string, dryRun bool) error {
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	settings := map[string]any{}
+	if len(bytes.TrimSpace(old)) > 0 {
+		if err := json.Unmarshal(old, &settings); err != nil {
+			return fmt.Errorf("%s is not JSON (%v): fix it first; nothing was changed", path, err)
+		}
+	}
+	hooks, _ := settings["hooks"].(map[string]any)
+	if hooks == nil {
+		if settings["hooks"] != nil {
+			return fmt.Errorf("%s: \"hooks\" is not an object; nothing was changed", path)
+		}
+		hooks = map[string]any{}
+	}
+	changed := false
+	for _, h := range hookEvents {
+		groups, _ := hooks[h.event].([]any)
+		if runsHook(groups, h.arg) {
+			continue
+		}
+		group := map[string]any{"hooks": []any{map[string]any{"type": "command", "command": shellQuote(starter) + " hook " + h.arg, "timeout": 10}}}
+		if h.event == "PostToolUse" {
+			group["matcher"] = strings.Join(append(append([]string{}, replyTools...), remindTools...), "|")
+		}
+		hooks[h.event] = append(groups, group)
+		changed = true
+	}
+	if !changed {
+		fmt.Fprintf(out, "hooks already in %s\n", path)
+		return nil
+	}
+	settings["hooks"] = hooks
+	updated, err := json.MarshalIndent(settings, "", "  ")
+	if err != nil {
+		return err
+	}
+	updated = append(updated, '\n')
+	if dryRun {
+		fmt.Fprintf(out, "would change %s:\n%s", path, lineDiff(string(old), string(updated)))
+		return nil
+	}
+	if len(old) > 0 {
+		backup := fmt.Sprintf("%s.bak-%s", path, time.Now().UTC().Format("20060102T150405Z"))
+		if err := os.WriteFile(backup, old, 0o600); err != nil {
+			return fmt.Errorf("back up %s: %w", path, err)
+		}
+		fmt.Fprintf(out, "backed up %s to %s\n", path, backup)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := path + ".intentq-tmp"
+	if err := os.WriteFile(tmp, updated, 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	fmt.Fprintf(out, "hooks written to %s\n", path)
+	return nil
+}
+
+// runsHook reports whether a hook event's groups already run `... hook <arg>`.
+func runsHook(groups []any, arg string) bool {
+	for _, g := range groups {
+		group, _ := g.(map[string]any)
+		list, _ := group["hooks"].([]any)
+		for _, h := range list {
+			entry, _ := h.(map[string]any)
+			if cmd, _ := entry["command"].(string); strings.Contains(cmd, "hook "+arg) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// shellQuote quotes a path for the command line Claude Code runs through a shell.
+func shellQuote(s string) string {
+	if !strings.ContainsAny(s, " '\"$`\\!*?[]{}()<>|&;#~") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// lineDiff is a line diff of a and b: lines only in a with "-", only in b with "+", both with
+// two spaces (longest common subsequence; settings files are small).
+func lineDiff(a, b string) string {
+	x, y := strings.Split(strings.TrimSuffix(a, "\n"), "\n"), strings.Split(strings.TrimSuffix(b, "\n"), "\n")
+	if a == "" {
+		x = nil
+	}
+	lcs := make([][]int, len(x)+1)
+	for i := range lcs {
+		lcs[i] = make([]int, len(y)+1)
+	}
+	for i := len(x) - 1; i >= 0; i-- {
+		for j := len(y) - 1; j >= 0; j-- {
+			if x[i] == y[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	var sb strings.Builder
+	i, j := 0, 0
+	for i < len(x) || j < len(y) {
+		switch {
+		case i < len(x) && j < len(y) && x[i] == y[j]:
+			sb.WriteString("  " + x[i] + "\n")
+			i, j = i+1, j+1
+		case j < len(y) && (i == len(x) || lcs[i][j+1] >= lcs[i+1][j]):
+			sb.WriteString("+ " + y[j] + "\n")
+			j++
+		default:
+			sb.WriteString("- " + x[i] + "\n")
+			i++
+		}
+	}
+	return sb.String()
+}
