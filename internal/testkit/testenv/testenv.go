@@ -4,12 +4,14 @@ package testenv
 
 import (
 	"context"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"go.uber.org/zap"
@@ -19,15 +21,45 @@ import (
 	"github.com/intentq/intentq/internal/testkit/peers"
 )
 
-// FreePort returns a loopback TCP port that was free a moment ago.
+// Ports handed out by FreePort lie below Linux's ephemeral range (32768-60999), so the kernel
+// never gives one to another socket, and each is reserved by a lock file for the test's life,
+// so test processes running side by side (go test runs packages in parallel) never pick the
+// same one. A port picked by binding :0 and closing could be taken by a neighbour before the
+// service binds it, and the Web UI server exits the process on a bind error.
+const (
+	portLow, portHigh = 12000, 32000
+)
+
+// FreePort returns a loopback TCP port that is free and reserved for this test.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	dir := filepath.Join(os.TempDir(), "intentq-test-ports")
+	if err := os.MkdirAll(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	for range 1000 {
+		port := portLow + rand.IntN(portHigh-portLow)
+		lock := filepath.Join(dir, strconv.Itoa(port))
+		f, err := os.OpenFile(lock, os.O_CREATE|os.O_RDWR, 0o666)
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+			f.Close() // another test holds it
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			f.Close()
+			continue
+		}
+		l.Close()
+		// The lock goes with the process: held until the test ends (or the process dies).
+		t.Cleanup(func() { f.Close() })
+		return port
+	}
+	t.Fatal("no free port between 12000 and 32000")
+	return 0
 }
 
 // Config loads the default configuration with HOME and data_dir in a temporary directory, no
