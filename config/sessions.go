@@ -79,3 +79,16 @@ func (c *Config) HeadlessSessions(only string) []string {
 	}
 	return out
 }
+
+// SpoolDir is where the patched Telegram plugin spools every message before it posts it, and
+// writes its canary and error records (the spool door drains it).
+func (c *Config) SpoolDir() string { return filepath.Join(c.DataDir, "spool") }
+
+// PluginTokenFile is the 0600 file the patched plugin reads the ingest token from at run time
+// (never written into server.ts): ingest.token_file when set, else data_dir/plugin/ingest.token.
+func (c *Config) PluginTokenFile() string {
+	if c.Ingest.TokenFile != "" {
+		return expandHome(c.Ingest.TokenFile)
+	}
+	return filepath.Join(c.DataDir, "plugin", "ingest.token")
+}

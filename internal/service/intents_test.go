@@ -659,7 +659,16 @@ func TestI8PluginPatchedAtStartAndRepatched(t *testing.T) {
 	if err := os.WriteFile(cfg.Claude.Settings, []byte(`{"enabledPlugins":{"telegram@claude-plugins-official":true}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg.Claude.PatchPlugin, cfg.Claude.Bun, cfg.Ingest.Token = true, bun, "tok"
+	// The copy Claude Code installed and runs: the newest version in the plugin cache.
+	cached := filepath.Join(cfg.Claude.Home, "plugins", "cache", "claude-plugins-official", "telegram", "0.0.6", "server.ts")
+	src, _ := os.ReadFile(filepath.Join(fixture, "external_plugins/telegram/server.ts"))
+	if err := os.MkdirAll(filepath.Dir(cached), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cached, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Claude.PatchPlugin, cfg.Claude.Bun, cfg.Ingest.Token = true, bun, "i8-ingest-secret-4f2a"
 	ntfy := fakentfy.New()
 	defer ntfy.Close()
 	cfg.Ntfy.URL, cfg.Ntfy.Topic = ntfy.URL(), "ops"
@@ -667,8 +676,21 @@ func TestI8PluginPatchedAtStartAndRepatched(t *testing.T) {
 
 	serverTS := filepath.Join(home, "external_plugins/telegram/server.ts")
 	patched, _ := os.ReadFile(serverTS)
-	if !strings.Contains(string(patched), plugin.BeginMarker) {
+	if !strings.Contains(string(patched), plugin.BeginMarker) || !strings.Contains(string(patched), plugin.CanaryBegin) {
 		t.Fatal("the worker did not patch the plugin at start")
+	}
+	if c, _ := os.ReadFile(cached); !strings.Contains(string(c), plugin.BeginMarker) || !strings.Contains(string(c), plugin.CanaryBegin) {
+		t.Error("the cache copy, which Claude Code runs, was not patched")
+	}
+	// No token in server.ts: the block reads it from a private file.
+	if strings.Contains(string(patched), cfg.Ingest.Token.Reveal()) {
+		t.Error("the ingest token is in server.ts")
+	}
+	if info, err := os.Stat(cfg.PluginTokenFile()); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("token file: %v %v, want 0600", info, err)
+	}
+	if res := doctor.PluginCanary(cfg); res.Level() != doctor.StatusWarn {
+		t.Errorf("canary before the plugin ever ran: %+v", res)
 	}
 	if res := doctor.PluginPatch(cfg); !res.OK {
 		t.Errorf("doctor: %+v", res)
@@ -1108,5 +1130,85 @@ func TestRecoverUnqueuedDeliveries(t *testing.T) {
 	})
 	if n, err := rec.Recover(ctx); err != nil || n != 0 {
 		t.Errorf("second Recover = %d, %v; want 0", n, err)
+	}
+}
+
+// The plugin door loses nothing while the worker is down: the real block, run by bun, spools
+// the message before it posts (here to an ingest nobody answers); the worker records it from the
+// spool at start. A block that fails (a name renamed upstream) is pushed once and shown by
+// doctor with the message's IDs.
+func TestPluginSpoolWhileWorkerDown(t *testing.T) {
+	bun := peers.Bun(t)
+	cfg := testenv.Config(t)
+	cfg.Ingest.Token = "tok"
+	ntfy := fakentfy.New()
+	defer ntfy.Close()
+	cfg.Ntfy.URL, cfg.Ntfy.Topic = ntfy.URL(), "ops"
+	url, err := plugin.IngestURL(cfg.Ingest.Listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks, err := plugin.Block(url, plugin.Files{TokenFile: cfg.PluginTokenFile(), SpoolDir: cfg.SpoolDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runBlock := func(chatLine, msgID, text string) {
+		t.Helper()
+		// The canary first: it runs when the plugin starts, before any message.
+		script := blocks.Canary + "const ctx = { message: { date: 1767225600 } }\nasync function handleInbound() {\n" +
+			"  const from = { username: 'kento', id: 42 }\n  " + chatLine + "\n  const msgId: number | undefined = " + msgID + "\n" +
+			"  const text = " + text + "\n" + blocks.Ingest + "}\nawait handleInbound()\n"
+		file := filepath.Join(t.TempDir(), "server.ts")
+		if err := os.WriteFile(file, []byte(script), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(bun, "run", file).CombinedOutput(); err != nil {
+			t.Fatalf("bun run: %v\n%s", err, out)
+		}
+	}
+	// The worker is down: the post fails, the spool keeps the messages.
+	runBlock("const chat_id = String(55)", "1", "'sent while the worker was down'")
+	runBlock("const chat_id = String(55)", "2", "'this one too'")
+	runBlock("const chatId = String(55)", "3", "'lost to a renamed name'")
+
+	svc, _ := startService(t, cfg)
+	ctx := context.Background()
+	waitUntil(t, "the spooled messages recorded", 20*time.Second, func() bool {
+		list, err := intent.List(ctx, svc.Client(), intent.Filter{ChatID: "55"})
+		return err == nil && len(list) == 2
+	})
+	v, err := intent.Show(ctx, svc.Client(), "55/1")
+	if err != nil || v.Text != "sent while the worker was down" {
+		t.Fatalf("intent 55/1 = %q, %v", v.Text, err)
+	}
+	waitUntil(t, "one alert for the failed block", 10*time.Second, func() bool {
+		for _, m := range ntfy.Messages() {
+			if m.Title == "intentq: plugin block failed" && strings.Contains(m.Message, "message=\"3\"") {
+				return true
+			}
+		}
+		return false
+	})
+	if res := doctor.PluginCanary(cfg); res.OK || !strings.Contains(res.Detail, "chat_id") {
+		t.Errorf("doctor after the failure: %+v", res)
+	}
+	// While the worker runs, a new spool line is drained at once (fsnotify), and removed.
+	runBlock("const chat_id = String(55)", "4", "'while running'")
+	waitUntil(t, "the new message recorded", 20*time.Second, func() bool {
+		list, err := intent.List(ctx, svc.Client(), intent.Filter{ChatID: "55"})
+		return err == nil && len(list) == 3
+	})
+	waitUntil(t, "the spool emptied", 10*time.Second, func() bool {
+		left, _ := filepath.Glob(filepath.Join(cfg.SpoolDir(), "spool-*"))
+		return len(left) == 0
+	})
+	n := 0
+	for _, m := range ntfy.Messages() {
+		if m.Title == "intentq: plugin block failed" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d alerts for one failed block, want 1", n)
 	}
 }

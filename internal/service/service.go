@@ -21,6 +21,7 @@ import (
 	"github.com/intentq/intentq/activities"
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/doors/ingest"
+	"github.com/intentq/intentq/internal/doors/spool"
 	"github.com/intentq/intentq/internal/doors/telegram"
 	"github.com/intentq/intentq/internal/headless"
 	"github.com/intentq/intentq/internal/intent"
@@ -33,6 +34,7 @@ import (
 	"github.com/intentq/intentq/internal/platform/private"
 	"github.com/intentq/intentq/internal/platform/tclient"
 	"github.com/intentq/intentq/internal/platform/watchdog"
+	"github.com/intentq/intentq/internal/redact"
 	"github.com/intentq/intentq/internal/session"
 	"github.com/intentq/intentq/workflows"
 )
@@ -48,6 +50,9 @@ type Service struct {
 	// stopPoller ends the Telegram poller; pollerDone closes when it has.
 	stopPoller context.CancelFunc
 	pollerDone chan struct{}
+	// stopSpool ends the spool drainer; spoolDone closes when it has.
+	stopSpool context.CancelFunc
+	spoolDone chan struct{}
 	// stopWatchdog ends the watchdog; watchdogDone closes when it has.
 	stopWatchdog context.CancelFunc
 	watchdogDone chan struct{}
@@ -139,6 +144,24 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 	} else if n > 0 {
 		logger.Info("undelivered messages queued again", zap.Int("count", n))
 	}
+	// The plugin's spool: what it took while no worker ran is recorded before the doors open,
+	// then the spool is drained whenever it grows.
+	drainer := &spool.Drainer{Dir: cfg.SpoolDir(), Recorder: rec, Logger: logger.Named("spool"),
+		OnErrors: func(ctx context.Context, errs []spool.Event) { pluginErrorAlert(ctx, cfg, errs) }}
+	if st, err := drainer.Drain(ctx); err != nil {
+		logger.Warn("spool not drained at start; tried again in the background", zap.Error(err))
+	} else if st.Recorded > 0 {
+		logger.Info("spool drained at start", zap.Int("recorded", st.Recorded), zap.Int("files", st.Files))
+	}
+	spoolCtx, cancelSpool := context.WithCancel(context.Background())
+	s.stopSpool, s.spoolDone = cancelSpool, make(chan struct{})
+	go func() {
+		defer close(s.spoolDone)
+		if err := drainer.Run(spoolCtx, 30*time.Second); err != nil {
+			logger.Error("spool drainer stopped", zap.Error(err))
+		}
+	}()
+
 	s.ingest, err = ingest.Listen(ingest.Options{
 		Addr:         cfg.Ingest.Listen,
 		Token:        cfg.Ingest.Token,
@@ -335,6 +358,11 @@ func (s *Service) Stop(ctx context.Context) {
 		<-s.pollerDone
 		s.stopPoller = nil
 	}
+	if s.stopSpool != nil {
+		s.stopSpool()
+		<-s.spoolDone
+		s.stopSpool = nil
+	}
 	if s.ingest != nil {
 		if err := s.ingest.Shutdown(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			s.log.Warn("ingest shutdown", zap.Error(err))
@@ -367,4 +395,19 @@ func workerIdentity() string {
 		host = "unknown"
 	}
 	return fmt.Sprintf("intentq@%s/%d", host, os.Getpid())
+}
+
+// pluginErrorAlert tells the person, once per batch, that the patched plugin block failed for
+// messages: those messages were not recorded by the plugin door (IDs and the error only).
+func pluginErrorAlert(ctx context.Context, cfg *config.Config, errs []spool.Event) {
+	if cfg.Ntfy.URL == "" || cfg.Ntfy.Topic == "" {
+		return
+	}
+	first := errs[0]
+	msg := fmt.Sprintf("the patched Telegram plugin block failed %d time(s); first: chat=%s message=%s: %s. Those messages were not recorded: run starter patch-plugin, and ask the sender to resend.",
+		len(errs), string(first.ChatID), string(first.MessageID), first.Error)
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	n := &activities.Ntfy{URL: cfg.Ntfy.URL, Token: cfg.Ntfy.Token.Reveal()}
+	_ = n.Publish(ctx, activities.Push{Topic: cfg.Ntfy.Topic, Title: "intentq: plugin block failed", Message: redact.Secrets(msg), Priority: 5, Tags: []string{"rotating_light"}})
 }

@@ -64,6 +64,43 @@ type Drainer struct {
 	Dir      string
 	Recorder Recorder
 	Logger   *zap.Logger
+	// OnErrors is told of the plugin's new error records (each once, also those written while
+	// the worker was down); nil: they are only logged.
+	OnErrors func(ctx context.Context, errs []Event)
+}
+
+// offsetFile keeps how far events.jsonl has been read, across restarts.
+const offsetFile = "events.offset"
+
+// CheckEvents reads the plugin's records written since the last call (or the last run) and
+// hands the error records to OnErrors.
+func (d *Drainer) CheckEvents(ctx context.Context) error {
+	var offset int64
+	if b, err := os.ReadFile(filepath.Join(d.Dir, offsetFile)); err == nil {
+		offset, _ = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	}
+	events, next, err := Events(d.Dir, offset)
+	if err != nil || next == offset {
+		return err
+	}
+	var errs []Event
+	for _, e := range events {
+		switch e.Kind {
+		case "error":
+			errs = append(errs, e)
+			d.logger().Error("plugin: the patched block failed for a message", zap.String("chat", idString(e.ChatID)),
+				zap.String("message", idString(e.MessageID)), zap.String("error", e.Error), zap.Int("pid", e.PID))
+		case "loaded":
+			d.logger().Info("plugin: patched block loaded", zap.String("file", e.File), zap.Int("pid", e.PID), zap.Int("version", e.Version))
+		}
+	}
+	if len(errs) > 0 && d.OnErrors != nil {
+		d.OnErrors(ctx, errs)
+	}
+	if err := os.WriteFile(filepath.Join(d.Dir, offsetFile), []byte(strconv.FormatInt(next, 10)), 0o600); err != nil {
+		return fmt.Errorf("spool: %w", err)
+	}
+	return nil
 }
 
 // Stats say what one Drain did.
@@ -227,17 +264,32 @@ func (d *Drainer) Run(ctx context.Context, retry time.Duration) error {
 		} else if st.Recorded+st.Invalid+st.Torn > 0 {
 			d.logger().Info("spool drained", zap.Int("recorded", st.Recorded), zap.Int("invalid", st.Invalid), zap.Int("torn", st.Torn), zap.Int("files", st.Files))
 		}
+		if err := d.CheckEvents(ctx); err != nil {
+			d.logger().Warn("spool: plugin records", zap.Error(err))
+		}
+		if !d.wait(ctx, w, tick.C) {
+			return nil
+		}
+	}
+}
+
+// wait blocks until a spool file or the events file is created or written, or tick fires; it
+// reports false when ctx ends. The worker's own renames and removals do not wake it.
+func (d *Drainer) wait(ctx context.Context, w *fsnotify.Watcher, tick <-chan time.Time) bool {
+	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return false
 		case ev := <-w.Events:
-			if ev.Op&(fsnotify.Create|fsnotify.Write) == 0 || !strings.HasPrefix(filepath.Base(ev.Name), FilePrefix) ||
-				!strings.HasSuffix(ev.Name, FileSuffix) {
-				continue
+			name := filepath.Base(ev.Name)
+			spooled := strings.HasPrefix(name, FilePrefix) && strings.HasSuffix(name, FileSuffix)
+			if ev.Op&(fsnotify.Create|fsnotify.Write) != 0 && (spooled || name == EventsFile) {
+				return true
 			}
 		case err := <-w.Errors:
 			d.logger().Warn("spool: watch", zap.Error(err))
-		case <-tick.C:
+		case <-tick:
+			return true
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/intentq/intentq/activities"
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/doors/hooks"
+	"github.com/intentq/intentq/internal/doors/spool"
 	"github.com/intentq/intentq/internal/platform/plugin"
 )
 
@@ -54,7 +56,7 @@ func Local(ctx context.Context, cfg *config.Config) Report {
 	}
 	r = append(r, Hooks(cfg.Claude.Settings), HookErrors(cfg.DataDir))
 	if cfg.Claude.PatchPlugin {
-		r = append(r, PluginPatch(cfg))
+		r = append(r, PluginPatch(cfg), PluginCanary(cfg))
 	}
 	return r
 }
@@ -168,4 +170,42 @@ func HookErrors(dataDir string) Result {
 	return Result{Name: "hook errors",
 		Detail: fmt.Sprintf("since %s (%d runs, last %s) the hooks allow everything: %s", rec.Since.Local().Format(time.RFC3339), rec.Count, rec.At.Local().Format(time.RFC3339), rec.Cause),
 		Hint:   "fix the config the agent's hooks see (its environment and file); the next hook run clears this"}
+}
+
+// PluginCanary reports what the patched plugin itself recorded: which file runs (the canary of
+// its last start, found out rather than assumed) and whether that is a copy intentq patched, and
+// the last time the block failed for a message.
+func PluginCanary(cfg *config.Config) Result {
+	loaded, failed, err := spool.Last(cfg.SpoolDir())
+	switch {
+	case err != nil:
+		return Result{Name: "plugin canary", Detail: err.Error()}
+	case loaded == nil:
+		return Result{Name: "plugin canary", Status: StatusWarn, Detail: "the patched plugin has not started yet (no canary in " + cfg.SpoolDir() + ")",
+			Hint: "start the agent with starter run-agent"}
+	}
+	if failed != nil && !failed.At.Before(loaded.At) {
+		return Result{Name: "plugin canary", Detail: fmt.Sprintf("the block failed at %s for chat %s message %s: %s", failed.At.Local().Format(time.RFC3339),
+			string(failed.ChatID), string(failed.MessageID), failed.Error), Hint: "run starter patch-plugin (the plugin changed?) and restart the agent"}
+	}
+	patched := map[string]bool{}
+	if t, err := plugin.Resolve(cfg.Claude.Home, cfg.Claude.Settings); err == nil {
+		patched[t.ServerTS] = true
+		if ct, ok, err := plugin.CacheTarget(t); err == nil && ok {
+			patched[ct.ServerTS] = true
+		}
+	}
+	file := loaded.File
+	if real, err := filepath.EvalSymlinks(file); err == nil {
+		file = real
+	}
+	if !patched[file] {
+		return Result{Name: "plugin canary", Detail: fmt.Sprintf("the plugin ran from %s, a copy intentq did not patch", loaded.File),
+			Hint: "run starter patch-plugin, then restart the agent"}
+	}
+	detail := fmt.Sprintf("patched block loaded at %s from %s (pid %d)", loaded.At.Local().Format(time.RFC3339), loaded.File, loaded.PID)
+	if failed != nil {
+		detail += fmt.Sprintf("; it last failed at %s (before this start)", failed.At.Local().Format(time.RFC3339))
+	}
+	return Result{Name: "plugin canary", OK: true, Detail: detail}
 }

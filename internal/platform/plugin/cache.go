@@ -31,54 +31,11 @@ const (
 // written atomically and checked with bun like Patch; it must lie inside the plugin cache.
 func CleanV1Cache(t Target, opts PatchOptions) (Result, error) {
 	var res Result
-	if t.CacheRoot == "" {
-		return res, errors.New("plugin: target has no cache root (use Resolve)")
+	ct, ok, err := CacheTarget(t)
+	if err != nil || !ok {
+		return res, err
 	}
-	entries, err := os.ReadDir(t.CacheRoot)
-	if errors.Is(err, fs.ErrNotExist) {
-		return res, nil
-	}
-	if err != nil {
-		return res, fmt.Errorf("plugin: plugin cache %s: %w", t.CacheRoot, err)
-	}
-	var versions []string
-	for _, e := range entries {
-		if e.IsDir() && e.Name() != "" && e.Name()[0] >= '0' && e.Name()[0] <= '9' {
-			versions = append(versions, e.Name())
-		}
-	}
-	if len(versions) == 0 {
-		return res, nil
-	}
-	sort.Slice(versions, func(i, j int) bool { return versionLess(versions[i], versions[j]) })
-	file := filepath.Join(t.CacheRoot, versions[len(versions)-1], "server.ts")
-	res.File = file
-
-	info, err := os.Lstat(file)
-	if errors.Is(err, fs.ErrNotExist) {
-		return res, nil
-	}
-	if err != nil {
-		return res, fmt.Errorf("plugin: cached server.ts: %w", err)
-	}
-	if !info.Mode().IsRegular() {
-		return res, fmt.Errorf("plugin: cached %s is not a regular file (symlink?); not touching it", file)
-	}
-	// The cache root itself may be reached through symlinks: the file must stay inside
-	// <claude home>/plugins/cache.
-	cacheBase := filepath.Dir(filepath.Dir(t.CacheRoot))
-	baseReal, err := filepath.EvalSymlinks(cacheBase)
-	if err != nil {
-		return res, fmt.Errorf("plugin: plugin cache %s: %w", cacheBase, err)
-	}
-	fileReal, err := filepath.EvalSymlinks(file)
-	if err != nil {
-		return res, fmt.Errorf("plugin: cached server.ts: %w", err)
-	}
-	if !within(baseReal, fileReal) {
-		return res, fmt.Errorf("%w: cached %s resolves to %s, outside %s", ErrOutsideRoot, file, fileReal, baseReal)
-	}
-	file = fileReal
+	file := ct.ServerTS
 	res.File = file
 
 	src, mode, err := readLimited(file, MaxServerTSBytes, "plugin: cached server.ts")
@@ -102,6 +59,62 @@ func CleanV1Cache(t Target, opts PatchOptions) (Result, error) {
 	}
 	res.RemovedBytes = removed
 	return res, nil
+}
+
+// CacheTarget is the copy of the plugin Claude Code installed and runs: server.ts of the newest
+// version directory in t.CacheRoot (names starting with a digit, in version order like
+// `sort -V`), as a Target confined to <claude home>/plugins/cache. ok is false when there is no
+// cache, no version directory or no server.ts; a server.ts that is not a regular file, or that
+// resolves outside the cache, is an error.
+func CacheTarget(t Target) (Target, bool, error) {
+	if t.CacheRoot == "" {
+		return Target{}, false, errors.New("plugin: target has no cache root (use Resolve)")
+	}
+	entries, err := os.ReadDir(t.CacheRoot)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Target{}, false, nil
+	}
+	if err != nil {
+		return Target{}, false, fmt.Errorf("plugin: plugin cache %s: %w", t.CacheRoot, err)
+	}
+	var versions []string
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != "" && e.Name()[0] >= '0' && e.Name()[0] <= '9' {
+			versions = append(versions, e.Name())
+		}
+	}
+	if len(versions) == 0 {
+		return Target{}, false, nil
+	}
+	sort.Slice(versions, func(i, j int) bool { return versionLess(versions[i], versions[j]) })
+	file := filepath.Join(t.CacheRoot, versions[len(versions)-1], "server.ts")
+	info, err := os.Lstat(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Target{}, false, nil
+	}
+	if err != nil {
+		return Target{}, false, fmt.Errorf("plugin: cached server.ts: %w", err)
+	}
+	if !info.Mode().IsRegular() {
+		return Target{}, false, fmt.Errorf("plugin: cached %s is not a regular file (symlink?); not touching it", file)
+	}
+	// The cache root itself may be reached through symlinks: the file must stay inside
+	// <claude home>/plugins/cache.
+	cacheBase := filepath.Dir(filepath.Dir(t.CacheRoot))
+	baseReal, err := filepath.EvalSymlinks(cacheBase)
+	if err != nil {
+		return Target{}, false, fmt.Errorf("plugin: plugin cache %s: %w", cacheBase, err)
+	}
+	fileReal, err := filepath.EvalSymlinks(file)
+	if err != nil {
+		return Target{}, false, fmt.Errorf("plugin: cached server.ts: %w", err)
+	}
+	if !within(baseReal, fileReal) {
+		return Target{}, false, fmt.Errorf("%w: cached %s resolves to %s, outside %s", ErrOutsideRoot, file, fileReal, baseReal)
+	}
+	ct := t
+	ct.ServerTS, ct.PluginDir, ct.MarketplacesRoot = fileReal, filepath.Dir(fileReal), baseReal
+	return ct, true, nil
 }
 
 // removeV1 removes the first v1 block from src; removed is 0 when there is none.

@@ -19,8 +19,12 @@ const (
 	BeginMarker = "// BEGIN intentq ingest"
 	// EndMarker is the block's last line.
 	EndMarker = "// END intentq ingest"
-	// BlockVersion is the version written into the BEGIN line.
-	BlockVersion = 2
+	// BlockVersion is the version written into the BEGIN line: 3 spools before it posts,
+	// reads the token from a file and records errors; its canary records that it runs.
+	BlockVersion = 3
+	// CanaryBegin and CanaryEnd mark the canary at the end of server.ts.
+	CanaryBegin = "// BEGIN intentq canary"
+	CanaryEnd   = "// END intentq canary"
 	// Anchor is the comment in handleInbound that the block goes right before; it must occur
 	// exactly once in server.ts. Every version of the plugin so far has it.
 	Anchor = "// image_path goes in meta only"
@@ -75,79 +79,129 @@ func checkIngestURL(raw string) (string, error) {
 	return u.String(), nil
 }
 
-// Block returns the TypeScript block that Patch inserts into handleInbound, without
-// indentation (Patch indents it like the anchor line), ending in a newline.
+// Blocks are what Patch puts into server.ts: the ingest block before the anchor in
+// handleInbound, and the canary at the end of the file (it runs when the plugin starts).
+type Blocks struct {
+	Ingest string
+	Canary string
+}
+
+// Files are where the patched plugin finds the ingest token and puts what it spools.
+type Files struct {
+	// TokenFile holds the ingest token (0600); the block reads it at run time, so the token
+	// is never written into server.ts.
+	TokenFile string
+	// SpoolDir receives every message before it is posted (spool-<pid>.jsonl) and the canary
+	// and error records (events.jsonl).
+	SpoolDir string
+}
+
+// Block returns the blocks Patch inserts, without indentation (Patch indents the ingest block
+// like the anchor line), each ending in a newline.
 //
-// The block posts {chat_id, message_id, text, user, ts} to ingestURL with the bearer token,
-// fire-and-forget: it never awaits, never throws, and skips updates without a message id. The
-// URL and the token are embedded as JSON string literals. ingestURL must be an http(s) URL to
-// a loopback host; the token must be non-empty and free of whitespace and control characters.
-func Block(ingestURL, token string) (string, error) {
+// The ingest block first appends the message {chat_id, message_id, text, user, ts} as one JSON
+// line to the plugin process's own spool file, synchronously (one write per line, so processes
+// never interleave), then posts it to ingestURL with the token read from the token file,
+// fire-and-forget. It never throws: an exception (a name renamed upstream, a full disk) becomes
+// an error record with the message's IDs. The canary records, when the plugin starts, that the
+// patched block is loaded and which file runs. URL and paths are embedded as JSON string
+// literals; ingestURL must be an http(s) URL to a loopback host, the paths absolute.
+func Block(ingestURL string, f Files) (Blocks, error) {
 	u, err := checkIngestURL(ingestURL)
 	if err != nil {
-		return "", err
+		return Blocks{}, err
 	}
-	if token == "" {
-		return "", errors.New("plugin: the ingest token is empty (set ingest.token or ingest.token_file)")
-	}
-	for _, r := range token {
-		if unicode.IsSpace(r) || unicode.IsControl(r) || r == unicode.ReplacementChar {
-			return "", errors.New("plugin: the ingest token contains whitespace or control characters")
+	for name, p := range map[string]string{"token file": f.TokenFile, "spool dir": f.SpoolDir} {
+		if !filepath.IsAbs(p) || strings.ContainsFunc(p, unicode.IsControl) {
+			return Blocks{}, fmt.Errorf("plugin: the %s %q must be an absolute path without control characters", name, p)
 		}
 	}
-	urlLit, err := json.Marshal(u)
-	if err != nil {
-		return "", fmt.Errorf("plugin: quote ingest URL: %w", err)
-	}
-	authLit, err := json.Marshal("Bearer " + token)
-	if err != nil {
-		return "", fmt.Errorf("plugin: quote ingest token: %w", err)
-	}
+	lit := func(v string) string { b, _ := json.Marshal(v); return string(b) }
+	spool, events := lit(f.SpoolDir+"/"), lit(filepath.Join(f.SpoolDir, "events.jsonl"))
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s v%d: records every inbound message in intentq before Claude sees it. Managed by intentq; do not edit.\n", BeginMarker, BlockVersion)
 	b.WriteString("try {\n")
 	b.WriteString("  if (msgId != null) {\n")
-	fmt.Fprintf(&b, "    void fetch(%s, {\n", urlLit)
-	b.WriteString("      method: 'POST',\n")
-	fmt.Fprintf(&b, "      headers: { 'content-type': 'application/json', authorization: %s },\n", authLit)
-	b.WriteString("      body: JSON.stringify({\n")
-	b.WriteString("        chat_id,\n")
-	b.WriteString("        message_id: msgId,\n")
-	b.WriteString("        text: text ?? '',\n")
-	b.WriteString("        user: from?.username ?? String(from?.id ?? ''),\n")
-	b.WriteString("        ts: (typeof ctx !== 'undefined' && ctx?.message?.date) || Math.floor(Date.now() / 1000),\n")
-	b.WriteString("      }),\n")
-	b.WriteString("      signal: AbortSignal.timeout(10_000),\n")
-	b.WriteString("    }).then(res => {\n")
-	b.WriteString("      if (!res.ok) process.stderr.write(`intentq: ingest answered ${res.status} for message ${msgId}\\n`)\n")
-	b.WriteString("    }).catch(err => {\n")
-	b.WriteString("      try { process.stderr.write(`intentq: ingest unreachable for message ${msgId}: ${err}\\n`) } catch {}\n")
+	b.WriteString("    const iqFs = require('node:fs')\n")
+	b.WriteString("    const iqBody = JSON.stringify({\n")
+	b.WriteString("      chat_id,\n")
+	b.WriteString("      message_id: String(msgId),\n")
+	b.WriteString("      text: text ?? '',\n")
+	b.WriteString("      user: from?.username ?? String(from?.id ?? ''),\n")
+	b.WriteString("      ts: (typeof ctx !== 'undefined' && ctx?.message?.date) || Math.floor(Date.now() / 1000),\n")
 	b.WriteString("    })\n")
+	b.WriteString("    // The spool first: a message is on disk before anything else can fail.\n")
+	fmt.Fprintf(&b, "    iqFs.mkdirSync(%s, { recursive: true, mode: 0o700 })\n", spool)
+	fmt.Fprintf(&b, "    iqFs.appendFileSync(%s + 'spool-' + process.pid + '.jsonl', iqBody + '\\n', { mode: 0o600 })\n", spool)
+	b.WriteString("    let iqToken = ''\n")
+	fmt.Fprintf(&b, "    try { iqToken = String(iqFs.readFileSync(%s, 'utf8')).trim() } catch {}\n", lit(f.TokenFile))
+	b.WriteString("    if (iqToken) {\n")
+	fmt.Fprintf(&b, "      void fetch(%s, {\n", lit(u))
+	b.WriteString("        method: 'POST',\n")
+	b.WriteString("        headers: { 'content-type': 'application/json', authorization: 'Bearer ' + iqToken },\n")
+	b.WriteString("        body: iqBody,\n")
+	b.WriteString("        signal: AbortSignal.timeout(10_000),\n")
+	b.WriteString("      }).then(res => {\n")
+	b.WriteString("        if (!res.ok) process.stderr.write(`intentq: ingest answered ${res.status} for message ${msgId}; it waits in the spool\\n`)\n")
+	b.WriteString("      }).catch(err => {\n")
+	b.WriteString("        try { process.stderr.write(`intentq: ingest unreachable for message ${msgId}; it waits in the spool: ${err}\\n`) } catch {}\n")
+	b.WriteString("      })\n")
+	b.WriteString("    }\n")
 	b.WriteString("  }\n")
-	b.WriteString("} catch {}\n")
+	b.WriteString("} catch (iqErr) {\n")
+	b.WriteString("  try {\n")
+	fmt.Fprintf(&b, "    require('node:fs').appendFileSync(%s, JSON.stringify({\n", events)
+	b.WriteString("      kind: 'error', at: new Date().toISOString(), pid: process.pid,\n")
+	b.WriteString("      chat_id: typeof chat_id !== 'undefined' ? chat_id : null,\n")
+	b.WriteString("      message_id: typeof msgId !== 'undefined' && msgId != null ? String(msgId) : null,\n")
+	b.WriteString("      error: String(iqErr),\n")
+	b.WriteString("    }) + '\\n', { mode: 0o600 })\n")
+	b.WriteString("  } catch {}\n")
+	b.WriteString("}\n")
 	b.WriteString(EndMarker + "\n")
-	return b.String(), nil
+
+	var c strings.Builder
+	fmt.Fprintf(&c, "%s v%d: tells intentq that this copy of the plugin runs, patched. Managed by intentq; do not edit.\n", CanaryBegin, BlockVersion)
+	c.WriteString("try {\n")
+	fmt.Fprintf(&c, "  require('node:fs').mkdirSync(%s, { recursive: true, mode: 0o700 })\n", spool)
+	fmt.Fprintf(&c, "  require('node:fs').appendFileSync(%s, JSON.stringify({ kind: 'loaded', at: new Date().toISOString(), pid: process.pid, file: import.meta.path, version: %d }) + '\\n', { mode: 0o600 })\n", events, BlockVersion)
+	c.WriteString("} catch {}\n")
+	c.WriteString(CanaryEnd + "\n")
+	return Blocks{Ingest: b.String(), Canary: c.String()}, nil
 }
 
-// checkBlock makes sure block is one marked block that cannot be confused with the anchor.
-func checkBlock(block string) error {
+// checkBlock makes sure the ingest block is one marked block that cannot be confused with the
+// anchor, and the canary one marked canary block.
+func checkBlock(bl Blocks) error {
+	if err := checkMarked(bl.Ingest, BeginMarker, EndMarker); err != nil {
+		return err
+	}
+	if strings.Contains(bl.Ingest, Anchor) || strings.Contains(bl.Canary, Anchor) {
+		return errors.New("plugin: a block must not hold the anchor")
+	}
+	return checkMarked(bl.Canary, CanaryBegin, CanaryEnd)
+}
+
+// checkMarked makes sure block starts with its begin line, ends with its end line and holds
+// each exactly once.
+func checkMarked(block, begin, end string) error {
 	lines := splitLines(block)
-	if len(lines) < 2 || !strings.HasPrefix(lines[0], BeginMarker) ||
-		strings.TrimRight(lines[len(lines)-1], "\r\n") != EndMarker {
-		return errors.New("plugin: block must start with the BEGIN marker line and end with the END marker line")
+	if len(lines) < 2 || !strings.HasPrefix(lines[0], begin) ||
+		strings.TrimRight(lines[len(lines)-1], "\r\n") != end {
+		return fmt.Errorf("plugin: block must start with the %q line and end with the %q line", begin, end)
 	}
 	begins, ends := 0, 0
 	for _, l := range lines {
 		tl := strings.TrimSpace(l)
-		if strings.HasPrefix(tl, BeginMarker) {
+		if strings.HasPrefix(tl, begin) {
 			begins++
 		}
-		if strings.HasPrefix(tl, EndMarker) {
+		if strings.HasPrefix(tl, end) {
 			ends++
 		}
 	}
-	if begins != 1 || ends != 1 || strings.Contains(block, Anchor) {
-		return errors.New("plugin: block must hold exactly one BEGIN and one END marker and no anchor")
+	if begins != 1 || ends != 1 {
+		return fmt.Errorf("plugin: block must hold exactly one %q and one %q line", begin, end)
 	}
 	return nil
 }
@@ -155,8 +209,11 @@ func checkBlock(block string) error {
 // plan computes what server.ts (src, named file) should look like with block in place: any
 // existing intentq block is removed and block is inserted right before the anchor line,
 // indented like it. It also reports the state src is in.
-func plan(src []byte, block, file string) ([]byte, string, error) {
-	lines := splitLines(string(src))
+func plan(src []byte, bl Blocks, file string) ([]byte, string, error) {
+	lines, hadCanary, err := withoutCanary(splitLines(string(src)), file)
+	if err != nil {
+		return nil, "", err
+	}
 	begin, end := -1, -1
 	for i, l := range lines {
 		tl := strings.TrimSpace(l)
@@ -178,9 +235,14 @@ func plan(src []byte, block, file string) ([]byte, string, error) {
 	}
 	state := StateUnpatched
 	base := lines
-	if begin >= 0 {
+	if begin >= 0 || hadCanary {
 		state = StateOutdated
+	}
+	if begin >= 0 {
 		base = append(append([]string{}, lines[:begin]...), lines[end+1:]...)
+	}
+	if err := checkBindings(strings.Join(base, ""), file); err != nil {
+		return nil, "", err
 	}
 
 	anchor, count := -1, 0
@@ -204,11 +266,11 @@ func plan(src []byte, block, file string) ([]byte, string, error) {
 	}
 
 	var out strings.Builder
-	out.Grow(len(src) + len(block) + 256)
+	out.Grow(len(src) + len(bl.Ingest) + len(bl.Canary) + 256)
 	for _, l := range base[:anchor] {
 		out.WriteString(l)
 	}
-	for _, l := range splitLines(block) {
+	for _, l := range splitLines(bl.Ingest) {
 		l = strings.TrimRight(l, "\r\n")
 		if l != "" {
 			out.WriteString(indent)
@@ -219,16 +281,51 @@ func plan(src []byte, block, file string) ([]byte, string, error) {
 	for _, l := range base[anchor:] {
 		out.WriteString(l)
 	}
+	// The canary goes last, at the top level: it runs when the plugin starts.
+	if s := out.String(); s != "" && !strings.HasSuffix(s, "\n") {
+		out.WriteString(eol)
+	}
+	for _, l := range splitLines(bl.Canary) {
+		out.WriteString(strings.TrimRight(l, "\r\n"))
+		out.WriteString(eol)
+	}
 	if state == StateOutdated && out.String() == string(src) {
 		state = StatePatched
 	}
 	return []byte(out.String()), state, nil
 }
 
+// withoutCanary removes intentq's canary block from lines and reports whether there was one.
+func withoutCanary(lines []string, file string) ([]string, bool, error) {
+	begin, end := -1, -1
+	for i, l := range lines {
+		tl := strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(tl, CanaryBegin):
+			if begin >= 0 {
+				return nil, false, fmt.Errorf("%w: %s has more than one %q line", ErrMalformedBlock, file, CanaryBegin)
+			}
+			begin = i
+		case strings.HasPrefix(tl, CanaryEnd):
+			if end >= 0 || begin < 0 {
+				return nil, false, fmt.Errorf("%w: %s has a stray %q line (line %d)", ErrMalformedBlock, file, CanaryEnd, i+1)
+			}
+			end = i
+		}
+	}
+	switch {
+	case begin < 0:
+		return lines, false, nil
+	case end < 0:
+		return nil, false, fmt.Errorf("%w: %s has %q (line %d) without %q", ErrMalformedBlock, file, CanaryBegin, begin+1, CanaryEnd)
+	}
+	return append(append([]string{}, lines[:begin]...), lines[end+1:]...), true, nil
+}
+
 // State reports whether t.ServerTS holds block before the anchor (StatePatched), an other
 // intentq block (StateOutdated) or none (StateUnpatched), for doctor and the watchdog.
 // A file that Patch would refuse (no anchor, two anchors, broken markers) is an error.
-func State(t Target, block string) (string, error) {
+func State(t Target, block Blocks) (string, error) {
 	if err := checkBlock(block); err != nil {
 		return "", err
 	}
@@ -250,7 +347,7 @@ func State(t Target, block string) (string, error) {
 // the syntax with `bun build --no-bundle` (restoring the backup byte for byte on failure,
 // error wraps ErrBunFailed), and re-reads the file to verify the BEGIN marker is there exactly
 // once. A file without the anchor, with it twice, or with broken markers is not touched.
-func Patch(t Target, block string, opts PatchOptions) (Result, error) {
+func Patch(t Target, block Blocks, opts PatchOptions) (Result, error) {
 	res := Result{File: t.ServerTS}
 	if err := checkBlock(block); err != nil {
 		return res, err

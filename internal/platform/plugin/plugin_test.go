@@ -3,6 +3,7 @@ package plugin
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,11 +20,14 @@ import (
 )
 
 const (
-	fixtureDir  = "testdata/claude-plugins-official"
-	marketName  = "claude-plugins-official"
-	testURL     = "http://127.0.0.1:8787/v1/intents"
-	testToken   = "s3cr3t-ingest-token"
-	settingsDoc = `{"enabledPlugins":{"telegram@claude-plugins-official":true}}`
+	fixtureDir = "testdata/claude-plugins-official"
+	marketName = "claude-plugins-official"
+	testURL    = "http://127.0.0.1:8787/v1/intents"
+	testToken  = "s3cr3t-ingest-token"
+	// testTokenFile and testSpool are where the block finds the token and spools.
+	testTokenFile = "/home/u/.intentq/plugin/ingest.token"
+	testSpool     = "/home/u/.intentq/spool"
+	settingsDoc   = `{"enabledPlugins":{"telegram@claude-plugins-official":true}}`
 )
 
 // bunPath finds bun for the tests (peers.Bun): the patcher's syntax check is real.
@@ -95,9 +99,11 @@ func (h fakeHome) resolve(t *testing.T) Target {
 	return tg
 }
 
-func testBlock(t *testing.T) string {
+var testFiles = Files{TokenFile: testTokenFile, SpoolDir: testSpool}
+
+func testBlock(t *testing.T) Blocks {
 	t.Helper()
-	b, err := Block(testURL, testToken)
+	b, err := Block(testURL, testFiles)
 	if err != nil {
 		t.Fatalf("Block: %v", err)
 	}
@@ -148,9 +154,16 @@ func bunBuilds(t *testing.T, bun, file string) {
 
 // checkPatched asserts that file holds block once, right before the anchor, inside
 // handleInbound and indented like the anchor.
-func checkPatched(t *testing.T, file, block string) {
+func checkPatched(t *testing.T, file string, blocks Blocks) {
 	t.Helper()
+	block := blocks.Ingest
 	src := string(readFile(t, file))
+	if !strings.HasSuffix(src, blocks.Canary) || strings.Count(src, CanaryBegin) != 1 {
+		t.Fatalf("the canary is not at the end of %s", file)
+	}
+	if strings.Contains(src, testToken) {
+		t.Fatalf("the ingest token is in %s", file)
+	}
 	if n := strings.Count(src, BeginMarker); n != 1 {
 		t.Fatalf("%d BEGIN markers in %s", n, file)
 	}
@@ -274,8 +287,9 @@ func TestPatchFresh(t *testing.T) {
 	if st, err := State(tg, block); err != nil || st != StatePatched {
 		t.Errorf("State after = %q, %v", st, err)
 	}
-	// Nothing but the block was added.
-	without := strings.Replace(string(readFile(t, h.serverTS)), indentBlock(block, "  "), "", 1)
+	// Nothing but the blocks was added.
+	without := strings.Replace(string(readFile(t, h.serverTS)), indentBlock(block.Ingest, "  "), "", 1)
+	without = strings.TrimSuffix(without, block.Canary)
 	if without != string(orig) {
 		t.Error("patch changed more than inserting the block")
 	}
@@ -388,8 +402,8 @@ func TestOlderBlockReplaced(t *testing.T) {
 		t.Error("the older block is still there")
 	}
 
-	// Same version, other token: outdated too, replaced.
-	other, err := Block(testURL, "another-token")
+	// Same version, other token file: outdated too, replaced.
+	other, err := Block(testURL, Files{TokenFile: "/elsewhere/ingest.token", SpoolDir: testSpool})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,8 +414,8 @@ func TestOlderBlockReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkPatched(t, h.serverTS, other)
-	if strings.Contains(string(readFile(t, h.serverTS)), testToken) {
-		t.Error("old token left behind")
+	if strings.Contains(string(readFile(t, h.serverTS)), testTokenFile) {
+		t.Error("old token file left behind")
 	}
 }
 
@@ -692,7 +706,7 @@ func TestBunFailureRestores(t *testing.T) {
 		h := newHome(t, orig)
 		tg := h.resolve(t)
 		bad := BeginMarker + " v2\nconst broken = ( 'Bearer " + testToken + "'\n" + EndMarker + "\n"
-		_, err := Patch(tg, bad, PatchOptions{Bun: bun})
+		_, err := Patch(tg, Blocks{Ingest: bad, Canary: testBlock(t).Canary}, PatchOptions{Bun: bun})
 		if !errors.Is(err, ErrBunFailed) {
 			t.Fatalf("err = %v, want ErrBunFailed", err)
 		}
@@ -725,12 +739,12 @@ func TestIngestURLAndBlockURL(t *testing.T) {
 		"http://127.0.0.1@evil.example/v1/intents", "http://localhost.evil.example/", "ftp://127.0.0.1/",
 		"http://user:pw@127.0.0.1:8787/", "127.0.0.1:8787", "http://127.0.0.1:8787/v1/intents?x=1", "",
 	} {
-		if _, err := Block(u, testToken); err == nil {
+		if _, err := Block(u, testFiles); err == nil {
 			t.Errorf("Block accepted %q", u)
 		}
 	}
 	for _, u := range []string{"http://127.0.0.1:8787/v1/intents", "http://localhost:1/x", "http://[::1]:8787/v1/intents", "http://127.0.0.2:80/v1/intents"} {
-		if _, err := Block(u, testToken); err != nil {
+		if _, err := Block(u, testFiles); err != nil {
 			t.Errorf("Block refused %q: %v", u, err)
 		}
 	}
@@ -750,50 +764,65 @@ func TestIngestURLAndBlockURL(t *testing.T) {
 			t.Errorf("IngestURL(%q) accepted", listen)
 		}
 	}
-	for _, tok := range []string{"", "a b", "a\nb", "a\tb", "a\x00b"} {
-		if _, err := Block(testURL, tok); err == nil {
-			t.Errorf("Block accepted token %q", tok)
+	for _, f := range []Files{{TokenFile: "relative/token", SpoolDir: testSpool}, {TokenFile: testTokenFile, SpoolDir: ""},
+		{TokenFile: "/a\nb", SpoolDir: testSpool}, {TokenFile: testTokenFile, SpoolDir: "/s\x00"}} {
+		if _, err := Block(testURL, f); err == nil {
+			t.Errorf("Block accepted %+v", f)
 		}
 	}
 }
 
-func TestBlockQuotesToken(t *testing.T) {
+// No token in server.ts: the block names the token file, and paths with quotes and backticks
+// are JSON literals that compile.
+func TestBlockHasNoTokenAndQuotesPaths(t *testing.T) {
 	bun := bunPath(t)
-	for _, tok := range []string{testToken, `q"uo'te\back` + "`${x}`" + `</script>`, "ユニコード-トークン"} {
-		b, err := Block(testURL, tok)
+	for _, dir := range []string{testSpool, `/tmp/q"uo'te\back` + "`${x}`" + `</script>`, "/tmp/ユニコード"} {
+		f := Files{TokenFile: dir + "/ingest.token", SpoolDir: dir}
+		b, err := Block(testURL, f)
 		if err != nil {
-			t.Fatalf("Block(%q): %v", tok, err)
+			t.Fatalf("Block(%q): %v", dir, err)
 		}
-		lit, _ := json.Marshal("Bearer " + tok)
-		if n := strings.Count(b, string(lit)); n != 1 {
-			t.Errorf("token literal %s appears %d times", lit, n)
+		lit, _ := json.Marshal(f.TokenFile)
+		if n := strings.Count(b.Ingest, string(lit)); n != 1 {
+			t.Errorf("token file literal %s appears %d times", lit, n)
 		}
-		if strings.Count(b, tok) != strings.Count(string(lit), tok) {
-			t.Errorf("token %q appears outside its JSON literal", tok)
+		if strings.Contains(b.Ingest+b.Canary, "Bearer \"") || strings.Contains(b.Ingest, testToken) {
+			t.Errorf("a token is written into the block")
 		}
-		// The block compiles on its own (with its free names declared).
+		// The blocks compile on their own (with their free names declared).
 		file := filepath.Join(t.TempDir(), "block.ts")
 		writeFile(t, file, []byte(blockHarness(b, "123", "7", "'hi'", "{ username: 'ken', id: 42 }")))
 		bunBuilds(t, bun, file)
 	}
 }
 
-// blockHarness wraps block in a script declaring the names handleInbound has in scope.
-func blockHarness(block, chatID, msgID, text, from string) string {
+// blockHarness wraps the blocks in a script declaring the names handleInbound has in scope,
+// the canary at the top level as in server.ts.
+func blockHarness(b Blocks, chatID, msgID, text, from string) string {
+	return harness(b, "const chat_id = String("+chatID+")", msgID, text, from)
+}
+
+// harness is blockHarness with the chat_id line given (an upstream rename leaves it out).
+func harness(b Blocks, chatLine, msgID, text, from string) string {
+	block := b.Ingest
 	return "const ctx = { message: { date: 1767225600 } }\n" +
 		"async function handleInbound() {\n" +
 		"  const from = " + from + "\n" +
-		"  const chat_id = String(" + chatID + ")\n" +
+		"  " + chatLine + "\n" +
 		"  const msgId: number | undefined = " + msgID + "\n" +
 		"  const text = " + text + "\n" +
 		indentBlock(block, "  ") +
 		"  console.log('after block')\n" +
 		"}\n" +
-		"await handleInbound()\n"
+		"await handleInbound()\n" +
+		b.Canary
 }
 
-// TestBlockPostsToIngest runs the block with bun against a local server.
-func TestBlockPostsToIngest(t *testing.T) {
+// TestBlockSpoolsThenPosts runs the blocks with bun: the canary records the file that runs;
+// every message is first appended to the process's spool file, then posted with the token read
+// from the token file; with ingest down the message is still in the spool; a name renamed
+// upstream becomes an error record with the message's IDs, and the code after the block runs.
+func TestBlockSpoolsThenPosts(t *testing.T) {
 	bun := bunPath(t)
 	var mu sync.Mutex
 	var bodies []map[string]any
@@ -809,14 +838,19 @@ func TestBlockPostsToIngest(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 	}))
 	defer srv.Close()
-	block, err := Block(srv.URL+"/v1/intents", testToken)
+	state := t.TempDir()
+	files := Files{TokenFile: filepath.Join(state, "plugin", "ingest.token"), SpoolDir: filepath.Join(state, "spool")}
+	writeFile(t, files.TokenFile, []byte(testToken+"\n"))
+	blocks, err := Block(srv.URL+"/v1/intents", files)
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(msgID, from string) string {
+	var lastFile string
+	run := func(script string) string {
 		t.Helper()
 		file := filepath.Join(t.TempDir(), "run.ts")
-		writeFile(t, file, []byte(blockHarness(block, "123", msgID, "'hello \"world\" ✓'", from)))
+		lastFile = file
+		writeFile(t, file, []byte(script))
 		cmd := exec.Command(bun, "run", file)
 		cmd.Dir = filepath.Dir(file)
 		cmd.WaitDelay = time.Second
@@ -837,11 +871,28 @@ func TestBlockPostsToIngest(t *testing.T) {
 		}
 		return string(out)
 	}
-	run("7", "{ username: 'ken', id: 42 }")
-	run("8", "undefined as any")  // no from: still recorded, user empty
-	run("undefined", "{ id: 1 }") // no message id: nothing sent
+	spooled := func() []map[string]any {
+		t.Helper()
+		var out []map[string]any
+		names, _ := filepath.Glob(filepath.Join(files.SpoolDir, "spool-*.jsonl"))
+		for _, name := range names {
+			if info, err := os.Stat(name); err != nil || info.Mode().Perm() != 0o600 {
+				t.Errorf("%s: %v %v, want 0600", name, info.Mode(), err)
+			}
+			for _, line := range strings.Split(strings.TrimSpace(string(readFile(t, name))), "\n") {
+				var m map[string]any
+				if err := json.Unmarshal([]byte(line), &m); err != nil {
+					t.Fatalf("spool line %q: %v", line, err)
+				}
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	run(blockHarness(blocks, "123", "7", "'hello \"world\" ✓'", "{ username: 'ken', id: 42 }"))
+	run(blockHarness(blocks, "123", "8", "'two'", "undefined as any")) // no from: still recorded, user empty
+	run(blockHarness(blocks, "123", "undefined", "'x'", "{ id: 1 }"))  // no message id: nothing
 	mu.Lock()
-	defer mu.Unlock()
 	if len(bodies) != 2 {
 		t.Fatalf("got %d posts, want 2: %v", len(bodies), bodies)
 	}
@@ -852,18 +903,91 @@ func TestBlockPostsToIngest(t *testing.T) {
 		}
 	}
 	b := bodies[0]
-	if b["chat_id"] != "123" || b["message_id"] != float64(7) || b["text"] != `hello "world" ✓` || b["user"] != "ken" || b["ts"] != float64(1767225600) {
+	if b["chat_id"] != "123" || b["message_id"] != "7" || b["text"] != `hello "world" ✓` || b["user"] != "ken" || b["ts"] != float64(1767225600) {
 		t.Errorf("body = %v", b)
 	}
-	if bodies[1]["user"] != "" || bodies[1]["message_id"] != float64(8) {
-		t.Errorf("body without from = %v", bodies[1])
+	mu.Unlock()
+	if sp := spooled(); len(sp) != 2 || sp[0]["message_id"] != "7" || sp[1]["message_id"] != "8" || sp[0]["text"] != `hello "world" ✓` {
+		t.Errorf("spool = %v", sp)
 	}
 
-	// An unreachable ingest neither throws nor blocks the message.
+	// Ingest down: nothing thrown, nothing blocked, and the message waits in the spool.
 	srv.Close()
-	out := run("9", "{ id: 1 }")
-	if !strings.Contains(out, "intentq: ingest unreachable") {
+	out := run(blockHarness(blocks, "123", "9", "'nine'", "{ id: 1 }"))
+	if !strings.Contains(out, "it waits in the spool") {
 		t.Errorf("no stderr note for an unreachable ingest:\n%s", out)
+	}
+	if sp := spooled(); len(sp) != 3 || sp[2]["message_id"] != "9" {
+		t.Errorf("spool after ingest down = %v", sp)
+	}
+
+	// Upstream renamed chat_id: the block throws ReferenceError inside its try; the error is
+	// recorded with the message ID, and handleInbound goes on.
+	run(harness(blocks, "const chatId = String(123)", "10", "'ten'", "{ id: 1 }"))
+	events := string(readFile(t, filepath.Join(files.SpoolDir, "events.jsonl")))
+	var loaded, failed int
+	for _, line := range strings.Split(strings.TrimSpace(events), "\n") {
+		var e map[string]any
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("event %q: %v", line, err)
+		}
+		switch e["kind"] {
+		case "loaded":
+			loaded++
+			if e["version"] != float64(BlockVersion) || !strings.HasSuffix(fmt.Sprint(e["file"]), "run.ts") {
+				t.Errorf("canary = %v", e)
+			}
+		case "error":
+			failed++
+			if e["message_id"] != "10" || e["chat_id"] != nil || !strings.Contains(fmt.Sprint(e["error"]), "chat_id") {
+				t.Errorf("error record = %v", e)
+			}
+		}
+	}
+	if loaded != 5 || failed != 1 {
+		t.Errorf("%d canary and %d error records, want 5 and 1:\n%s", loaded, failed, events)
+	}
+	_ = lastFile
+}
+
+// A plugin version that renamed a name the block uses is refused at patch time, before
+// anything is written: the block would throw for every message.
+func TestPatchRefusesUnboundNames(t *testing.T) {
+	bun := bunPath(t)
+	orig := string(fixture(t, "external_plugins/telegram/server.ts"))
+	renamed := strings.Replace(orig, "const chat_id = String(ctx.chat!.id)", "const chatId = String(ctx.chat!.id)", 1)
+	if renamed == orig {
+		t.Fatal("the fixture no longer declares chat_id as expected")
+	}
+	h := newHome(t, []byte(renamed))
+	tg := h.resolve(t)
+	_, err := Patch(tg, testBlock(t), PatchOptions{Bun: bun})
+	if !errors.Is(err, ErrUnbound) || !strings.Contains(err.Error(), "chat_id") {
+		t.Fatalf("err = %v, want ErrUnbound naming chat_id", err)
+	}
+	if string(readFile(t, h.serverTS)) != renamed {
+		t.Error("server.ts changed")
+	}
+	// Destructuring binds too.
+	destructured := strings.Replace(orig, "const chat_id = String(ctx.chat!.id)", "const { chat_id: chat_id = String(ctx.chat!.id) } = {} as any", 1)
+	h2 := newHome(t, []byte(destructured))
+	if _, err := Patch(h2.resolve(t), testBlock(t), PatchOptions{Bun: bun}); err != nil {
+		t.Errorf("destructured chat_id refused: %v", err)
+	}
+}
+
+func TestBindingNames(t *testing.T) {
+	for pattern, want := range map[string]string{
+		"x":                               "x",
+		"{ a, b: c, d = 1, ...e }":        "a c d e",
+		"[x, , y]":                        "x y",
+		"{ a: { b, c: [d] } }":            "b d",
+		"msgId: number | undefined ":      "msgId",
+		"{ from, chat: { id: chat_id } }": "from chat_id",
+	} {
+		if got := strings.Join(bindingNames(pattern), " "); got != want {
+			t.Errorf("bindingNames(%q) = %q, want %q", pattern, got, want)
+		}
 	}
 }
 
