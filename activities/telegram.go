@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -38,12 +39,13 @@ type Telegram struct {
 	Endpoint string
 }
 
-// Send sends the text in parts of at most 4096 characters, the first as a reply. Parts already
-// sent are reported through heartbeats, so a retried attempt resumes after them.
-func (t *Telegram) Send(ctx context.Context, req SendRequest) (int, error) {
+// Send sends the text in parts of at most 4096 characters, the first as a reply, and returns
+// the Telegram message IDs. Parts already sent are reported through heartbeats, so a retried
+// attempt resumes after them.
+func (t *Telegram) Send(ctx context.Context, req SendRequest) ([]int, error) {
 	chat, err := strconv.ParseInt(req.ChatID, 10, 64)
 	if err != nil {
-		return 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf("telegram send: chat %q is not a number", req.ChatID), ErrTypeTelegramRejected, err)
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("telegram send: chat %q is not a number", req.ChatID), ErrTypeTelegramRejected, err)
 	}
 	endpoint := t.Endpoint
 	if endpoint == "" {
@@ -52,12 +54,11 @@ func (t *Telegram) Send(ctx context.Context, req SendRequest) (int, error) {
 	bot := &tgbotapi.BotAPI{Token: t.Token, Client: &http.Client{Timeout: 30 * time.Second}, Buffer: 1}
 	bot.SetAPIEndpoint(endpoint)
 	parts := SplitMessage(req.Text, TelegramMaxChars)
-	from := 0
+	var sent []int
 	if activity.IsActivity(ctx) && activity.HasHeartbeatDetails(ctx) {
-		_ = activity.GetHeartbeatDetails(ctx, &from) // parts an earlier attempt already sent
+		_ = activity.GetHeartbeatDetails(ctx, &sent) // parts an earlier attempt already sent
 	}
-	sent := 0
-	for i := from; i < len(parts); i++ {
+	for i := len(sent); i < len(parts); i++ {
 		msg := tgbotapi.NewMessage(chat, parts[i])
 		if i == 0 && req.ReplyTo != "" {
 			if id, err := strconv.Atoi(req.ReplyTo); err == nil {
@@ -65,15 +66,16 @@ func (t *Telegram) Send(ctx context.Context, req SendRequest) (int, error) {
 				msg.AllowSendingWithoutReply = true
 			}
 		}
-		if _, err := bot.Send(msg); err != nil {
+		m, err := bot.Send(msg)
+		if err != nil {
 			if apiErr, ok := err.(*tgbotapi.Error); ok && apiErr.Code >= 400 && apiErr.Code < 500 && apiErr.Code != 429 {
 				return sent, temporal.NewNonRetryableApplicationError(fmt.Sprintf("telegram send to chat %s: %d %s", req.ChatID, apiErr.Code, apiErr.Message), ErrTypeTelegramRejected, nil)
 			}
 			return sent, fmt.Errorf("telegram send to chat %s (part %d of %d): %w", req.ChatID, i+1, len(parts), redactToken(err, t.Token))
 		}
-		sent++
+		sent = append(sent, m.MessageID)
 		if activity.IsActivity(ctx) {
-			activity.RecordHeartbeat(ctx, i+1)
+			activity.RecordHeartbeat(ctx, sent)
 		}
 	}
 	return sent, nil
@@ -106,4 +108,39 @@ func redactToken(err error, token string) error {
 		return err
 	}
 	return errors.New(strings.ReplaceAll(err.Error(), token, "<token>"))
+}
+
+// ReactRequest puts an emoji reaction on a message.
+type ReactRequest struct {
+	ChatID    string `json:"chat_id"`
+	MessageID string `json:"message_id"`
+	// Emoji is one of Telegram's reaction emoji; empty removes the bot's reaction.
+	Emoji string `json:"emoji"`
+}
+
+// TelegramReactName is the registered name of Telegram.React.
+const TelegramReactName = "TelegramReact"
+
+// React sets the bot's reaction on a message (setMessageReaction). A reaction Telegram refuses
+// (an emoji outside its list, a message gone) is a non-retryable ErrTypeTelegramRejected.
+func (t *Telegram) React(ctx context.Context, req ReactRequest) error {
+	endpoint := t.Endpoint
+	if endpoint == "" {
+		endpoint = tgbotapi.APIEndpoint
+	}
+	bot := &tgbotapi.BotAPI{Token: t.Token, Client: &http.Client{Timeout: 30 * time.Second}, Buffer: 1}
+	bot.SetAPIEndpoint(endpoint)
+	reaction := "[]"
+	if req.Emoji != "" {
+		b, _ := json.Marshal([]map[string]string{{"type": "emoji", "emoji": req.Emoji}})
+		reaction = string(b)
+	}
+	params := tgbotapi.Params{"chat_id": req.ChatID, "message_id": req.MessageID, "reaction": reaction}
+	if _, err := bot.MakeRequest("setMessageReaction", params); err != nil {
+		if apiErr, ok := err.(*tgbotapi.Error); ok && apiErr.Code >= 400 && apiErr.Code < 500 && apiErr.Code != 429 {
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("telegram reaction on %s/%s: %d %s", req.ChatID, req.MessageID, apiErr.Code, apiErr.Message), ErrTypeTelegramRejected, nil)
+		}
+		return fmt.Errorf("telegram reaction on %s/%s: %w", req.ChatID, req.MessageID, redactToken(err, t.Token))
+	}
+	return nil
 }

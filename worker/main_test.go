@@ -3,6 +3,7 @@ package main_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,14 +11,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/intentq/intentq/activities"
 	"github.com/intentq/intentq/internal/platform/doctor"
+	"github.com/intentq/intentq/internal/testkit/fakebot"
 	"github.com/intentq/intentq/internal/testkit/fakentfy"
 	"github.com/intentq/intentq/internal/testkit/peers"
 	"github.com/intentq/intentq/internal/testkit/testenv"
@@ -586,5 +591,132 @@ func TestDoctorNotifyOutlivesTheWorker(t *testing.T) {
 	starterRun(t, env, 0, "doctor", "--notify")
 	if n := len(alerts()); n != 2 {
 		t.Errorf("%d pushes, want still 2", n)
+	}
+}
+
+// The MCP server, driven by the official SDK's client over stdio: tools listed with schemas;
+// reply sends once (a repeated call answers with the same message IDs) and closes the intent;
+// a long answer is split at 4096; bad arguments, an unknown or closed intent and a Telegram 400
+// are tool errors, never a crashed server.
+func TestMCPServerOverStdio(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the worker binary")
+	}
+	bin := binaries(t)
+	bot := fakebot.New("123:mcp")
+	t.Cleanup(bot.Close)
+	home := t.TempDir()
+	ingest := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	env := []string{
+		"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMUX_TMPDIR=" + t.TempDir(),
+		"INTENTQ_METRICS_LISTEN=127.0.0.1:0", "INTENTQ_INGEST_LISTEN=" + ingest, "INTENTQ_INGEST_TOKEN=tok",
+		"INTENTQ_TELEGRAM_TOKEN=123:mcp", "INTENTQ_TELEGRAM_API_ENDPOINT=" + bot.Endpoint(), "INTENTQ_TELEGRAM_ALLOWED_CHAT_IDS=42",
+		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_PORT=%d", testenv.FreePort(t)),
+		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_UI_PORT=%d", testenv.FreePort(t)),
+	}
+	_, lines := startWorker(t, bin, env)
+	waitFor(t, lines, "ready", 60*time.Second)
+	for _, id := range []string{"7", "8", "9", "10"} {
+		starterRun(t, env, 0, "record", "--chat", "42", "--msg", id, "--text", "question "+id)
+	}
+
+	cmd := exec.Command(filepath.Join(bin, "starter"), "mcp")
+	cmd.Env = env
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	session, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	tools, err := session.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+		if tool.Name == "reply" {
+			schema, _ := json.Marshal(tool.InputSchema)
+			for _, arg := range []string{"chat_id", "text", "reply_to", "intent"} {
+				if !strings.Contains(string(schema), `"`+arg+`"`) {
+					t.Errorf("reply schema lacks %s: %s", arg, schema)
+				}
+			}
+		}
+	}
+	sort.Strings(names)
+	if got := strings.Join(names, " "); got != "close ignore inbox_read inbox_send link pending react reply" {
+		t.Errorf("tools = %s", got)
+	}
+	call := func(name string, args map[string]any) (*sdk.CallToolResult, map[string]any) {
+		t.Helper()
+		res, err := session.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: protocol error %v", name, err)
+		}
+		var out map[string]any
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			_ = json.Unmarshal(b, &out)
+		}
+		return res, out
+	}
+	text := func(res *sdk.CallToolResult) string {
+		var parts []string
+		for _, c := range res.Content {
+			if tc, ok := c.(*sdk.TextContent); ok {
+				parts = append(parts, tc.Text)
+			}
+		}
+		return strings.Join(parts, " ")
+	}
+
+	res, pending := call("pending", map[string]any{})
+	if res.IsError || len(pending["intents"].([]any)) != 4 || !strings.Contains(text(res), "question 7") {
+		t.Fatalf("pending = %s", text(res))
+	}
+	res, out := call("reply", map[string]any{"chat_id": "42", "text": "the answer", "reply_to": "7"})
+	if res.IsError || out["closed"] != true || len(out["message_ids"].([]any)) != 1 {
+		t.Fatalf("reply = %s", text(res))
+	}
+	res, again := call("reply", map[string]any{"chat_id": "42", "text": "the answer", "reply_to": "7"})
+	if res.IsError || fmt.Sprint(again["message_ids"]) != fmt.Sprint(out["message_ids"]) {
+		t.Fatalf("repeated reply = %s", text(res))
+	}
+	if sent := bot.Sent(); len(sent) != 1 || sent[0].ReplyTo != 7 || sent[0].ChatID != 42 || sent[0].Text != "the answer" {
+		t.Fatalf("sent = %+v, want one reply to 7", sent)
+	}
+	if out := starterRun(t, env, 0, "show", "42/7", "--json"); !strings.Contains(out, `"status": "closed"`) {
+		t.Errorf("intent 42/7 after the reply:\n%s", out)
+	}
+	long := strings.Repeat("x", 5000)
+	if res, out := call("reply", map[string]any{"chat_id": "42", "text": long, "reply_to": "8"}); res.IsError || len(out["message_ids"].([]any)) != 2 {
+		t.Errorf("long reply = %s", text(res))
+	}
+	for name, c := range map[string]struct {
+		args map[string]any
+		want string
+	}{
+		"no text":  {map[string]any{"chat_id": "42", "reply_to": "9"}, "text"},
+		"unknown":  {map[string]any{"chat_id": "42", "text": "x", "reply_to": "999"}, "no such intent"},
+		"closed":   {map[string]any{"chat_id": "42", "text": "another answer", "reply_to": "7"}, "already closed"},
+		"bad type": {map[string]any{"chat_id": 42, "text": "x"}, "chat_id"},
+	} {
+		if res, _ := call("reply", c.args); !res.IsError || !strings.Contains(text(res), c.want) {
+			t.Errorf("%s: %v %q, want a tool error with %q", name, res.IsError, text(res), c.want)
+		}
+	}
+	bot.FailNextMethod("sendMessage", 400, 1)
+	if res, _ := call("reply", map[string]any{"chat_id": "42", "text": "refused", "reply_to": "9"}); !res.IsError || !strings.Contains(text(res), "400") {
+		t.Errorf("Telegram 400: %q", text(res))
+	}
+	if res, _ := call("react", map[string]any{"chat_id": "42", "message_id": "10", "emoji": "👍"}); res.IsError {
+		t.Errorf("react: %s", text(res))
+	}
+	if r := bot.Reactions(); len(r) == 0 || r[len(r)-1].Emoji != "👍" || r[len(r)-1].MessageID != 10 {
+		t.Errorf("reactions = %+v", r)
+	}
+	if res, _ := call("ignore", map[string]any{"intent": "42/10", "reason": "spam"}); res.IsError {
+		t.Errorf("ignore: %s", text(res))
 	}
 }

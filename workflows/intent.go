@@ -23,6 +23,18 @@ type intent struct {
 	remindNow bool
 	// channels: reminder channels on their own schedules (versionSeparateChannels).
 	channels bool
+	// replying: a reply is being sent (one at a time).
+	replying bool
+}
+
+// open refuses an action on an intent that has ended.
+func (w *intent) open(action string) error {
+	switch w.st.Status {
+	case StatusPending, StatusLinked:
+		return nil
+	default:
+		return temporal.NewApplicationError(fmt.Sprintf("intent %s is already %s; cannot %s it", w.id, w.st.Status, action), ErrTypeIntentNotOpen)
+	}
 }
 
 // IntentWorkflow records one message and keeps at it until it is answered: it delivers the
@@ -123,14 +135,7 @@ func (w *intent) registerHandlers(ctx workflow.Context) error {
 	}); err != nil {
 		return err
 	}
-	open := func(action string) error {
-		switch w.st.Status {
-		case StatusPending, StatusLinked:
-			return nil
-		default:
-			return temporal.NewApplicationError(fmt.Sprintf("intent %s is already %s; cannot %s it", w.id, w.st.Status, action), ErrTypeIntentNotOpen)
-		}
-	}
+	open := w.open
 	handlers := []struct {
 		name      string
 		handler   any
@@ -202,6 +207,9 @@ func (w *intent) registerHandlers(ctx workflow.Context) error {
 		w.st.LastHookReminderAt = &now
 		return true, nil
 	}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateReply, w.replyHandler, workflow.UpdateHandlerOptions{Validator: w.validateReply}); err != nil {
 		return err
 	}
 	for _, h := range handlers {

@@ -124,6 +124,8 @@ type IntentState struct {
 	// SeenAt is when the agent first got the message (typed, or a reminder of it): reminders
 	// escalate by the time since.
 	SeenAt *time.Time `json:"seen_at,omitempty"`
+	// Replies are the answers sent to the person through UpdateReply.
+	Replies []ReplyRecord `json:"replies,omitempty"`
 	// LastDeliveryAttemptAt and DeliveryFailures do the same for delivering the message itself.
 	LastDeliveryAttemptAt *time.Time `json:"last_delivery_attempt_at,omitempty"`
 	DeliveryFailures      int        `json:"delivery_failures"`

@@ -322,3 +322,50 @@ func Text(ctx context.Context, c client.Client, id string) (string, error) {
 	}
 	return in.Text, nil
 }
+
+// Reply has the intent's workflow send an answer to the person and close the intent, exactly
+// once per answer: the update's ID is the answer's key, so the server runs a repeated request
+// once, and an intent that has ended answers a repeat from its record of what was sent.
+func Reply(ctx context.Context, c client.Client, id string, req workflows.ReplyRequest) (workflows.ReplyRecord, error) {
+	id, err := ResolveID(id)
+	if err != nil {
+		return workflows.ReplyRecord{}, err
+	}
+	if req.Key == "" {
+		req.Key = workflows.ReplyKey(req.Text)
+	}
+	handle, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: id, UpdateID: "reply/" + req.Key, UpdateName: workflows.UpdateReply,
+		Args: []any{req}, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	var rec workflows.ReplyRecord
+	if err == nil {
+		err = handle.Get(ctx, &rec)
+	}
+	if err == nil {
+		return rec, nil
+	}
+	var appErr *temporal.ApplicationError
+	var notFound *serviceerror.NotFound
+	switch {
+	case errors.As(err, &appErr) && appErr.Type() == workflows.ErrTypeIntentNotOpen, errors.As(err, &notFound):
+		// Ended: a repeat of an answer already sent is answered from the final state.
+		var st workflows.IntentState
+		if gerr := c.GetWorkflow(ctx, id, "").Get(ctx, &st); gerr == nil {
+			for _, r := range st.Replies {
+				if r.Key == req.Key {
+					r.Repeated = true
+					return r, nil
+				}
+			}
+			return rec, fmt.Errorf("%w: intent %s is already %s", ErrNotOpen, id, st.Status)
+		}
+		if errors.As(err, &notFound) {
+			return rec, fmt.Errorf("%w: %s", ErrNotFound, id)
+		}
+		return rec, fmt.Errorf("%w: %s", ErrNotOpen, appErr.Message())
+	case errors.As(err, &appErr):
+		return rec, tclient.Refusal(err)
+	}
+	return rec, fmt.Errorf("reply to %s: %w", id, err)
+}

@@ -288,6 +288,7 @@ func Register(r worker.Registry, deps Deps) {
 	r.RegisterActivityWithOptions(activities.History{}.Append, activity.RegisterOptions{Name: activities.HistoryAppendName})
 	r.RegisterActivityWithOptions(activities.AgentRunner{}.Run, activity.RegisterOptions{Name: activities.AgentRunName})
 	r.RegisterActivityWithOptions(deps.Telegram.Send, activity.RegisterOptions{Name: activities.TelegramSendName})
+	r.RegisterActivityWithOptions(deps.Telegram.React, activity.RegisterOptions{Name: activities.TelegramReactName})
 	r.RegisterActivityWithOptions(deps.Ntfy.Publish, activity.RegisterOptions{Name: activities.NtfyPublishName})
 }
 

@@ -366,6 +366,7 @@ type Server struct {
 	nextID        int
 	all           map[int]*entry
 	queue         []*entry // unconfirmed updates, by id
+	reactions     []Reaction
 	redeliveries  []*redelivery
 	confirmed     int
 	longPoll      *poller
@@ -809,6 +810,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.sendMessage(w, p)
 	case "sendchataction", "setmycommands":
 		writeResult(w, true)
+	case "setmessagereaction":
+		s.setReaction(w, p)
 	case "deletewebhook":
 		if b, _ := strconv.ParseBool(p.Get("drop_pending_updates")); b {
 			s.mu.Lock()
@@ -1146,4 +1149,56 @@ func (s *Server) sendMessage(w http.ResponseWriter, p url.Values) {
 	})
 	s.notifyLocked()
 	writeRawResult(w, raw)
+}
+
+// Reaction is a reaction the bot set with setMessageReaction.
+type Reaction struct {
+	ChatID    int64
+	MessageID int
+	// Emoji is the reaction's emoji; empty when the bot removed its reaction.
+	Emoji string
+}
+
+// Reactions returns the reactions set so far, oldest first.
+func (s *Server) Reactions() []Reaction {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Reaction(nil), s.reactions...)
+}
+
+// setReaction answers setMessageReaction: the chat and message must be numbers, the reaction a
+// JSON list of at most one {"type":"emoji","emoji":E} (what a bot may set).
+func (s *Server) setReaction(w http.ResponseWriter, p url.Values) {
+	chatID, err := strconv.ParseInt(p.Get("chat_id"), 10, 64)
+	if err != nil || chatID == 0 {
+		writeError(w, http.StatusBadRequest, "Bad Request: chat not found")
+		return
+	}
+	msgID, err := strconv.Atoi(p.Get("message_id"))
+	if err != nil || msgID <= 0 {
+		writeError(w, http.StatusBadRequest, "Bad Request: message to react not found")
+		return
+	}
+	var list []struct {
+		Type  string `json:"type"`
+		Emoji string `json:"emoji"`
+	}
+	if raw := p.Get("reaction"); raw != "" {
+		if err := json.Unmarshal([]byte(raw), &list); err != nil || len(list) > 1 {
+			writeError(w, http.StatusBadRequest, "Bad Request: REACTIONS_TOO_MANY")
+			return
+		}
+	}
+	r := Reaction{ChatID: chatID, MessageID: msgID}
+	if len(list) == 1 {
+		if list[0].Type != "emoji" || list[0].Emoji == "" {
+			writeError(w, http.StatusBadRequest, "Bad Request: REACTION_INVALID")
+			return
+		}
+		r.Emoji = list[0].Emoji
+	}
+	s.mu.Lock()
+	s.reactions = append(s.reactions, r)
+	s.mu.Unlock()
+	writeResult(w, true)
 }

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+
+	"github.com/intentq/intentq/activities"
+	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/doors/mcp"
+	"github.com/intentq/intentq/internal/intent"
+	"github.com/intentq/intentq/internal/platform/tclient"
+	"github.com/intentq/intentq/workflows"
+)
+
+// version is what `starter mcp` reports to its client.
+const version = "1"
+
+func newMCP() *cobra.Command {
+	var session string
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "serve intentq's MCP tools on stdio (reply, react, pending, close, link, ignore, inbox_read, inbox_send) for an agent CLI",
+		Long: "mcp is started by the agent CLI (starter setup registers it with Claude Code). Its reply tool sends\n" +
+			"the answer to the person on Telegram as a reply and closes the intent, exactly once however often it\n" +
+			"is called. Logs go to stderr; stdout carries the protocol.",
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, logger, err := load(cmd)
+			if err != nil {
+				return err
+			}
+			agent := os.Getenv("INTENTQ_AGENT_ID")
+			if agent == "" {
+				agent = tmuxAgentID(cmd.Context())
+			}
+			s := hookSettings(cmd.Context(), cfg, session, logger)
+			b := &lazyBackend{cfg: cfg, logger: logger}
+			defer b.close()
+			srv := mcp.NewServer(b, mcp.Settings{Session: s.Session, Agent: agent}, version)
+			return srv.Run(cmd.Context(), &sdk.StdioTransport{})
+		},
+	}
+	cmd.Flags().StringVar(&session, "session", "", "the intentq session this agent serves (default: the agent's own, else the default session)")
+	return cmd
+}
+
+// lazyBackend dials Temporal on first use, and again after a failure, so the MCP server starts
+// (and answers with clear tool errors) while Temporal is down.
+type lazyBackend struct {
+	cfg    *config.Config
+	logger *zap.Logger
+	mu     sync.Mutex
+	c      client.Client
+}
+
+func (l *lazyBackend) backend(ctx context.Context) (mcp.Temporal, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.c == nil {
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		c, err := tclient.Dial(dctx, l.cfg, l.logger)
+		cancel()
+		if err != nil {
+			return mcp.Temporal{}, fmt.Errorf("intentq is not reachable (is the worker running?): %w", err)
+		}
+		l.c = c
+	}
+	return mcp.Temporal{Client: l.c, Config: l.cfg, Telegram: &activities.Telegram{Token: l.cfg.Telegram.Token.Reveal(), Endpoint: l.cfg.Telegram.APIEndpoint}}, nil
+}
+
+func (l *lazyBackend) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.c != nil {
+		l.c.Close()
+	}
+}
+
+func (l *lazyBackend) Reply(ctx context.Context, id string, req workflows.ReplyRequest) (workflows.ReplyRecord, error) {
+	b, err := l.backend(ctx)
+	if err != nil {
+		return workflows.ReplyRecord{}, err
+	}
+	return b.Reply(ctx, id, req)
+}
+
+func (l *lazyBackend) SendUnlinked(ctx context.Context, chatID, replyTo, text string) ([]int, error) {
+	if !l.cfg.Telegram.Token.IsSet() {
+		return nil, errors.New("no telegram.token: intentq cannot send to Telegram")
+	}
+	b, err := l.backend(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return b.SendUnlinked(ctx, chatID, replyTo, text)
+}
+
+func (l *lazyBackend) React(ctx context.Context, chatID, messageID, emoji string) error {
+	b, err := l.backend(ctx)
+	if err != nil {
+		return err
+	}
+	return b.React(ctx, chatID, messageID, emoji)
+}
+
+func (l *lazyBackend) Pending(ctx context.Context, session string) ([]mcp.PendingIntent, error) {
+	b, err := l.backend(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return b.Pending(ctx, session)
+}
+
+func (l *lazyBackend) OldestPending(ctx context.Context, chatID string) (string, error) {
+	b, err := l.backend(ctx)
+	if err != nil {
+		return "", err
+	}
+	return b.OldestPending(ctx, chatID)
+}
+
+func (l *lazyBackend) Change(ctx context.Context, id, update string, arg any) error {
+	b, err := l.backend(ctx)
+	if err != nil {
+		return err
+	}
+	return b.Change(ctx, id, update, arg)
+}
+
+func (l *lazyBackend) InboxRead(ctx context.Context, agent string) ([]workflows.InboxMessage, error) {
+	b, err := l.backend(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return b.InboxRead(ctx, agent)
+}
+
+func (l *lazyBackend) InboxSend(ctx context.Context, agent string, msg workflows.InboxSend) error {
+	b, err := l.backend(ctx)
+	if err != nil {
+		return err
+	}
+	return b.InboxSend(ctx, agent, msg)
+}
+
+func newReply() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "reply INTENT TEXT|-",
+		Short: "send an answer to the person as a reply to the intent's message and close it; the same answer twice is sent once",
+		Args:  args(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			text, err := fromStdin(cmd, "text", a[1], 1<<20)
+			if err != nil {
+				return err
+			}
+			if strings.TrimSpace(text) == "" {
+				return usage(cmd, errors.New("the answer is empty"))
+			}
+			_, c, err := connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			rec, err := intent.Reply(cmd.Context(), c, a[0], workflows.ReplyRequest{Text: text})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), rec)
+			}
+			verb := "sent"
+			if rec.Repeated {
+				verb = "already sent"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s as Telegram message(s) %v; %s closed\n", verb, rec.MessageIDs, a[0])
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the sent reply as JSON")
+	return cmd
+}
