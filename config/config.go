@@ -92,6 +92,10 @@ type Telegram struct {
 	APIEndpoint    string  `mapstructure:"api_endpoint"`
 	AllowedChatIDs []int64 `mapstructure:"allowed_chat_ids"`
 	AllowedUserIDs []int64 `mapstructure:"allowed_user_ids"`
+	// AckReaction is put on a message once it is recorded, so the sender sees it arrived
+	// (empty: none); DoneReaction once its intent closes (empty: none).
+	AckReaction  string `mapstructure:"ack_reaction"`
+	DoneReaction string `mapstructure:"done_reaction"`
 }
 
 // Ntfy configures push notifications to the person's phone.
@@ -121,6 +125,9 @@ type Session struct {
 	Human bool `mapstructure:"human"`
 	// History is the session's history file (JSON Lines); empty: data_dir/history/<name>.jsonl.
 	History string `mapstructure:"history"`
+	// ReplyHint tells the agent, in every delivered message, how to answer; {chat} and {msg}
+	// are the message's IDs. Empty: DefaultReplyHint; "none": no hint.
+	ReplyHint string `mapstructure:"reply_hint"`
 	// Escalation is the session's nudge ladder (SPEC N1).
 	Escalation Escalation `mapstructure:"escalation"`
 	// ProtectContext turns the reset phase off unless escalation.reset says otherwise.

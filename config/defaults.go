@@ -42,6 +42,8 @@ func defaults() map[string]any {
 		"telegram.api_endpoint":     "",
 		"telegram.allowed_chat_ids": []int64{},
 		"telegram.allowed_user_ids": []int64{},
+		"telegram.ack_reaction":     "👀",
+		"telegram.done_reaction":    "",
 
 		"ntfy.url":        "",
 		"ntfy.topic":      "",

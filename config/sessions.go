@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -91,4 +92,25 @@ func (c *Config) PluginTokenFile() string {
 		return expandHome(c.Ingest.TokenFile)
 	}
 	return filepath.Join(c.DataDir, "plugin", "ingest.token")
+}
+
+// DefaultReplyHint is the hint a delivered message carries unless the session sets its own: the
+// agent answers with intentq's MCP reply tool, which closes the intent.
+const DefaultReplyHint = "answer with mcp__intentq__reply chat_id={chat} reply_to={msg}"
+
+// ReplyHintFor is the session's reply hint for one message, empty when the session has none.
+func (c *Config) ReplyHintFor(session, chatID, messageID string) string {
+	hint := c.Sessions[session].ReplyHint
+	switch hint {
+	case "none":
+		return ""
+	case "":
+		hint = DefaultReplyHint
+	}
+	return strings.NewReplacer("{chat}", chatID, "{msg}", messageID).Replace(hint)
+}
+
+// PollerStatusFile is where the Telegram poller keeps its conflict state for doctor.
+func (c *Config) PollerStatusFile() string {
+	return filepath.Join(c.DataDir, "telegram", "poller.json")
 }

@@ -49,6 +49,8 @@ func IntentWorkflow(ctx workflow.Context, in IntentInput) (IntentState, error) {
 	} else {
 		w.st = IntentState{Status: StatusPending, Transitions: []Transition{{Status: StatusPending, At: in.ReceivedAt, Reason: ReasonReceived}}}
 		count(ctx, metricIntents, map[string]string{"door": in.Source, "session": in.Session}, 1)
+		// The sender sees it arrived; fire and forget, it never holds up the intent.
+		w.react(ctx, in.AckReaction)
 	}
 	w.channels = workflow.GetVersion(ctx, "separate-reminder-channels", workflow.DefaultVersion, versionSeparateChannels) == versionSeparateChannels
 	if w.channels && w.st.LastPushedAt == nil && w.st.LastRemindedAt != nil && w.pushes() {
@@ -121,6 +123,9 @@ func IntentWorkflow(ctx workflow.Context, in IntentInput) (IntentState, error) {
 			return w.st, err
 		}
 		w.poked = false
+	}
+	if w.st.Status == StatusClosed && w.in.DoneReaction != "" {
+		_ = w.react(ctx, w.in.DoneReaction).Get(ctx, nil) // best effort, retried by its options
 	}
 	// Let in-flight updates answer before the workflow completes.
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {

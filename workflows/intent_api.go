@@ -84,6 +84,12 @@ type IntentInput struct {
 	// Prompt is the prompt a headless intent runs, prepared by the door (masked text, the tool
 	// policy's flags); nil: the text as it is.
 	Prompt *PromptRequest `json:"prompt,omitempty"`
+	// ReplyHint tells the agent how to answer, in the delivered text (empty: nothing).
+	ReplyHint string `json:"reply_hint,omitempty"`
+	// AckReaction is put on the person's message when the intent starts, DoneReaction when it
+	// closes (Telegram door; empty: none).
+	AckReaction  string `json:"ack_reaction,omitempty"`
+	DoneReaction string `json:"done_reaction,omitempty"`
 	// DeliveryQueued: the door already asked the session to deliver the message (request
 	// DoorDeliveryID), in the order messages arrived; the intent only waits for the result.
 	DeliveryQueued bool           `json:"delivery_queued,omitempty"`

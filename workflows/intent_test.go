@@ -440,3 +440,27 @@ func statuses(st IntentState) []string {
 	}
 	return out
 }
+
+// The sender sees the message arrived (a reaction when the intent starts) and, when set, that
+// it was answered (another when it closes); the delivered text tells the agent how to answer.
+func TestReactionsAndReplyHint(t *testing.T) {
+	h := newHarness(t)
+	var mu sync.Mutex
+	var reactions []string
+	h.env.RegisterActivityWithOptions(func(_ context.Context, r activities.ReactRequest) error {
+		mu.Lock()
+		defer mu.Unlock()
+		reactions = append(reactions, r.ChatID+"/"+r.MessageID+" "+r.Emoji)
+		return nil
+	}, activity.RegisterOptions{Name: activities.TelegramReactName})
+	var closeErr error
+	h.update(time.Minute, UpdateClose, CloseRequest{}, &closeErr)
+	in := h.input("hi")
+	in.AckReaction, in.DoneReaction, in.ReplyHint = "👀", "✅", "answer with mcp__intentq__reply chat_id=42 reply_to=7"
+	in.Deliver = true
+	h.env.ExecuteWorkflow(IntentWorkflowName, in)
+	st := h.result(t)
+	require.Equal(t, StatusClosed, st.Status)
+	require.Equal(t, []string{"42/7 👀", "42/7 ✅"}, reactions)
+	require.Equal(t, "【新着メッセージ】msg_id=7 chat=42 from=kento (answer with mcp__intentq__reply chat_id=42 reply_to=7): hi", h.session.reqs[0].Text)
+}

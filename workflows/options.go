@@ -51,6 +51,12 @@ var historyActivityOptions = workflow.ActivityOptions{
 	},
 }
 
+// telegramReactOptions set a reaction: a few tries, then it is not worth more.
+var telegramReactOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 15 * time.Second,
+	RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 5, NonRetryableErrorTypes: []string{activities.ErrTypeTelegramRejected}},
+}
+
 // telegramSendOptions send an answer to the chat; a message Telegram refuses is not retried.
 var telegramSendOptions = workflow.ActivityOptions{
 	StartToCloseTimeout: 2 * time.Minute,

@@ -124,3 +124,15 @@ func (w *intent) alertBySession(ctx workflow.Context, a Alert) bool {
 	err := workflow.SignalExternalWorkflow(ctx, SessionWorkflowID(w.in.Session), "", SignalAlert, a).Get(ctx, nil)
 	return err == nil
 }
+
+// react puts emoji on the person's Telegram message (nothing when emoji is empty); the future
+// may be left alone: a reaction never holds up the intent.
+func (w *intent) react(ctx workflow.Context, emoji string) workflow.Future {
+	if emoji == "" {
+		f, set := workflow.NewFuture(ctx)
+		set.Set(nil, nil)
+		return f
+	}
+	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, telegramReactOptions), activities.TelegramReactName,
+		activities.ReactRequest{ChatID: w.in.ChatID, MessageID: w.in.MessageID, Emoji: emoji})
+}

@@ -17,5 +17,9 @@ func DeliveryText(in IntentInput) string {
 	if in.User != "" {
 		from = " from=" + in.User
 	}
-	return fmt.Sprintf("【新着メッセージ】msg_id=%s chat=%s%s: %s", in.MessageID, in.ChatID, from, in.Text)
+	hint := ""
+	if in.ReplyHint != "" {
+		hint = " (" + in.ReplyHint + ")"
+	}
+	return fmt.Sprintf("【新着メッセージ】msg_id=%s chat=%s%s%s: %s", in.MessageID, in.ChatID, from, hint, in.Text)
 }

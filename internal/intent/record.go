@@ -191,6 +191,11 @@ func receivedAt(m Message, now func() time.Time) time.Time {
 
 // input builds the workflow input: message, session and the reminder policy from config.
 func (r *Recorder) input(m Message, session string) workflows.IntentInput {
+	var hint, ack, done string
+	if m.Source == workflows.SourceTelegram {
+		hint = r.cfg.ReplyHintFor(session, m.ChatID, m.MessageID)
+		ack, done = r.cfg.Telegram.AckReaction, r.cfg.Telegram.DoneReaction
+	}
 	deliver := m.Source == workflows.SourceTelegram && r.cfg.Sessions[session].Mode == config.ModeTmux
 	return workflows.IntentInput{
 		ChatID:     m.ChatID,
@@ -205,6 +210,9 @@ func (r *Recorder) input(m Message, session string) workflows.IntentInput {
 		Headless:   m.Source == workflows.SourceTelegram && r.cfg.Sessions[session].Mode == config.ModeHeadless,
 		// Record runs in arrival order per door, so the door queues the delivery itself.
 		DeliveryQueued: deliver,
+		ReplyHint:      hint,
+		AckReaction:    ack,
+		DoneReaction:   done,
 		Policy: workflows.ReminderPolicy{
 			Reminders:       r.cfg.Reminders,
 			NtfyTopic:       r.cfg.NtfyTopicFor(session),

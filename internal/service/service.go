@@ -192,6 +192,10 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 			AllowedUsers: cfg.Telegram.AllowedUserIDs,
 			Recorder:     rec,
 			Logger:       logger,
+			StatusFile:   cfg.PollerStatusFile(),
+			Alert: func(ctx context.Context, title, message string) {
+				push(ctx, cfg, activities.Push{Title: title, Message: message, Priority: 5, Tags: []string{"warning"}})
+			},
 		})
 		pollCtx, cancel := context.WithCancel(context.Background())
 		s.stopPoller = cancel
@@ -401,14 +405,20 @@ func workerIdentity() string {
 // pluginErrorAlert tells the person, once per batch, that the patched plugin block failed for
 // messages: those messages were not recorded by the plugin door (IDs and the error only).
 func pluginErrorAlert(ctx context.Context, cfg *config.Config, errs []spool.Event) {
-	if cfg.Ntfy.URL == "" || cfg.Ntfy.Topic == "" {
-		return
-	}
 	first := errs[0]
 	msg := fmt.Sprintf("the patched Telegram plugin block failed %d time(s); first: chat=%s message=%s: %s. Those messages were not recorded: run starter patch-plugin, and ask the sender to resend.",
 		len(errs), string(first.ChatID), string(first.MessageID), first.Error)
+	push(ctx, cfg, activities.Push{Title: "intentq: plugin block failed", Message: redact.Secrets(msg), Priority: 5, Tags: []string{"rotating_light"}})
+}
+
+// push sends an alert from the worker process itself (not a workflow) to the configured topic;
+// best effort.
+func push(ctx context.Context, cfg *config.Config, p activities.Push) {
+	if cfg.Ntfy.URL == "" || cfg.Ntfy.Topic == "" {
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	n := &activities.Ntfy{URL: cfg.Ntfy.URL, Token: cfg.Ntfy.Token.Reveal()}
-	_ = n.Publish(ctx, activities.Push{Topic: cfg.Ntfy.Topic, Title: "intentq: plugin block failed", Message: redact.Secrets(msg), Priority: 5, Tags: []string{"rotating_light"}})
+	p.Topic = cfg.Ntfy.Topic
+	_ = (&activities.Ntfy{URL: cfg.Ntfy.URL, Token: cfg.Ntfy.Token.Reveal()}).Publish(ctx, p)
 }

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -47,12 +49,75 @@ type Options struct {
 	MaxBackoff time.Duration
 	// Concurrency bounds the intents started at once (default DefaultConcurrency).
 	Concurrency int
+	// StatusFile, when set, keeps the poller's conflict state for doctor (PollerStatus).
+	StatusFile string
+	// Alert, when set, is told once when another poller takes the bot token (409 Conflict).
+	Alert func(ctx context.Context, title, message string)
+}
+
+// PollerStatus is what the poller keeps in Options.StatusFile.
+type PollerStatus struct {
+	// ConflictSince is when getUpdates began answering 409 Conflict (another poller holds the
+	// token); nil while polling works. LastConflictAt is the latest such answer.
+	ConflictSince  *time.Time `json:"conflict_since,omitempty"`
+	LastConflictAt *time.Time `json:"last_conflict_at,omitempty"`
+	// LastPollAt is the last successful getUpdates.
+	LastPollAt *time.Time `json:"last_poll_at,omitempty"`
+}
+
+// ReadPollerStatus reads a poller's status file; the zero status when there is none.
+func ReadPollerStatus(path string) (PollerStatus, error) {
+	var st PollerStatus
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return st, fmt.Errorf("telegram poller status: %w", err)
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		return st, fmt.Errorf("telegram poller status %s: %w", path, err)
+	}
+	return st, nil
+}
+
+// setStatus updates the status file (best effort: it only informs doctor).
+func (p *Poller) setStatus(change func(*PollerStatus)) {
+	change(&p.status)
+	if p.opts.StatusFile == "" {
+		return
+	}
+	data, _ := json.Marshal(p.status)
+	if err := os.MkdirAll(filepath.Dir(p.opts.StatusFile), 0o700); err == nil {
+		tmp := p.opts.StatusFile + ".tmp"
+		if os.WriteFile(tmp, data, 0o600) == nil {
+			_ = os.Rename(tmp, p.opts.StatusFile)
+		}
+	}
+}
+
+// conflict notes a 409: the first of a streak is pushed once with what to do.
+func (p *Poller) conflict(ctx context.Context) {
+	now := time.Now().UTC()
+	first := p.status.ConflictSince == nil
+	p.setStatus(func(st *PollerStatus) {
+		if st.ConflictSince == nil {
+			st.ConflictSince = &now
+		}
+		st.LastConflictAt = &now
+	})
+	if first && p.opts.Alert != nil {
+		p.opts.Alert(ctx, "intentq: another Telegram poller", "getUpdates answers 409 Conflict: another program polls this bot token "+
+			"(the Claude Code Telegram plugin started with --channels, or a second worker). Use one poller per token: stop the other, "+
+			"or drop telegram.token and keep the plugin. intentq keeps retrying and resumes recording when it is alone.")
+	}
 }
 
 // Poller long-polls getUpdates and records messages. The offset only moves past an update once
 // its intent workflow is started (or it can never be recorded), so a crash re-reads it.
 type Poller struct {
 	opts   Options
+	status PollerStatus
 	bot    *tgbotapi.BotAPI
 	log    *zap.Logger
 	chats  map[int64]bool
@@ -140,12 +205,25 @@ func (p *Poller) Run(ctx context.Context) error {
 				break
 			}
 			failures++
+			var apiErr *tgbotapi.Error
+			if errors.As(err, &apiErr) && apiErr.Code == http.StatusConflict {
+				p.conflict(ctx)
+			}
 			wait := p.backoff(err, failures)
 			p.log.Warn("getUpdates failed", zap.Error(p.redact(err)), zap.Int("failures", failures), zap.Duration("retry_in", wait))
 			sleep(ctx, wait)
 			continue
 		}
 		failures = 0
+		if p.status.ConflictSince != nil {
+			p.log.Info("telegram poller alone again: recording resumes", zap.Time("conflict_since", *p.status.ConflictSince))
+		}
+		now := time.Now().UTC()
+		if p.status.ConflictSince != nil || p.status.LastPollAt == nil || now.Sub(*p.status.LastPollAt) > time.Minute {
+			p.setStatus(func(st *PollerStatus) { st.ConflictSince, st.LastPollAt = nil, &now })
+		} else {
+			p.status.LastPollAt = &now
+		}
 		p.handleBatch(ctx, updates)
 	}
 	p.log.Info("telegram poller stopped", zap.Int("offset", p.offset))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -637,5 +638,42 @@ func TestMistypedDateKeepsTheMessage(t *testing.T) {
 	got := h.rec.Recorded()
 	if len(got) != 1 || got[0].MessageID != "40" || got[0].Text != "still here" || !got[0].SentAt.IsZero() {
 		t.Fatalf("recorded %+v, want message 40 with its text and no sent time", got)
+	}
+}
+
+// One poller per token, failing loudly: a 409 Conflict (another poller) is pushed once with
+// what to do, kept for doctor while it lasts, and recording resumes when the other one stops.
+func TestConflictAlertsOnceAndResumes(t *testing.T) {
+	var mu sync.Mutex
+	var alerts []string
+	status := filepath.Join(t.TempDir(), "telegram", "poller.json")
+	h := newHarness(t, func(o *Options) {
+		o.StatusFile = status
+		o.Alert = func(_ context.Context, title, message string) {
+			mu.Lock()
+			defer mu.Unlock()
+			alerts = append(alerts, title+": "+message)
+		}
+	})
+	h.bot.FailNext(409, 3)
+	h.start()
+	waitFor(t, "three conflicts", func() bool { return h.logs.FilterMessageSnippet("409 Conflict").Len() >= 3 })
+	st, err := ReadPollerStatus(status)
+	if err != nil || st.ConflictSince == nil {
+		t.Fatalf("status during the conflict = %+v, %v", st, err)
+	}
+	last := h.bot.AddUpdate(message(allowedChat, allowedUser, 70, "after the other poller stopped"))
+	h.waitConfirmed(last)
+	if got := h.rec.Recorded(); len(got) != 1 || got[0].MessageID != "70" {
+		t.Fatalf("recorded %+v", got)
+	}
+	waitFor(t, "the conflict cleared", func() bool {
+		st, err := ReadPollerStatus(status)
+		return err == nil && st.ConflictSince == nil && st.LastPollAt != nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(alerts) != 1 || !strings.Contains(alerts[0], "409 Conflict") || !strings.Contains(alerts[0], "one poller per token") {
+		t.Errorf("alerts = %q, want one", alerts)
 	}
 }

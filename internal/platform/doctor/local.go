@@ -19,6 +19,7 @@ import (
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/doors/hooks"
 	"github.com/intentq/intentq/internal/doors/spool"
+	"github.com/intentq/intentq/internal/doors/telegram"
 	"github.com/intentq/intentq/internal/platform/plugin"
 )
 
@@ -52,7 +53,7 @@ func Local(ctx context.Context, cfg *config.Config) Report {
 		r = append(r, checkNtfy(ctx, cfg.Ntfy.URL))
 	}
 	if cfg.Telegram.Token.IsSet() {
-		r = append(r, checkTelegram(ctx, cfg))
+		r = append(r, checkTelegram(ctx, cfg), PollerConflict(cfg.PollerStatusFile(), time.Now()))
 	}
 	r = append(r, Hooks(cfg.Claude.Settings), HookErrors(cfg.DataDir))
 	if cfg.Claude.PatchPlugin {
@@ -208,4 +209,20 @@ func PluginCanary(cfg *config.Config) Result {
 		detail += fmt.Sprintf("; it last failed at %s (before this start)", failed.At.Local().Format(time.RFC3339))
 	}
 	return Result{Name: "plugin canary", OK: true, Detail: detail}
+}
+
+// PollerConflict reports another poller on the bot token: getUpdates answering 409 Conflict
+// within the last 5 minutes.
+func PollerConflict(statusFile string, now time.Time) Result {
+	st, err := telegram.ReadPollerStatus(statusFile)
+	switch {
+	case err != nil:
+		return Result{Name: "telegram poller", Detail: err.Error()}
+	case st.ConflictSince != nil && st.LastConflictAt != nil && now.Sub(*st.LastConflictAt) < 5*time.Minute:
+		return Result{Name: "telegram poller", Detail: fmt.Sprintf("another poller holds the bot token: 409 Conflict since %s", st.ConflictSince.Local().Format(time.RFC3339)),
+			Hint: "use one poller per token: stop the Claude Code Telegram plugin (or a second worker), or drop telegram.token"}
+	case st.LastPollAt == nil:
+		return Result{Name: "telegram poller", Status: StatusWarn, Detail: "has not polled yet (is the worker running?)"}
+	}
+	return Result{Name: "telegram poller", OK: true, Detail: "polling alone, last at " + st.LastPollAt.Local().Format(time.RFC3339)}
 }

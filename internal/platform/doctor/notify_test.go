@@ -2,6 +2,7 @@ package doctor_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -59,5 +60,26 @@ func TestNotifyOnChangeOnly(t *testing.T) {
 	}
 	if m := ntfy.Messages()[0]; m.Topic != "ops" || m.Title != "intentq: 1 check(s) failing" || !strings.Contains(m.Message, "worker: no worker polls") {
 		t.Errorf("first push = %+v", m)
+	}
+}
+
+func TestPollerConflict(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "poller.json")
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	if r := doctor.PollerConflict(path, now); r.Level() != doctor.StatusWarn {
+		t.Errorf("never polled: %+v", r)
+	}
+	write := func(s string) {
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"conflict_since":"2026-11-23T11:50:00Z","last_conflict_at":"2026-11-23T11:59:00Z"}`)
+	if r := doctor.PollerConflict(path, now); r.Level() != doctor.StatusFail || !strings.Contains(r.Detail, "409") {
+		t.Errorf("conflict: %+v", r)
+	}
+	write(`{"last_poll_at":"2026-11-23T11:59:30Z"}`)
+	if r := doctor.PollerConflict(path, now); !r.OK {
+		t.Errorf("alone again: %+v", r)
 	}
 }
