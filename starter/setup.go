@@ -27,7 +27,9 @@ func newSetup() *cobra.Command {
 		Use:   "setup [--service [--remove]] [--dry-run]",
 		Short: "install intentq's hooks into the secretary's Claude Code settings; --service also runs the worker as a user service with a watchdog",
 		Long: "setup writes intentq's hooks (session-start, post-tool-use, stop) into claude.settings, merging\n" +
-			"with what is there (a backup first; running it again changes nothing).\n\n" +
+			"with what is there (a backup first; running it again changes nothing), allows intentq's MCP tools\n" +
+			"there, registers `starter mcp` as the MCP server \"intentq\" in ~/.claude.json, and prints how\n" +
+			"Codex, Copilot CLI and Kimi register it.\n\n" +
 			"--service also installs the worker as a user service that the system keeps running (a systemd\n" +
 			"user unit on Linux, a launchd agent on macOS) and a watchdog timer that runs\n" +
 			"`starter doctor --notify` every 5 minutes, so a dead worker still tells the phone. Secrets stay\n" +
@@ -50,6 +52,11 @@ func newSetup() *cobra.Command {
 				if err := setupHooks(out, cfg.Claude.Settings, starter, cfg.Hooks.ReplyTools, cfg.Hooks.RemindTools, dryRun); err != nil {
 					return err
 				}
+				claudeJSON := filepath.Join(filepath.Dir(cfg.Claude.Home), ".claude.json")
+				if err := setupMCP(out, claudeJSON, starter, dryRun); err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "other agent CLIs register the same MCP server like this:\n%s", mcpLines(starter))
 			}
 			if !service {
 				return nil
@@ -168,45 +175,117 @@ var hookEvents = []struct{ event, arg string }{
 }
 
 // setupHooks merges intentq's hooks into the settings file: every other key, and other hooks,
-// stay as they are; an event that already runs `starter hook <arg>` is left alone. The file is
-// backed up before it changes; with dryRun the difference is printed instead.
+// stay as they are; an event that already runs `starter hook <arg>` is left alone. It also
+// allows intentq's MCP tools (permissions.allow "mcp__intentq"), so no dialog stops a reply.
 func setupHooks(out io.Writer, path, starter string, replyTools, remindTools []string, dryRun bool) error {
+	return updateJSONFile(out, path, "hooks", dryRun, func(settings map[string]any) (bool, error) {
+		hooks, _ := settings["hooks"].(map[string]any)
+		if hooks == nil {
+			if settings["hooks"] != nil {
+				return false, errors.New(`"hooks" is not an object`)
+			}
+			hooks = map[string]any{}
+		}
+		changed := false
+		for _, h := range hookEvents {
+			groups, _ := hooks[h.event].([]any)
+			if runsHook(groups, h.arg) {
+				continue
+			}
+			group := map[string]any{"hooks": []any{map[string]any{"type": "command", "command": shellQuote(starter) + " hook " + h.arg, "timeout": 10}}}
+			if h.event == "PostToolUse" {
+				group["matcher"] = strings.Join(append(append([]string{}, replyTools...), remindTools...), "|")
+			}
+			hooks[h.event] = append(groups, group)
+			changed = true
+		}
+		settings["hooks"] = hooks
+		perms, _ := settings["permissions"].(map[string]any)
+		if perms == nil {
+			if settings["permissions"] != nil {
+				return false, errors.New(`"permissions" is not an object`)
+			}
+			perms = map[string]any{}
+		}
+		allow, _ := perms["allow"].([]any)
+		if !containsAny(allow, "mcp__intentq") {
+			perms["allow"] = append(allow, "mcp__intentq")
+			settings["permissions"] = perms
+			changed = true
+		}
+		return changed, nil
+	})
+}
+
+// setupMCP registers `starter mcp` as the MCP server "intentq" in Claude Code's user config
+// (~/.claude.json, mcpServers), keeping everything else.
+func setupMCP(out io.Writer, path, starter string, dryRun bool) error {
+	return updateJSONFile(out, path, "the intentq MCP server", dryRun, func(doc map[string]any) (bool, error) {
+		servers, _ := doc["mcpServers"].(map[string]any)
+		if servers == nil {
+			if doc["mcpServers"] != nil {
+				return false, errors.New(`"mcpServers" is not an object`)
+			}
+			servers = map[string]any{}
+		}
+		want := map[string]any{"type": "stdio", "command": starter, "args": []any{"mcp"}, "env": map[string]any{}}
+		if old, _ := json.Marshal(servers["intentq"]); string(old) == mustJSON(want) {
+			return false, nil
+		}
+		servers["intentq"] = want
+		doc["mcpServers"] = servers
+		return true, nil
+	})
+}
+
+// mcpLines are how the other agent CLIs register the MCP server, printed for the person.
+func mcpLines(starter string) string {
+	q, _ := json.Marshal(starter)
+	return "Codex (~/.codex/config.toml):\n" +
+		"  [mcp_servers.intentq]\n  command = " + string(q) + "\n  args = [\"mcp\"]\n" +
+		"Copilot CLI (~/.copilot/mcp-config.json, mcpServers):\n" +
+		"  \"intentq\": {\"type\": \"local\", \"command\": " + string(q) + ", \"args\": [\"mcp\"], \"tools\": [\"*\"]}\n" +
+		"Kimi CLI (~/.kimi/mcp.json, mcpServers):\n" +
+		"  \"intentq\": {\"command\": " + string(q) + ", \"args\": [\"mcp\"]}\n"
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func containsAny(list []any, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// updateJSONFile applies change to the JSON object in path (an empty object when the file is
+// missing or empty) and writes it back when it changed: a backup first, atomically, 0600. With
+// dryRun the difference is printed instead. what names the change in what is printed.
+func updateJSONFile(out io.Writer, path, what string, dryRun bool, change func(map[string]any) (bool, error)) error {
 	old, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
-	settings := map[string]any{}
+	doc := map[string]any{}
 	if len(bytes.TrimSpace(old)) > 0 {
-		if err := json.Unmarshal(old, &settings); err != nil {
+		if err := json.Unmarshal(old, &doc); err != nil {
 			return fmt.Errorf("%s is not JSON (%v): fix it first; nothing was changed", path, err)
 		}
 	}
-	hooks, _ := settings["hooks"].(map[string]any)
-	if hooks == nil {
-		if settings["hooks"] != nil {
-			return fmt.Errorf("%s: \"hooks\" is not an object; nothing was changed", path)
-		}
-		hooks = map[string]any{}
-	}
-	changed := false
-	for _, h := range hookEvents {
-		groups, _ := hooks[h.event].([]any)
-		if runsHook(groups, h.arg) {
-			continue
-		}
-		group := map[string]any{"hooks": []any{map[string]any{"type": "command", "command": shellQuote(starter) + " hook " + h.arg, "timeout": 10}}}
-		if h.event == "PostToolUse" {
-			group["matcher"] = strings.Join(append(append([]string{}, replyTools...), remindTools...), "|")
-		}
-		hooks[h.event] = append(groups, group)
-		changed = true
+	changed, err := change(doc)
+	if err != nil {
+		return fmt.Errorf("%s: %w; nothing was changed", path, err)
 	}
 	if !changed {
-		fmt.Fprintf(out, "hooks already in %s\n", path)
+		fmt.Fprintf(out, "%s already in %s\n", what, path)
 		return nil
 	}
-	settings["hooks"] = hooks
-	updated, err := json.MarshalIndent(settings, "", "  ")
+	updated, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -232,7 +311,7 @@ func setupHooks(out io.Writer, path, starter string, replyTools, remindTools []s
 	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	fmt.Fprintf(out, "hooks written to %s\n", path)
+	fmt.Fprintf(out, "%s written to %s\n", what, path)
 	return nil
 }
 

@@ -477,6 +477,9 @@ func TestSetupHooksAndService(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	if err := os.WriteFile(filepath.Join(home, ".claude.json"), []byte(`{"theme":"dark"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	diff := starterRun(t, env, 0, "setup", "--dry-run")
 	if !strings.Contains(diff, "+ ") || !strings.Contains(diff, "hook session-start") {
 		t.Errorf("dry run shows no diff:\n%s", diff)
@@ -495,6 +498,21 @@ func TestSetupHooksAndService(t *testing.T) {
 	}
 	if r := doctor.Hooks(settings); !r.OK {
 		t.Errorf("doctor after setup: %+v", r)
+	}
+	if !strings.Contains(string(b), `"mcp__intentq"`) {
+		t.Errorf("intentq's MCP tools are not allowed in %s", b)
+	}
+	var claudeJSON struct {
+		Theme      string `json:"theme"`
+		MCPServers map[string]struct {
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"mcpServers"`
+	}
+	cj, _ := os.ReadFile(filepath.Join(home, ".claude.json"))
+	if err := json.Unmarshal(cj, &claudeJSON); err != nil || claudeJSON.Theme != "dark" ||
+		claudeJSON.MCPServers["intentq"].Command != filepath.Join(bin, "starter") || strings.Join(claudeJSON.MCPServers["intentq"].Args, " ") != "mcp" {
+		t.Errorf("~/.claude.json = %s (%v)", cj, err)
 	}
 	if backups, _ := filepath.Glob(settings + ".bak-*"); len(backups) != 1 {
 		t.Errorf("backups = %v", backups)
