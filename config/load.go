@@ -27,6 +27,7 @@ var nonConfigEnv = map[string]bool{
 	EnvConfigFile:           true,
 	EnvPrefix + "_AGENT_ID": true, // the Stop hook's agent override (SPEC S1)
 	EnvPrefix + "_BUN":      true, // the bun the plugin tests use
+	EnvPrefix + "_CLAUDE":   true, // the Claude Code CLI the end-to-end tests run
 }
 
 // flagKeys maps the command-line flags shared by the worker and the starter to config keys.

@@ -48,3 +48,21 @@ func executable(p string) bool {
 	info, err := os.Stat(p)
 	return err == nil && !info.IsDir() && info.Mode()&0o111 != 0
 }
+
+// Claude returns the Claude Code CLI (pinned by .ci/run: @anthropic-ai/claude-code@2.1.330):
+// $INTENTQ_CLAUDE, else the repository's .tools/claude install, else claude on PATH; or fails
+// the test.
+func Claude(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("INTENTQ_CLAUDE"); p != "" {
+		return p
+	}
+	if p := filepath.Join(repoRoot(), ".tools", "claude", "node_modules", ".bin", "claude"); executable(p) {
+		return p
+	}
+	if p, err := exec.LookPath("claude"); err == nil {
+		return p
+	}
+	t.Fatal("Claude Code is not installed: npm install --no-save --prefix .tools/claude @anthropic-ai/claude-code@2.1.330 (.ci/run does), or set INTENTQ_CLAUDE")
+	return ""
+}

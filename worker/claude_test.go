@@ -1,0 +1,164 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/intentq/intentq/internal/testkit/fakeanthropic"
+	"github.com/intentq/intentq/internal/testkit/fakebot"
+	"github.com/intentq/intentq/internal/testkit/peers"
+	"github.com/intentq/intentq/internal/testkit/testenv"
+)
+
+// apiKey is the key Claude Code sends the Messages API stand-in.
+const apiKey = "sk-ant-api03-intentq-test-0123456789abcdefghij"
+
+// claudeAgent runs the real Claude Code TUI in a tmux session "secretary" (the default session's
+// target) against the Messages API stand-in, with the hooks and the MCP server that `starter
+// setup` installed, and returns a function that captures its pane.
+func claudeAgent(t *testing.T, env []string, home string, api *fakeanthropic.Server) func() string {
+	t.Helper()
+	claude := peers.Claude(t)
+	peers.Tmux(t)
+	work := filepath.Join(home, "work")
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// Onboarding done, the key approved and the folder trusted, as after a first run by hand.
+	path := filepath.Join(home, ".claude.json")
+	doc := map[string]any{}
+	if b, err := os.ReadFile(path); err == nil {
+		_ = json.Unmarshal(b, &doc)
+	}
+	doc["hasCompletedOnboarding"] = true
+	doc["theme"] = "dark"
+	doc["lastOnboardingVersion"] = "2.1.330"
+	doc["customApiKeyResponses"] = map[string]any{"approved": []string{apiKey[len(apiKey)-20:]}, "rejected": []string{}}
+	doc["projects"] = map[string]any{work: map[string]any{"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true}}
+	b, _ := json.MarshalIndent(doc, "", "  ")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vars := append(append([]string{}, env...),
+		"ANTHROPIC_BASE_URL="+api.URL(), "ANTHROPIC_API_KEY="+apiKey, "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1",
+		"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "TERM=xterm-256color",
+		// MCP tools offered directly, not behind ToolSearch (the stand-in plays a model that calls them).
+		"ENABLE_TOOL_SEARCH=false")
+	settings := filepath.Join(home, ".claude", "secretary", "settings.json")
+	args := []string{"new-session", "-d", "-s", "secretary", "-x", "200", "-y", "50", "-c", work, "--", "env"}
+	args = append(append(args, vars...), claude, "--settings", settings)
+	tmux := exec.Command("tmux", args...)
+	tmux.Env = env
+	if out, err := tmux.CombinedOutput(); err != nil {
+		t.Fatalf("start claude in tmux: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		k := exec.Command("tmux", "kill-server")
+		k.Env = env
+		_ = k.Run()
+	})
+	return func() string {
+		c := exec.Command("tmux", "capture-pane", "-p", "-t", "=secretary:")
+		c.Env = env
+		out, _ := c.CombinedOutput()
+		return string(out)
+	}
+}
+
+// waitPane waits until the pane shows want.
+func waitPane(t *testing.T, capture func() string, what string, timeout time.Duration, ok func(string) bool) string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		pane := capture()
+		if ok(pane) {
+			return pane
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s; the pane:\n%s", timeout, what, pane)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+var deliveredRE = regexp.MustCompile(`新着メッセージ】msg_id=(\d+) chat=(-?\d+)`)
+
+// With the real Claude Code TUI: a Telegram message is typed into the pane, the model (the
+// stand-in) calls mcp__intentq__reply, the person's chat receives the answer as a reply, the
+// intent closes, and no reminder is typed afterwards.
+func TestClaudeCodeRepliesThroughMCP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the worker and Claude Code")
+	}
+	bin := binaries(t)
+	bot := fakebot.New("321:claude")
+	t.Cleanup(bot.Close)
+	api := fakeanthropic.New(func(r fakeanthropic.Request) fakeanthropic.Turn {
+		if strings.Contains(r.Last(), "tool_result") {
+			return fakeanthropic.Turn{Text: "Answered."}
+		}
+		// The prompt and the environment block (a "system" message) come as separate messages:
+		// the delivered message of this turn is answered.
+		for i := len(r.Messages) - 1; i >= 0 && r.Messages[i].Role != "assistant"; i-- {
+			if m := deliveredRE.FindStringSubmatch(r.Messages[i].Text()); m != nil && r.HasTool("mcp__intentq__reply") {
+				return fakeanthropic.Turn{ToolName: "mcp__intentq__reply", ToolInput: map[string]any{"chat_id": m[2], "reply_to": m[1], "text": "Hello from the agent"}}
+			}
+		}
+		return fakeanthropic.Turn{Text: "OK."}
+	})
+	t.Cleanup(api.Close)
+	home := t.TempDir()
+	env := []string{
+		"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMUX_TMPDIR=" + t.TempDir(),
+		"INTENTQ_METRICS_LISTEN=127.0.0.1:0", fmt.Sprintf("INTENTQ_INGEST_LISTEN=127.0.0.1:%d", testenv.FreePort(t)),
+		"INTENTQ_TELEGRAM_TOKEN=321:claude", "INTENTQ_TELEGRAM_API_ENDPOINT=" + bot.Endpoint(), "INTENTQ_TELEGRAM_ALLOWED_CHAT_IDS=42",
+		"INTENTQ_REMINDERS_FIRST_AFTER=40s",
+		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_PORT=%d", testenv.FreePort(t)),
+		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_UI_PORT=%d", testenv.FreePort(t)),
+	}
+	_, lines := startWorker(t, bin, env)
+	waitFor(t, lines, "ready", 60*time.Second)
+	starterRun(t, env, 0, "setup")
+	capture := claudeAgent(t, env, home, api)
+	waitPane(t, capture, "Claude Code's input line", 60*time.Second, func(p string) bool { return strings.Contains(p, "❯") })
+
+	received := time.Now()
+	bot.AddMessage(42, 42, 7, "hello there")
+	deadline := time.Now().Add(90 * time.Second)
+	for len(bot.Sent()) == 0 {
+		if time.Now().After(deadline) {
+			for _, r := range api.Requests() {
+				var names []string
+				for _, tool := range r.Tools {
+					names = append(names, tool.Name)
+				}
+				t.Logf("request: tools %v; last: %.300q", names, r.Last())
+			}
+			t.Fatalf("no reply reached the chat; the pane:\n%s\nrequests: %d", capture(), len(api.Requests()))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	sent := bot.Sent()[0]
+	if sent.ChatID != 42 || sent.ReplyTo != 7 || sent.Text != "Hello from the agent" {
+		t.Errorf("sent = %+v, want the agent's answer as a reply to 7", sent)
+	}
+	if out := starterRun(t, env, 0, "show", "42/7", "--json"); !strings.Contains(out, `"status": "closed"`) {
+		t.Errorf("intent 42/7 after the reply:\n%s", out)
+	}
+	// The first reminder was due 40 s after receipt: closed, nothing is typed.
+	time.Sleep(time.Until(received.Add(50 * time.Second)))
+	history := starterRun(t, env, 0, "history", "secretary")
+	if strings.Contains(history, "未対応メッセージ") || strings.Contains(capture(), "未対応メッセージ") {
+		t.Errorf("a reminder was typed after the reply:\n%s", history)
+	}
+	if n := len(bot.Sent()); n != 1 {
+		t.Errorf("%d messages sent, want 1", n)
+	}
+}
