@@ -22,6 +22,8 @@ func TestReplayRecordedHistories(t *testing.T) {
 		// Before separate reminder channels, per-session escalation, the alert desk and
 		// messages typed once (GetVersion).
 		"testdata/intent_delivered_closed_v2.json", "testdata/session_v2.json",
+		// Before the ack reaction, the reply hint and the reply update.
+		"testdata/intent_delivered_closed_v3.json", "testdata/session_v3.json",
 		// Current.
 		"testdata/intent_delivered_closed.json", "testdata/session.json",
 	} {

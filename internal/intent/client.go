@@ -5,6 +5,7 @@ package intent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -368,4 +369,18 @@ func Reply(ctx context.Context, c client.Client, id string, req workflows.ReplyR
 		return rec, tclient.Refusal(err)
 	}
 	return rec, fmt.Errorf("reply to %s: %w", id, err)
+}
+
+// IDString reads a chat or message ID that a door's JSON carries as a string or a number; empty
+// when it is neither.
+func IDString(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var n json.Number
+	if json.Unmarshal(raw, &n) == nil {
+		return n.String()
+	}
+	return ""
 }

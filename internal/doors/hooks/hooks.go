@@ -161,7 +161,7 @@ func PostToolUse(ctx context.Context, b Backend, s Settings, in Input) (Output, 
 		if err := json.Unmarshal(in.ToolInput, &r); err != nil {
 			return Output{}, fmt.Errorf("reply tool input: %w", err)
 		}
-		chat, replyTo := idString(r.ChatID), idString(r.ReplyTo)
+		chat, replyTo := intent.IDString(r.ChatID), intent.IDString(r.ReplyTo)
 		if chat == "" {
 			return Output{}, errors.New("reply tool input has no chat_id")
 		}
@@ -275,18 +275,6 @@ func matchAny(s string, patterns []string) bool {
 		}
 	}
 	return false
-}
-
-func idString(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var n json.Number
-	if json.Unmarshal(raw, &n) == nil {
-		return n.String()
-	}
-	return ""
 }
 
 func contains(list []string, s string) bool {

@@ -88,8 +88,8 @@ func (d *Drainer) CheckEvents(ctx context.Context) error {
 		switch e.Kind {
 		case "error":
 			errs = append(errs, e)
-			d.logger().Error("plugin: the patched block failed for a message", zap.String("chat", idString(e.ChatID)),
-				zap.String("message", idString(e.MessageID)), zap.String("error", e.Error), zap.Int("pid", e.PID))
+			d.logger().Error("plugin: the patched block failed for a message", zap.String("chat", intent.IDString(e.ChatID)),
+				zap.String("message", intent.IDString(e.MessageID)), zap.String("error", e.Error), zap.Int("pid", e.PID))
 		case "loaded":
 			d.logger().Info("plugin: patched block loaded", zap.String("file", e.File), zap.Int("pid", e.PID), zap.Int("version", e.Version))
 		}
@@ -209,7 +209,7 @@ func (d *Drainer) record(ctx context.Context, path string, offset int, line []by
 			zap.Int("offset", offset), zap.Int("bytes", len(line)), zap.Bool("last", last))
 		return nil
 	}
-	msg := intent.Message{ChatID: idString(e.ChatID), MessageID: idString(e.MessageID), Text: e.Text, User: e.User, Source: workflows.SourceIngest}
+	msg := intent.Message{ChatID: intent.IDString(e.ChatID), MessageID: intent.IDString(e.MessageID), Text: e.Text, User: e.User, Source: workflows.SourceIngest}
 	if e.TS > 0 {
 		msg.SentAt = time.Unix(e.TS, 0).UTC()
 	}
@@ -227,19 +227,6 @@ func (d *Drainer) record(ctx context.Context, path string, offset int, line []by
 	st.Recorded++
 	d.logger().Info("intent recorded", zap.String("intent", res.ID), zap.String("session", res.Session), zap.Bool("created", res.Created), zap.String("door", "spool"))
 	return nil
-}
-
-// idString reads an ID written as a string or a number.
-func idString(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var n json.Number
-	if json.Unmarshal(raw, &n) == nil {
-		return n.String()
-	}
-	return ""
 }
 
 // Run drains at once, then whenever the spool directory changes (fsnotify) and at least every
