@@ -229,6 +229,12 @@ func (c *Config) applyMapDefaults() {
 		if user.HeadlessArgs == nil {
 			user.HeadlessArgs = def.HeadlessArgs
 		}
+		if user.SettingsFlag == "" {
+			user.SettingsFlag = def.SettingsFlag
+		}
+		if user.ChannelsFlag == "" {
+			user.ChannelsFlag = def.ChannelsFlag
+		}
 		c.CLIs[kind] = user
 	}
 	for kind, cli := range c.CLIs {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/intentq/intentq/activities"
 	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/agentcli"
 	"github.com/intentq/intentq/internal/platform/plugin"
 )
 
@@ -77,8 +78,11 @@ func newRunAgent() *cobra.Command {
 		Short: "patch and verify the plugin, then start the session's agent CLI in its tmux session (fail closed)",
 		Long: "run-agent replaces run-claude.sh: with claude.patch_plugin set it patches and verifies the\n" +
 			"Telegram plugin first and does not start the agent when that fails. It then starts the CLI\n" +
-			"(clis.<kind>.command and model) in a detached tmux session named after the session's\n" +
-			"tmux_target, unless that session already runs.",
+			"(clis.<kind>.command and model; for Claude Code --settings claude.settings, where the hooks\n" +
+			"are, and --channels plugin:telegram@<marketplace> when the plugin is the door) in a detached\n" +
+			"tmux session named after the session's tmux_target, unless that session already runs. The\n" +
+			"agent's id (the session's name) is INTENTQ_AGENT_ID in its environment and the tmux option\n" +
+			"@agent_id of its pane, so the Stop hook knows whose inbox to read.",
 		Args: args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			cfg, _, err := load(cmd)
@@ -96,10 +100,13 @@ func newRunAgent() *cobra.Command {
 			if !ok || s.Mode != config.ModeTmux || s.Human {
 				return fmt.Errorf("session %q is not a tmux agent session in the config", name)
 			}
+			opts := agentcli.LaunchOptions{Settings: cfg.Claude.Settings}
 			if cfg.Claude.PatchPlugin {
-				if _, err := ensurePlugin(cmd.Context(), cfg); err != nil {
+				out, err := ensurePlugin(cmd.Context(), cfg)
+				if err != nil {
 					return fmt.Errorf("%w; the agent was not started", err)
 				}
+				opts.Channels = []string{"plugin:telegram@" + out.Target.Marketplace}
 			}
 			tmuxSession := strings.Split(s.TmuxTarget, ":")[0]
 			if exec.CommandContext(cmd.Context(), "tmux", "has-session", "-t", "="+tmuxSession).Run() == nil {
@@ -107,9 +114,12 @@ func newRunAgent() *cobra.Command {
 				return nil
 			}
 			cli := cfg.CLIs[s.CLI]
-			argv := append([]string{"new-session", "-d", "-s", tmuxSession, "--"}, cli.Launch()...)
+			argv := append([]string{"new-session", "-d", "-s", tmuxSession, "-e", "INTENTQ_AGENT_ID=" + name, "--"}, cli.LaunchWith(opts)...)
 			if out, err := exec.CommandContext(cmd.Context(), "tmux", argv...).CombinedOutput(); err != nil {
 				return fmt.Errorf("start %s in tmux session %s: %w: %s", cli.Command, tmuxSession, err, strings.TrimSpace(string(out)))
+			}
+			if out, err := exec.CommandContext(cmd.Context(), "tmux", "set-option", "-p", "-t", "="+tmuxSession+":", "@agent_id", name).CombinedOutput(); err != nil {
+				return fmt.Errorf("set @agent_id of tmux session %s: %w: %s", tmuxSession, err, strings.TrimSpace(string(out)))
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "started %s in tmux session %s\n", cli.Command, tmuxSession)
 			return nil

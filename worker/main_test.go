@@ -738,3 +738,45 @@ func TestMCPServerOverStdio(t *testing.T) {
 		t.Errorf("ignore: %s", text(res))
 	}
 }
+
+// `starter run-agent` starts the agent so its hooks work: Claude Code with --settings (the
+// file `starter setup` writes the hooks into) and the agent's id in its environment and in the
+// pane's @agent_id option.
+func TestRunAgentLaunch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the starter binary")
+	}
+	peers.Tmux(t)
+	home := t.TempDir()
+	fakeBin := t.TempDir()
+	record := filepath.Join(t.TempDir(), "launch.txt")
+	script := "#!/bin/sh\necho \"$INTENTQ_AGENT_ID $*\" > '" + record + "'\nexec sleep 600\n"
+	if err := os.WriteFile(filepath.Join(fakeBin, "claude"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"HOME=" + home, "PATH=" + fakeBin + ":" + os.Getenv("PATH"), "TMUX_TMPDIR=" + t.TempDir()}
+	t.Cleanup(func() {
+		k := exec.Command("tmux", "kill-server")
+		k.Env = env
+		_ = k.Run()
+	})
+	starterRun(t, env, 0, "run-agent")
+	deadline := time.Now().Add(10 * time.Second)
+	var got []byte
+	for len(got) == 0 && time.Now().Before(deadline) {
+		got, _ = os.ReadFile(record)
+		time.Sleep(50 * time.Millisecond)
+	}
+	want := "secretary --settings " + filepath.Join(home, ".claude", "secretary", "settings.json") + "\n"
+	if string(got) != want {
+		t.Errorf("claude started as %q, want %q", got, want)
+	}
+	opt := exec.Command("tmux", "show-options", "-pqv", "-t", "=secretary:", "@agent_id")
+	opt.Env = env
+	if out, err := opt.Output(); err != nil || strings.TrimSpace(string(out)) != "secretary" {
+		t.Errorf("@agent_id = %q, %v", out, err)
+	}
+	if out := starterRun(t, env, 0, "run-agent"); !strings.Contains(out, "already runs") {
+		t.Errorf("a second run-agent: %s", out)
+	}
+}

@@ -22,6 +22,32 @@ type CLI struct {
 	// HeadlessArgs run the CLI once per prompt, prompt on stdin, JSON result on stdout
 	// (claude: -p --output-format json); needed for sessions in mode headless.
 	HeadlessArgs []string `mapstructure:"headless_args"`
+	// SettingsFlag passes the CLI the settings file that holds intentq's hooks (claude:
+	// --settings; Claude Code reads no other file by itself); empty: the kind has none.
+	SettingsFlag string `mapstructure:"settings_flag"`
+	// ChannelsFlag names the plugin channels the CLI listens to (claude: --channels), for the
+	// Telegram plugin when it is the door; empty: the kind has none.
+	ChannelsFlag string `mapstructure:"channels_flag"`
+}
+
+// LaunchOptions are what a launch adds to the command and the model.
+type LaunchOptions struct {
+	// Settings is the settings file with intentq's hooks (used with SettingsFlag).
+	Settings string
+	// Channels are plugin channels, e.g. plugin:telegram@claude-plugins-official (ChannelsFlag).
+	Channels []string
+}
+
+// LaunchWith is Launch plus the settings file and the channels, for the kinds that take them.
+func (c CLI) LaunchWith(o LaunchOptions) []string {
+	argv := c.Launch()
+	if c.SettingsFlag != "" && o.Settings != "" {
+		argv = append(argv, c.SettingsFlag, o.Settings)
+	}
+	if c.ChannelsFlag != "" && len(o.Channels) > 0 {
+		argv = append(argv, c.ChannelsFlag, strings.Join(o.Channels, ","))
+	}
+	return argv
 }
 
 // Lines is InputLines with unset as 0.
@@ -64,6 +90,8 @@ func Builtin() map[string]CLI {
 			// The input box (three lines) and the hint line under it.
 			InputLines:   ptr(4),
 			HeadlessArgs: []string{"-p", "--output-format", "json"},
+			SettingsFlag: "--settings",
+			ChannelsFlag: "--channels",
 		},
 		"codex": {
 			Command:      "codex",

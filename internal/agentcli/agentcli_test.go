@@ -38,3 +38,18 @@ func TestLaunchCarriesTheModel(t *testing.T) {
 		t.Errorf("HeadlessBaseArgs changed the table: %q", c.HeadlessArgs)
 	}
 }
+
+// Claude Code reads no settings file but its own unless told: the launch names the file with
+// intentq's hooks, and the Telegram plugin's channel when the plugin is the door.
+func TestLaunchWithSettingsAndChannels(t *testing.T) {
+	claude := Builtin()["claude"]
+	claude.Model = "opus"
+	got := claude.LaunchWith(LaunchOptions{Settings: "/h/.claude/secretary/settings.json", Channels: []string{"plugin:telegram@claude-plugins-official"}})
+	want := []string{"claude", "--model", "opus", "--settings", "/h/.claude/secretary/settings.json", "--channels", "plugin:telegram@claude-plugins-official"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("LaunchWith = %q, want %q", got, want)
+	}
+	if got := Builtin()["codex"].LaunchWith(LaunchOptions{Settings: "/x", Channels: []string{"c"}}); !reflect.DeepEqual(got, []string{"codex"}) {
+		t.Errorf("codex takes neither: %q", got)
+	}
+}
