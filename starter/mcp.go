@@ -86,71 +86,52 @@ func (l *lazyBackend) close() {
 	}
 }
 
-func (l *lazyBackend) Reply(ctx context.Context, id string, req workflows.ReplyRequest) (workflows.ReplyRecord, error) {
+// with runs f on the backend, dialing first when needed.
+func with[T any](ctx context.Context, l *lazyBackend, f func(mcp.Temporal) (T, error)) (T, error) {
 	b, err := l.backend(ctx)
 	if err != nil {
-		return workflows.ReplyRecord{}, err
+		var zero T
+		return zero, err
 	}
-	return b.Reply(ctx, id, req)
+	return f(b)
+}
+
+func (l *lazyBackend) Reply(ctx context.Context, id string, req workflows.ReplyRequest) (workflows.ReplyRecord, error) {
+	return with(ctx, l, func(b mcp.Temporal) (workflows.ReplyRecord, error) { return b.Reply(ctx, id, req) })
 }
 
 func (l *lazyBackend) SendUnlinked(ctx context.Context, chatID, replyTo, text string) ([]int, error) {
 	if !l.cfg.Telegram.Token.IsSet() {
 		return nil, errors.New("no telegram.token: intentq cannot send to Telegram")
 	}
-	b, err := l.backend(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return b.SendUnlinked(ctx, chatID, replyTo, text)
+	return with(ctx, l, func(b mcp.Temporal) ([]int, error) { return b.SendUnlinked(ctx, chatID, replyTo, text) })
 }
 
 func (l *lazyBackend) React(ctx context.Context, chatID, messageID, emoji string) error {
-	b, err := l.backend(ctx)
-	if err != nil {
-		return err
-	}
-	return b.React(ctx, chatID, messageID, emoji)
+	_, err := with(ctx, l, func(b mcp.Temporal) (struct{}, error) { return struct{}{}, b.React(ctx, chatID, messageID, emoji) })
+	return err
 }
 
 func (l *lazyBackend) Pending(ctx context.Context, session string) ([]mcp.PendingIntent, error) {
-	b, err := l.backend(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return b.Pending(ctx, session)
+	return with(ctx, l, func(b mcp.Temporal) ([]mcp.PendingIntent, error) { return b.Pending(ctx, session) })
 }
 
 func (l *lazyBackend) OldestPending(ctx context.Context, chatID string) (string, error) {
-	b, err := l.backend(ctx)
-	if err != nil {
-		return "", err
-	}
-	return b.OldestPending(ctx, chatID)
+	return with(ctx, l, func(b mcp.Temporal) (string, error) { return b.OldestPending(ctx, chatID) })
 }
 
 func (l *lazyBackend) Change(ctx context.Context, id, update string, arg any) error {
-	b, err := l.backend(ctx)
-	if err != nil {
-		return err
-	}
-	return b.Change(ctx, id, update, arg)
+	_, err := with(ctx, l, func(b mcp.Temporal) (struct{}, error) { return struct{}{}, b.Change(ctx, id, update, arg) })
+	return err
 }
 
 func (l *lazyBackend) InboxRead(ctx context.Context, agent string) ([]workflows.InboxMessage, error) {
-	b, err := l.backend(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return b.InboxRead(ctx, agent)
+	return with(ctx, l, func(b mcp.Temporal) ([]workflows.InboxMessage, error) { return b.InboxRead(ctx, agent) })
 }
 
 func (l *lazyBackend) InboxSend(ctx context.Context, agent string, msg workflows.InboxSend) error {
-	b, err := l.backend(ctx)
-	if err != nil {
-		return err
-	}
-	return b.InboxSend(ctx, agent, msg)
+	_, err := with(ctx, l, func(b mcp.Temporal) (struct{}, error) { return struct{}{}, b.InboxSend(ctx, agent, msg) })
+	return err
 }
 
 func newReply() *cobra.Command {

@@ -179,12 +179,9 @@ var hookEvents = []struct{ event, arg string }{
 // allows intentq's MCP tools (permissions.allow "mcp__intentq"), so no dialog stops a reply.
 func setupHooks(out io.Writer, path, starter string, replyTools, remindTools []string, dryRun bool) error {
 	return updateJSONFile(out, path, "hooks", dryRun, func(settings map[string]any) (bool, error) {
-		hooks, _ := settings["hooks"].(map[string]any)
-		if hooks == nil {
-			if settings["hooks"] != nil {
-				return false, errors.New(`"hooks" is not an object`)
-			}
-			hooks = map[string]any{}
+		hooks, err := objectAt(settings, "hooks")
+		if err != nil {
+			return false, err
 		}
 		changed := false
 		for _, h := range hookEvents {
@@ -200,12 +197,9 @@ func setupHooks(out io.Writer, path, starter string, replyTools, remindTools []s
 			changed = true
 		}
 		settings["hooks"] = hooks
-		perms, _ := settings["permissions"].(map[string]any)
-		if perms == nil {
-			if settings["permissions"] != nil {
-				return false, errors.New(`"permissions" is not an object`)
-			}
-			perms = map[string]any{}
+		perms, err := objectAt(settings, "permissions")
+		if err != nil {
+			return false, err
 		}
 		allow, _ := perms["allow"].([]any)
 		if !containsAny(allow, "mcp__intentq") {
@@ -221,12 +215,9 @@ func setupHooks(out io.Writer, path, starter string, replyTools, remindTools []s
 // (~/.claude.json, mcpServers), keeping everything else.
 func setupMCP(out io.Writer, path, starter string, dryRun bool) error {
 	return updateJSONFile(out, path, "the intentq MCP server", dryRun, func(doc map[string]any) (bool, error) {
-		servers, _ := doc["mcpServers"].(map[string]any)
-		if servers == nil {
-			if doc["mcpServers"] != nil {
-				return false, errors.New(`"mcpServers" is not an object`)
-			}
-			servers = map[string]any{}
+		servers, err := objectAt(doc, "mcpServers")
+		if err != nil {
+			return false, err
 		}
 		want := map[string]any{"type": "stdio", "command": starter, "args": []any{"mcp"}, "env": map[string]any{}}
 		if old, _ := json.Marshal(servers["intentq"]); string(old) == mustJSON(want) {
@@ -247,6 +238,19 @@ func mcpLines(starter string) string {
 		"  \"intentq\": {\"type\": \"local\", \"command\": " + string(q) + ", \"args\": [\"mcp\"], \"tools\": [\"*\"]}\n" +
 		"Kimi CLI (~/.kimi/mcp.json, mcpServers):\n" +
 		"  \"intentq\": {\"command\": " + string(q) + ", \"args\": [\"mcp\"]}\n"
+}
+
+// objectAt is the JSON object under key (a new one when there is none); anything else there is
+// an error, not overwritten.
+func objectAt(doc map[string]any, key string) (map[string]any, error) {
+	switch v := doc[key].(type) {
+	case nil:
+		return map[string]any{}, nil
+	case map[string]any:
+		return v, nil
+	default:
+		return nil, fmt.Errorf("%q is not an object", key)
+	}
 }
 
 func mustJSON(v any) string {

@@ -285,13 +285,19 @@ func (w *intent) nextDeliveryAt() time.Time {
 // RepeatEvery after the last successful one; a failed reminder is tried again RetryAfter after
 // the attempt.
 func (w *intent) nextReminderAt() time.Time {
+	return w.nextAt(w.st.FailedAttempts, w.st.LastAttemptAt, w.st.LastRemindedAt)
+}
+
+// nextAt is when a reminder channel goes next: RetryAfter after a failed attempt, FirstAfter
+// after receipt before its first success, then RepeatEvery after its last success.
+func (w *intent) nextAt(failures int, lastAttempt, lastSuccess *time.Time) time.Time {
 	switch {
-	case w.st.FailedAttempts > 0 && w.st.LastAttemptAt != nil:
-		return w.st.LastAttemptAt.Add(w.in.Policy.RetryAfter)
-	case w.st.LastRemindedAt == nil:
+	case failures > 0 && lastAttempt != nil:
+		return lastAttempt.Add(w.in.Policy.RetryAfter)
+	case lastSuccess == nil:
 		return w.in.ReceivedAt.Add(w.in.Policy.FirstAfter)
 	default:
-		return w.st.LastRemindedAt.Add(w.in.Policy.RepeatEvery)
+		return lastSuccess.Add(w.in.Policy.RepeatEvery)
 	}
 }
 

@@ -26,14 +26,7 @@ func (w *intent) pushes() bool { return w.in.Policy.NtfyTopic != "" }
 // nextPushAt is the push schedule: FirstAfter after receipt, then RepeatEvery after the last
 // push that reached ntfy; RetryAfter after a failed one.
 func (w *intent) nextPushAt() time.Time {
-	switch {
-	case w.st.PushFailures > 0 && w.st.LastPushAttemptAt != nil:
-		return w.st.LastPushAttemptAt.Add(w.in.Policy.RetryAfter)
-	case w.st.LastPushedAt == nil:
-		return w.in.ReceivedAt.Add(w.in.Policy.FirstAfter)
-	default:
-		return w.st.LastPushedAt.Add(w.in.Policy.RepeatEvery)
-	}
+	return w.nextAt(w.st.PushFailures, w.st.LastPushAttemptAt, w.st.LastPushedAt)
 }
 
 // remindChannels sends the parts of a reminder that are due: the pane reminder (through the

@@ -214,24 +214,9 @@ func plan(src []byte, bl Blocks, file string) ([]byte, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	begin, end := -1, -1
-	for i, l := range lines {
-		tl := strings.TrimSpace(l)
-		switch {
-		case strings.HasPrefix(tl, BeginMarker):
-			if begin >= 0 {
-				return nil, "", fmt.Errorf("%w: %s has more than one %q line; fix it by hand or restore the plugin", ErrMalformedBlock, file, BeginMarker)
-			}
-			begin = i
-		case strings.HasPrefix(tl, EndMarker):
-			if end >= 0 || begin < 0 {
-				return nil, "", fmt.Errorf("%w: %s has a stray %q line (line %d)", ErrMalformedBlock, file, EndMarker, i+1)
-			}
-			end = i
-		}
-	}
-	if begin >= 0 && end < 0 {
-		return nil, "", fmt.Errorf("%w: %s has %q (line %d) without %q", ErrMalformedBlock, file, BeginMarker, begin+1, EndMarker)
+	begin, end, err := findMarked(lines, BeginMarker, EndMarker, file)
+	if err != nil {
+		return nil, "", err
 	}
 	state := StateUnpatched
 	base := lines
@@ -297,29 +282,36 @@ func plan(src []byte, bl Blocks, file string) ([]byte, string, error) {
 
 // withoutCanary removes intentq's canary block from lines and reports whether there was one.
 func withoutCanary(lines []string, file string) ([]string, bool, error) {
-	begin, end := -1, -1
+	begin, end, err := findMarked(lines, CanaryBegin, CanaryEnd, file)
+	if err != nil || begin < 0 {
+		return lines, false, err
+	}
+	return append(append([]string{}, lines[:begin]...), lines[end+1:]...), true, nil
+}
+
+// findMarked finds the lines of the block marked by begin and end: (-1, -1) when there is
+// none; a repeated, stray or unclosed marker is ErrMalformedBlock.
+func findMarked(lines []string, beginMarker, endMarker, file string) (begin, end int, err error) {
+	begin, end = -1, -1
 	for i, l := range lines {
 		tl := strings.TrimSpace(l)
 		switch {
-		case strings.HasPrefix(tl, CanaryBegin):
+		case strings.HasPrefix(tl, beginMarker):
 			if begin >= 0 {
-				return nil, false, fmt.Errorf("%w: %s has more than one %q line", ErrMalformedBlock, file, CanaryBegin)
+				return -1, -1, fmt.Errorf("%w: %s has more than one %q line; fix it by hand or restore the plugin", ErrMalformedBlock, file, beginMarker)
 			}
 			begin = i
-		case strings.HasPrefix(tl, CanaryEnd):
+		case strings.HasPrefix(tl, endMarker):
 			if end >= 0 || begin < 0 {
-				return nil, false, fmt.Errorf("%w: %s has a stray %q line (line %d)", ErrMalformedBlock, file, CanaryEnd, i+1)
+				return -1, -1, fmt.Errorf("%w: %s has a stray %q line (line %d)", ErrMalformedBlock, file, endMarker, i+1)
 			}
 			end = i
 		}
 	}
-	switch {
-	case begin < 0:
-		return lines, false, nil
-	case end < 0:
-		return nil, false, fmt.Errorf("%w: %s has %q (line %d) without %q", ErrMalformedBlock, file, CanaryBegin, begin+1, CanaryEnd)
+	if begin >= 0 && end < 0 {
+		return -1, -1, fmt.Errorf("%w: %s has %q (line %d) without %q", ErrMalformedBlock, file, beginMarker, begin+1, endMarker)
 	}
-	return append(append([]string{}, lines[:begin]...), lines[end+1:]...), true, nil
+	return begin, end, nil
 }
 
 // State reports whether t.ServerTS holds block before the anchor (StatePatched), an other
