@@ -235,6 +235,15 @@ func (c *Config) applyMapDefaults() {
 		if user.ChannelsFlag == "" {
 			user.ChannelsFlag = def.ChannelsFlag
 		}
+		if user.DialogPatterns == nil {
+			user.DialogPatterns = def.DialogPatterns
+		}
+		if user.InputPrompt == "" {
+			user.InputPrompt = def.InputPrompt
+		}
+		if user.InterruptKeys == "" {
+			user.InterruptKeys = def.InterruptKeys
+		}
 		c.CLIs[kind] = user
 	}
 	for kind, cli := range c.CLIs {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/intentq/intentq/internal/testkit/fakeanthropic"
 	"github.com/intentq/intentq/internal/testkit/fakebot"
+	"github.com/intentq/intentq/internal/testkit/fakentfy"
 	"github.com/intentq/intentq/internal/testkit/peers"
 	"github.com/intentq/intentq/internal/testkit/testenv"
 )
@@ -68,7 +69,7 @@ func claudeAgent(t *testing.T, env []string, home string, api *fakeanthropic.Ser
 		c := exec.Command("tmux", "capture-pane", "-p", "-t", "=secretary:")
 		c.Env = env
 		out, _ := c.CombinedOutput()
-		return string(out)
+		return strings.ReplaceAll(string(out), "\u00a0", " ") // the prompt is followed by a no-break space
 	}
 }
 
@@ -161,4 +162,150 @@ func TestClaudeCodeRepliesThroughMCP(t *testing.T) {
 	if n := len(bot.Sent()); n != 1 {
 		t.Errorf("%d messages sent, want 1", n)
 	}
+}
+
+// lastUserText is the text of the request's newest user turn (its last user message).
+func lastUserText(r fakeanthropic.Request) string {
+	for i := len(r.Messages) - 1; i >= 0; i-- {
+		if r.Messages[i].Role == "user" {
+			return r.Messages[i].Text()
+		}
+	}
+	return ""
+}
+
+// sawText reports whether any request's newest user turn holds s.
+func sawText(api *fakeanthropic.Server, s string) bool {
+	for _, r := range api.Requests() {
+		if strings.Contains(lastUserText(r), s) {
+			return true
+		}
+	}
+	return false
+}
+
+// Issue 10's typing guards against the real Claude Code TUI: a person's draft in the input box
+// is never changed (their own Enter sends it intact), and a permission dialog is never answered
+// by intentq (a keystroke could approve the tool call); the person is told, and the waiting
+// message is delivered once they are done.
+func TestClaudeCodeDraftAndDialogAreNeverTyped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the worker and Claude Code")
+	}
+	bin := binaries(t)
+	bot := fakebot.New("321:guard")
+	t.Cleanup(bot.Close)
+	ntfy := fakentfy.New()
+	t.Cleanup(ntfy.Close)
+	api := fakeanthropic.New(func(r fakeanthropic.Request) fakeanthropic.Turn {
+		if strings.Contains(r.Last(), "tool_result") {
+			return fakeanthropic.Turn{Text: "done."}
+		}
+		if strings.Contains(lastUserText(r), "run the tests") {
+			return fakeanthropic.Turn{ToolName: "Bash", ToolInput: map[string]any{"command": "touch approved-by-intentq.txt", "description": "Create a file"}}
+		}
+		return fakeanthropic.Turn{Text: "OK."}
+	})
+	t.Cleanup(api.Close)
+	home := t.TempDir()
+	env := []string{
+		"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMUX_TMPDIR=" + t.TempDir(),
+		"INTENTQ_METRICS_LISTEN=127.0.0.1:0", fmt.Sprintf("INTENTQ_INGEST_LISTEN=127.0.0.1:%d", testenv.FreePort(t)),
+		"INTENTQ_TELEGRAM_TOKEN=321:guard", "INTENTQ_TELEGRAM_API_ENDPOINT=" + bot.Endpoint(), "INTENTQ_TELEGRAM_ALLOWED_CHAT_IDS=42",
+		"INTENTQ_NTFY_URL=" + ntfy.URL(), "INTENTQ_NTFY_TOPIC=phone",
+		"INTENTQ_REMINDERS_FIRST_AFTER=10m", "INTENTQ_DELIVERY_BUSY_WAIT=1s", "INTENTQ_DELIVERY_BUSY_ALERT_AFTER=3s",
+		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_PORT=%d", testenv.FreePort(t)),
+		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_UI_PORT=%d", testenv.FreePort(t)),
+	}
+	_, lines := startWorker(t, bin, env)
+	waitFor(t, lines, "ready", 60*time.Second)
+	starterRun(t, env, 0, "setup")
+	// Permissions as a careful person has them: Bash asks.
+	settings := filepath.Join(home, ".claude", "secretary", "settings.json")
+	var doc map[string]any
+	b, _ := os.ReadFile(settings)
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["permissions"].(map[string]any)["defaultMode"] = "default"
+	b, _ = json.Marshal(doc)
+	if err := os.WriteFile(settings, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	capture := claudeAgent(t, env, home, api)
+	waitPane(t, capture, "Claude Code's input line", 60*time.Second, func(p string) bool { return strings.Contains(p, "❯") })
+	keys := func(args ...string) {
+		t.Helper()
+		c := exec.Command("tmux", append([]string{"send-keys", "-t", "=secretary:"}, args...)...)
+		c.Env = env
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("send-keys: %v %s", err, out)
+		}
+	}
+	waitAlert := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			count := 0
+			for _, m := range ntfy.Messages() {
+				if strings.Contains(m.Title, "waits for you") {
+					count++
+				}
+			}
+			if count >= n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the person was not told (%d alerts); pane:\n%s", count, capture())
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+
+	// 1. A draft: the message waits; the draft stays as typed; the person's Enter sends it intact.
+	draft := "my half-typed question"
+	keys("-l", draft)
+	waitPane(t, capture, "the draft", 10*time.Second, func(p string) bool { return strings.Contains(p, "❯ "+draft) })
+	bot.AddMessage(42, 42, 7, "hello while you type")
+	waitAlert(1)
+	if p := capture(); !strings.Contains(p, "❯ "+draft+"\n") || strings.Contains(p, "新着メッセージ") || sawText(api, "hello while you type") {
+		t.Fatalf("the draft was touched or the message typed into it:\n%s", p)
+	}
+	keys("Enter")
+	waitPane(t, capture, "the message delivered after the draft", 60*time.Second, func(string) bool { return sawText(api, "msg_id=7") })
+	drafts := 0
+	for _, r := range api.Requests() {
+		if u := lastUserText(r); strings.Contains(u, draft) {
+			drafts++
+			if strings.Contains(u, "新着") {
+				t.Errorf("the draft reached the model mixed with the message: %q", u)
+			}
+		}
+	}
+	if drafts == 0 {
+		t.Error("the person's draft never reached the model intact")
+	}
+
+	// 2. A permission dialog: never answered by intentq; the person is told; once they answer,
+	// the waiting message is delivered.
+	keys("-l", "please run the tests")
+	keys("Enter")
+	waitPane(t, capture, "the permission dialog", 60*time.Second, func(p string) bool { return strings.Contains(p, "Do you want to proceed?") })
+	bot.AddMessage(42, 42, 8, "hello during the dialog")
+	waitAlert(2)
+	if p := capture(); !strings.Contains(p, "Do you want to proceed?") || sawText(api, "msg_id=8") {
+		t.Fatalf("the dialog was answered or the message typed into it:\n%s", p)
+	}
+	for _, r := range api.Requests() {
+		if strings.Contains(r.Last(), "tool_result") {
+			t.Fatalf("the Bash call ran: the dialog was answered")
+		}
+	}
+	keys("Escape") // the person says no
+	defer func() {
+		if _, err := os.Stat(filepath.Join(home, "work", "approved-by-intentq.txt")); err == nil {
+			t.Error("the tool call was approved: the file exists")
+		}
+	}()
+	waitPane(t, capture, "the message delivered after the dialog", 60*time.Second, func(string) bool { return sawText(api, "msg_id=8") })
 }

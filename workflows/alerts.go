@@ -5,6 +5,7 @@ package workflows
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -114,7 +115,13 @@ func (s *session) alertBusy(ctx workflow.Context, busyFor time.Duration, pattern
 	}
 	msg := fmt.Sprintf("session=%s target=%s busy for %s (%q), %d deliveries waiting", s.Config.Name, s.Config.TmuxTarget, busyFor.Round(time.Second), pattern, len(s.Queue))
 	if workflow.GetVersion(ctx, "session-alert-desk", workflow.DefaultVersion, 1) == 1 {
-		s.HeldAlerts = append(s.HeldAlerts, Alert{Title: "intentq: " + s.Config.Name + " busy", Message: msg, At: workflow.Now(ctx)})
+		title := "intentq: " + s.Config.Name + " busy"
+		if strings.HasPrefix(pattern, "dialog") || strings.HasPrefix(pattern, "a draft") {
+			// Only the person can clear a dialog or a draft.
+			title = "intentq: " + s.Config.Name + " waits for you"
+			msg = fmt.Sprintf("session=%s target=%s: %s for %s; %d deliveries wait until you answer it", s.Config.Name, s.Config.TmuxTarget, pattern, busyFor.Round(time.Second), len(s.Queue))
+		}
+		s.HeldAlerts = append(s.HeldAlerts, Alert{Title: title, Message: msg, At: workflow.Now(ctx)})
 		return
 	}
 	push := activities.Push{

@@ -13,3 +13,27 @@ func Busy(pane string, patterns []string) (string, bool) {
 	}
 	return "", false
 }
+
+// Blocked reports whether pane text (the bottom lines) shows something a keystroke must not
+// reach: a dialog or menu (any of dialogs; a digit or Enter could approve a tool call), or a
+// person's draft on the input line (text after prompt on the last line that starts with it).
+// It returns what it found.
+func Blocked(pane string, dialogs []string, prompt string) (string, bool) {
+	if p, ok := Busy(pane, dialogs); ok {
+		return "dialog: " + p, true
+	}
+	if prompt == "" {
+		return "", false
+	}
+	lines := strings.Split(pane, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		line := strings.TrimSpace(lines[i])
+		if rest, ok := strings.CutPrefix(line, prompt); ok {
+			if strings.TrimSpace(rest) != "" {
+				return "a draft on the input line", true
+			}
+			return "", false
+		}
+	}
+	return "", false
+}

@@ -34,6 +34,11 @@ type SessionConfig struct {
 	// confirmed after Enter and typed again (after ClearKeys) if it is still there.
 	InputLines int      `json:"input_lines,omitempty"`
 	ClearKeys  []string `json:"clear_keys,omitempty"`
+	// DialogPatterns and InputPrompt guard typing (never into a dialog or a person's draft);
+	// InterruptKeys are the CLI's phase-2 keys (default InterruptKeys).
+	DialogPatterns []string `json:"dialog_patterns,omitempty"`
+	InputPrompt    string   `json:"input_prompt,omitempty"`
+	InterruptKeys  []string `json:"interrupt_keys,omitempty"`
 }
 
 // SessionInput starts (or continues) a session workflow.

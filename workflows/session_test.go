@@ -31,8 +31,11 @@ type sessionHarness struct {
 	active   int // injections running at once
 	maxSeen  int
 	busyTill time.Duration // the pane shows "esc to interrupt" until then
-	captures int
-	pushes   []activities.Push
+	// screen is what the pane shows until screenTill (a dialog, a draft).
+	screen     string
+	screenTill time.Duration
+	captures   int
+	pushes     []activities.Push
 	// pushFailed marks the pushes ntfy refused (ntfyFails said so).
 	pushFailed []bool
 	ntfyFails  func() bool
@@ -50,6 +53,9 @@ func newSessionHarness(t *testing.T) *sessionHarness {
 		h.captures++
 		if h.env.Now().Sub(h.start) < h.busyTill {
 			return "> earlier prompt\n✻ Working… (esc to interrupt)", nil
+		}
+		if h.env.Now().Sub(h.start) < h.screenTill {
+			return h.screen, nil
 		}
 		return "> \n  ? for shortcuts", nil
 	}, activity.RegisterOptions{Name: activities.TmuxCaptureName})
@@ -458,4 +464,49 @@ func TestAlertsCappedAndHeldWhileNtfyIsDown(t *testing.T) {
 		total += n
 	}
 	require.Equal(t, 200, total, "every alert is pushed once, folded")
+}
+
+func TestBlocked(t *testing.T) {
+	dialogs := []string{"Do you want to proceed?", "❯ 1. Yes", "Rewind"}
+	for pane, want := range map[string]string{
+		"────\n❯ \n────\n  ⏵⏵ auto mode on":                                   "",
+		"────\n❯ half a thought\n────\n  ⏵⏵ auto mode on":                     "a draft on the input line",
+		" Bash command\n Do you want to proceed?\n ❯ 1. Yes\n   2. No":        "dialog: Do you want to proceed?",
+		"● earlier answer ❯ quoted\n────\n❯ \n────":                           "",
+		" Rewind\n Restore the code and/or conversation to the point before…": "dialog: Rewind",
+	} {
+		got, blocked := Blocked(pane, dialogs, "❯")
+		if got != want || blocked != (want != "") {
+			t.Errorf("Blocked(%q) = %q %v, want %q", pane, got, blocked, want)
+		}
+	}
+	if _, blocked := Blocked("> some text", nil, ""); blocked {
+		t.Error("no prompt configured: a draft cannot be told")
+	}
+}
+
+// Issue 10's typing guards: nothing is typed while a dialog is open or a person's draft is on
+// the input line; the delivery waits its turn, the person is told after BusyAlertAfter, and it
+// is typed once the screen is clear.
+func TestNoTypingIntoDialogOrDraft(t *testing.T) {
+	for name, screen := range map[string]string{
+		"dialog": " Bash command\n   echo hi\n Do you want to proceed?\n ❯ 1. Yes\n   2. No",
+		"draft":  "────\n❯ my half-typed question\n────\n  ⏵⏵ auto mode on",
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newSessionHarness(t)
+			cfg := claudeSession()
+			cfg.NtfyTopic = "phone"
+			cfg.DialogPatterns, cfg.InputPrompt = []string{"Do you want to proceed?", "❯ 1. Yes"}, "❯"
+			cfg.BusyAlertAfter, cfg.BusyWait = time.Minute, 10*time.Second
+			h.screen, h.screenTill = screen, 3*time.Minute
+			h.send(0, SignalDeliver, DeliveryRequest{ID: "m", ReplyTo: "intent/1/m", Kind: KindMessage, Text: "【新着メッセージ】msg_id=1 chat=2: hi"})
+			h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 10*time.Minute)
+			h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: cfg})
+			require.Len(t, h.typedAt, 1)
+			require.GreaterOrEqual(t, h.typedAt[0], 3*time.Minute, "typed while the screen was blocked")
+			require.Len(t, h.pushes, 1)
+			require.Contains(t, h.pushes[0].Title, "waits for you")
+		})
+	}
 }

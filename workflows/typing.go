@@ -61,6 +61,9 @@ func (s *session) waitUntilIdle(ctx workflow.Context) error {
 			return err
 		}
 		pattern, working := Busy(pane, s.Config.BusyPatterns)
+		if !working && workflow.GetVersion(ctx, "screen-guards", workflow.DefaultVersion, 1) == 1 {
+			pattern, working = Blocked(pane, s.Config.DialogPatterns, s.Config.InputPrompt)
+		}
 		if !working {
 			return nil
 		}
@@ -103,7 +106,11 @@ func (s *session) escalate(ctx workflow.Context, req DeliveryRequest) (phase int
 	}
 	switch phase {
 	case PhaseInterrupt:
-		err = s.pressKeys(ctx, InterruptKeys)
+		keys := InterruptKeys
+		if len(s.Config.InterruptKeys) > 0 {
+			keys = s.Config.InterruptKeys
+		}
+		err = s.pressKeys(ctx, keys)
 	case PhaseReset:
 		if s.Config.Reset.Typed() {
 			err = s.typeText(ctx, s.Config.Reset.Command)

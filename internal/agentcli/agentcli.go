@@ -28,6 +28,15 @@ type CLI struct {
 	// ChannelsFlag names the plugin channels the CLI listens to (claude: --channels), for the
 	// Telegram plugin when it is the door; empty: the kind has none.
 	ChannelsFlag string `mapstructure:"channels_flag"`
+	// DialogPatterns show a dialog or menu on the bottom lines (a permission prompt, Claude
+	// Code's Rewind menu): nothing is typed then, a keystroke could answer it.
+	DialogPatterns []string `mapstructure:"dialog_patterns"`
+	// InputPrompt starts the CLI's input line (claude: ❯); text after it on the last such line
+	// is a person's draft, which is never typed into. Empty: not checked.
+	InputPrompt string `mapstructure:"input_prompt"`
+	// InterruptKeys are the escalation's phase-2 keys (default Escape Escape C-c; Claude Code
+	// clears the input with C-u instead: Escape twice opens its Rewind menu).
+	InterruptKeys string `mapstructure:"interrupt_keys"`
 }
 
 // LaunchOptions are what a launch adds to the command and the model.
@@ -92,6 +101,10 @@ func Builtin() map[string]CLI {
 			HeadlessArgs: []string{"-p", "--output-format", "json"},
 			SettingsFlag: "--settings",
 			ChannelsFlag: "--channels",
+			// Claude Code 2.1.330's permission dialog, edit/create confirmations and Rewind menu.
+			DialogPatterns: []string{"Do you want to proceed?", "Do you want to make this edit", "Do you want to create", "❯ 1. Yes", "Rewind"},
+			InputPrompt:    "❯",
+			InterruptKeys:  "C-u",
 		},
 		"codex": {
 			Command:      "codex",

@@ -45,9 +45,12 @@ func TmuxConfig(cfg *config.Config, name string) workflows.SessionConfig {
 			InterruptAfter: interruptAfter, ResetAfter: resetAfter, ResetCooldown: cooldown,
 			Interrupt: interrupt, Reset: reset,
 		},
-		Reset:      steps,
-		InputLines: cli.Lines(),
-		ClearKeys:  strings.Fields(cli.ClearKeys),
+		Reset:          steps,
+		InputLines:     cli.Lines(),
+		DialogPatterns: cli.DialogPatterns,
+		InputPrompt:    cli.InputPrompt,
+		InterruptKeys:  strings.Fields(cli.InterruptKeys),
+		ClearKeys:      strings.Fields(cli.ClearKeys),
 	}
 }
 
