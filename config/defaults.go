@@ -59,9 +59,10 @@ func defaults() map[string]any {
 		"scheduler.max_concurrent_sessions": policy.DefaultMaxConcurrentRuns,
 		"scheduler.run_timeout":             policy.DefaultRunTimeout,
 
-		"delivery.busy_wait":        policy.DefaultBusy.BusyWait,
-		"delivery.busy_alert_after": policy.DefaultBusy.BusyAlertAfter,
-		"delivery.busy_lines":       policy.DefaultBusy.BusyLines,
+		"delivery.busy_wait":           policy.DefaultBusy.BusyWait,
+		"delivery.busy_alert_after":    policy.DefaultBusy.BusyAlertAfter,
+		"delivery.busy_lines":          policy.DefaultBusy.BusyLines,
+		"delivery.waits_for_you_after": policy.DefaultBusy.WaitsForYouAfter,
 
 		"hooks.timeout":             5 * time.Second,
 		"hooks.reply_tools":         []string{"mcp__plugin_telegram_telegram__reply", "mcp__telegram__reply"},

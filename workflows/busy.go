@@ -22,17 +22,22 @@ func Blocked(pane string, dialogs []string, prompt string) (string, bool) {
 	if p, ok := Busy(pane, dialogs); ok {
 		return "dialog: " + p, true
 	}
+	if line, ok := InputLine(pane, prompt); ok && line != "" {
+		return "a draft on the input line", true
+	}
+	return "", false
+}
+
+// InputLine is the text on the CLI's input line: after prompt on the last line of pane that
+// starts with it, trimmed; ok is false when no line does (or prompt is empty).
+func InputLine(pane, prompt string) (string, bool) {
 	if prompt == "" {
 		return "", false
 	}
 	lines := strings.Split(pane, "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
-		line := strings.TrimSpace(lines[i])
-		if rest, ok := strings.CutPrefix(line, prompt); ok {
-			if strings.TrimSpace(rest) != "" {
-				return "a draft on the input line", true
-			}
-			return "", false
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(lines[i]), prompt); ok {
+			return strings.TrimSpace(rest), true
 		}
 	}
 	return "", false

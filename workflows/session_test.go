@@ -41,6 +41,7 @@ type sessionHarness struct {
 	ntfyFails  func() bool
 	events     []string // history appends, keys and injections, in order
 	stuck      int      // this many checks after typing still show the text on the input line
+	afterEnter string   // the bottom lines after Enter, when set
 }
 
 func newSessionHarness(t *testing.T) *sessionHarness {
@@ -100,6 +101,9 @@ func newSessionHarness(t *testing.T) *sessionHarness {
 		if req.CheckLines > 0 && h.stuck > 0 {
 			h.stuck--
 			return activities.InjectResult{Bottom: "> " + req.Text + "\n  ? for shortcuts"}, nil
+		}
+		if h.afterEnter != "" {
+			return activities.InjectResult{Bottom: h.afterEnter}, nil
 		}
 		return activities.InjectResult{Bottom: "> \n  ? for shortcuts"}, nil
 	}, activity.RegisterOptions{Name: activities.TmuxInjectName})
@@ -509,4 +513,29 @@ func TestNoTypingIntoDialogOrDraft(t *testing.T) {
 			require.Contains(t, h.pushes[0].Title, "waits for you")
 		})
 	}
+}
+
+// With the input prompt known, a submit is confirmed by the input line alone: the text echoed
+// above it (the transcript) is not "still there", and a person's new draft is not ours.
+func TestConfirmByInputLine(t *testing.T) {
+	h := newSessionHarness(t)
+	cfg := claudeSession()
+	cfg.InputPrompt, cfg.InputLines = "❯", 4
+	// The transcript shows the text, the input line is empty: submitted.
+	h.afterEnter = "❯ hello there\n\n● OK.\n────\n❯ \n────"
+	h.send(0, SignalDeliver, DeliveryRequest{ID: "m", ReplyTo: "intent/1/m", Kind: KindMessage, Text: "hello there"})
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: cfg})
+	require.Equal(t, []string{"hello there"}, h.typed, "typed once, not retyped")
+	require.True(t, h.results["m"].OK)
+
+	// Without the prompt known, the same screen reads as "still there" (the old check).
+	h2 := newSessionHarness(t)
+	h2.afterEnter = h.afterEnter
+	h2.send(0, SignalDeliver, DeliveryRequest{ID: "m", ReplyTo: "intent/1/m", Kind: KindMessage, Text: "hello there"})
+	h2.env.RegisterDelayedCallback(h2.env.CancelWorkflow, time.Minute)
+	old := claudeSession()
+	old.InputLines = 4
+	h2.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: old})
+	require.Len(t, h2.typed, 3)
 }

@@ -72,7 +72,11 @@ func (s *session) waitUntilIdle(ctx workflow.Context) error {
 			s.busySince = &now
 			workflow.GetLogger(ctx).Info("pane busy, delivery waits", "session", s.Config.Name, "pattern", pattern, "queued", len(s.Queue))
 		}
-		if !s.busyAlerted && now.Sub(*s.busySince) >= busy.BusyAlertAfter {
+		after := busy.BusyAlertAfter
+		if strings.HasPrefix(pattern, "dialog") || strings.HasPrefix(pattern, "a draft") {
+			after = busy.WaitsForYouAfter
+		}
+		if !s.busyAlerted && now.Sub(*s.busySince) >= after {
 			s.busyAlerted = true
 			s.alertBusy(ctx, now.Sub(*s.busySince), pattern)
 		}
@@ -159,7 +163,7 @@ func (s *session) submit(ctx workflow.Context, text string) error {
 		if err := workflow.ExecuteActivity(ctx, activities.TmuxInjectName, req).Get(ctx, &res); err != nil {
 			return err
 		}
-		if !check || !StillOnInputLine(res.Bottom, text) {
+		if !check || !s.notSubmitted(ctx, res.Bottom, text) {
 			return nil
 		}
 		if attempt == policy.SubmitAttempts {
@@ -170,6 +174,18 @@ func (s *session) submit(ctx workflow.Context, text string) error {
 			return err
 		}
 	}
+}
+
+// notSubmitted reads the bottom lines after Enter: where the CLI's input prompt is known, only
+// the input line counts (the text elsewhere on the screen, in the transcript or a program's
+// echo, says nothing, and a draft the person began since is not ours to clear); otherwise, as
+// before, the end of the text still showing in the bottom lines.
+func (s *session) notSubmitted(ctx workflow.Context, bottom, text string) bool {
+	if s.Config.InputPrompt != "" && workflow.GetVersion(ctx, "confirm-by-input-line", workflow.DefaultVersion, 1) == 1 {
+		line, ok := InputLine(bottom, s.Config.InputPrompt)
+		return ok && StillOnInputLine(line, text)
+	}
+	return StillOnInputLine(bottom, text)
 }
 
 func orDefaultKeys(keys []string) []string {

@@ -37,10 +37,13 @@ type Busy struct {
 	BusyAlertAfter time.Duration `mapstructure:"busy_alert_after" json:"busy_alert_after,omitempty"`
 	// BusyLines is how many lines from the bottom of the pane are read for busy patterns.
 	BusyLines int `mapstructure:"busy_lines" json:"busy_lines,omitempty"`
+	// WaitsForYouAfter is how long a dialog (a permission prompt) or a person's draft may keep
+	// deliveries waiting before the person is told: only they can clear it.
+	WaitsForYouAfter time.Duration `mapstructure:"waits_for_you_after" json:"waits_for_you_after,omitempty"`
 }
 
 // DefaultBusy is the busy handling used when nothing else is set.
-var DefaultBusy = Busy{BusyWait: 10 * time.Second, BusyAlertAfter: 5 * time.Minute, BusyLines: 8}
+var DefaultBusy = Busy{BusyWait: 10 * time.Second, BusyAlertAfter: 5 * time.Minute, BusyLines: 8, WaitsForYouAfter: 2 * time.Minute}
 
 // OrDefault fills unset fields from DefaultBusy.
 func (b Busy) OrDefault() Busy {
@@ -48,6 +51,8 @@ func (b Busy) OrDefault() Busy {
 		BusyWait:       Or(b.BusyWait, DefaultBusy.BusyWait),
 		BusyAlertAfter: Or(b.BusyAlertAfter, DefaultBusy.BusyAlertAfter),
 		BusyLines:      Or(b.BusyLines, DefaultBusy.BusyLines),
+		// Sessions configured before this setting alert on a dialog like on a busy pane.
+		WaitsForYouAfter: Or(b.WaitsForYouAfter, Or(b.BusyAlertAfter, DefaultBusy.WaitsForYouAfter)),
 	}
 }
 
