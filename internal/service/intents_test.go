@@ -454,10 +454,12 @@ func TestN2BusyPaneRealTmux(t *testing.T) {
 	busyOut, idleOut, bossOut := filepath.Join(dir, "busy.out"), filepath.Join(dir, "idle.out"), filepath.Join(dir, "boss.out")
 	tmuxReader(t) // private server; its "secretary" session is replaced below
 	agent := fmt.Sprintf(`stty -echo; printf '✻ Working… (esc to interrupt)\n'; timeout 5 cat > %s; printf '\033[2J\033[H> '; exec cat > %s`, busyOut, idleOut)
+	// The new sessions first: killing the server's last session would end the server, and a
+	// new-session racing its exit fails ("server exited unexpectedly").
 	for _, args := range [][]string{
-		{"kill-session", "-t", "secretary"},
 		{"new-session", "-d", "-s", "agent", "-x", "120", "-y", "30", agent},
 		{"new-session", "-d", "-s", "boss", "-x", "120", "-y", "30", "stty -echo; exec cat > " + bossOut},
+		{"kill-session", "-t", "=secretary"},
 	} {
 		if out, err := exec.Command("tmux", args...).CombinedOutput(); err != nil {
 			t.Fatalf("tmux %v: %v %s", args, err, out)
