@@ -148,6 +148,9 @@ type Escalation struct {
 	// Interrupt and Reset switch phases 2 and 3 (default on; Reset off with protect_context).
 	Interrupt *bool `mapstructure:"interrupt"`
 	Reset     *bool `mapstructure:"reset"`
+	// StepEvery allows one interrupt or reset per this long for the whole session, whatever
+	// intents are overdue (default reminders.repeat_every).
+	StepEvery time.Duration `mapstructure:"step_every"`
 }
 
 // Metrics configures the Prometheus endpoint of the worker.

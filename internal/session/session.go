@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/policy"
 	"github.com/intentq/intentq/workflows"
 )
 
@@ -44,6 +45,7 @@ func TmuxConfig(cfg *config.Config, name string) workflows.SessionConfig {
 		Escalation: workflows.EscalationPolicy{
 			InterruptAfter: interruptAfter, ResetAfter: resetAfter, ResetCooldown: cooldown,
 			Interrupt: interrupt, Reset: reset,
+			StepEvery: policy.Or(sc.Escalation.StepEvery, cfg.Reminders.RepeatEvery),
 		},
 		Reset:          steps,
 		InputLines:     cli.Lines(),
