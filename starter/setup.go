@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/platform/private"
 	"github.com/intentq/intentq/internal/platform/usersvc"
 )
 
@@ -305,15 +306,8 @@ func updateJSONFile(out io.Writer, path, what string, dryRun bool, change func(m
 		}
 		fmt.Fprintf(out, "backed up %s to %s\n", path, backup)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := path + ".intentq-tmp"
-	if err := os.WriteFile(tmp, updated, 0o600); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	if err := private.WriteFile(path, updated); err != nil {
+		return err
 	}
 	fmt.Fprintf(out, "%s written to %s\n", what, path)
 	return nil

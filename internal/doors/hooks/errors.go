@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/intentq/intentq/internal/platform/private"
 )
 
 // ErrorRecord is the last problem that made the hooks allow without doing their work (a config
@@ -35,16 +37,8 @@ func RecordError(dataDir, cause string, now time.Time) (rec ErrorRecord, isNew b
 		rec.Since, rec.Count = prev.Since, prev.Count+1
 	}
 	isNew = prev == nil || prev.Cause != cause
-	path := ErrorFile(dataDir)
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return rec, isNew, fmt.Errorf("record hook error: %w", err)
-	}
 	data, _ := json.Marshal(rec)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return rec, isNew, fmt.Errorf("record hook error: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := private.WriteFile(ErrorFile(dataDir), data); err != nil {
 		return rec, isNew, fmt.Errorf("record hook error: %w", err)
 	}
 	return rec, isNew, nil

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/intent"
+	"github.com/intentq/intentq/internal/platform/private"
 	"github.com/intentq/intentq/workflows"
 )
 
@@ -88,11 +88,8 @@ func (p *Poller) setStatus(change func(*PollerStatus)) {
 		return
 	}
 	data, _ := json.Marshal(p.status)
-	if err := os.MkdirAll(filepath.Dir(p.opts.StatusFile), 0o700); err == nil {
-		tmp := p.opts.StatusFile + ".tmp"
-		if os.WriteFile(tmp, data, 0o600) == nil {
-			_ = os.Rename(tmp, p.opts.StatusFile)
-		}
+	if err := private.WriteFile(p.opts.StatusFile, data); err != nil {
+		p.log.Warn("telegram poller status not kept", zap.Error(err))
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/intentq/intentq/activities"
+	"github.com/intentq/intentq/internal/platform/private"
 	"github.com/intentq/intentq/internal/redact"
 )
 
@@ -115,16 +116,6 @@ func readNotifyState(path string) (NotifyState, error) {
 }
 
 func writeNotifyState(path string, st NotifyState) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
 	data, _ := json.Marshal(st)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return private.WriteFile(path, data)
 }

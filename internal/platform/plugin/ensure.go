@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/platform/private"
 )
 
 // Outcome is what Ensure did.
@@ -47,17 +48,10 @@ func writeTokenFile(cfg *config.Config) error {
 		return nil
 	}
 	path := cfg.PluginTokenFile()
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("plugin: token file: %w", err)
-	}
 	if old, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(old)) == cfg.Ingest.Token.Reveal() {
 		return os.Chmod(path, 0o600)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(cfg.Ingest.Token.Reveal()+"\n"), 0o600); err != nil {
-		return fmt.Errorf("plugin: token file: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := private.WriteFile(path, []byte(cfg.Ingest.Token.Reveal()+"\n")); err != nil {
 		return fmt.Errorf("plugin: token file: %w", err)
 	}
 	return nil

@@ -49,3 +49,19 @@ func Fix(dir string) error {
 		return nil
 	})
 }
+
+// WriteFile writes data to path as a private file (0600, its folder created 0700), atomically:
+// a reader sees the old content or the new, never half of it.
+func WriteFile(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
