@@ -7,7 +7,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -60,10 +62,21 @@ func claudeAgent(t *testing.T, env []string, home string, api *fakeanthropic.Ser
 	if out, err := tmux.CombinedOutput(); err != nil {
 		t.Fatalf("start claude in tmux: %v\n%s", err, out)
 	}
+	pidCmd := exec.Command("tmux", "display-message", "-p", "-t", "=secretary:", "#{pane_pid}")
+	pidCmd.Env = env
+	out, _ := pidCmd.Output()
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(out)))
 	t.Cleanup(func() {
 		k := exec.Command("tmux", "kill-server")
 		k.Env = env
 		_ = k.Run()
+		// Claude Code writes into HOME while it exits: wait for it before the temporary HOME is
+		// removed.
+		for deadline := time.Now().Add(15 * time.Second); pid > 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if syscall.Kill(pid, 0) != nil {
+				break
+			}
+		}
 	})
 	return func() string {
 		c := exec.Command("tmux", "capture-pane", "-p", "-t", "=secretary:")
