@@ -20,10 +20,10 @@ import (
 func newHook() *cobra.Command {
 	var session string
 	cmd := &cobra.Command{
-		Use:       "hook session-start|post-tool-use|stop",
+		Use:       "hook " + strings.Join(hooks.Events(), "|"),
 		Short:     "answer a Claude Code hook (JSON on stdin); always exits 0 and allows when anything fails",
 		Args:      args(cobra.ExactArgs(1)),
-		ValidArgs: []string{hooks.EventSessionStart, hooks.EventPostToolUse, hooks.EventStop},
+		ValidArgs: hooks.Events(),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			logger, _ := logging.New(config.Log{Level: "warn", Format: "console"})
 			if logger == nil {

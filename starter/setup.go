@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/intentq/intentq/config"
+	intentqhooks "github.com/intentq/intentq/internal/doors/hooks"
 	"github.com/intentq/intentq/internal/platform/private"
 	"github.com/intentq/intentq/internal/platform/usersvc"
 )
@@ -27,7 +28,7 @@ func newSetup() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "setup [--service [--remove]] [--dry-run]",
 		Short: "install intentq's hooks into the secretary's Claude Code settings; --service also runs the worker as a user service with a watchdog",
-		Long: "setup writes intentq's hooks (session-start, post-tool-use, stop) into claude.settings, merging\n" +
+		Long: "setup writes intentq's hooks (session-start, user-prompt-submit, pre-tool-use, post-tool-use, stop,\nnotification) into claude.settings, merging\n" +
 			"with what is there (a backup first; running it again changes nothing), allows intentq's MCP tools\n" +
 			"there, registers `starter mcp` as the MCP server \"intentq\" in ~/.claude.json, and prints how\n" +
 			"Codex, Copilot CLI and Kimi register it.\n\n" +
@@ -50,7 +51,7 @@ func newSetup() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if !remove {
-				if err := setupHooks(out, cfg.Claude.Settings, starter, cfg.Hooks.ReplyTools, cfg.Hooks.RemindTools, dryRun); err != nil {
+				if err := setupHooks(out, cfg.Claude.Settings, starter, dryRun); err != nil {
 					return err
 				}
 				claudeJSON := filepath.Join(filepath.Dir(cfg.Claude.Home), ".claude.json")
@@ -168,33 +169,29 @@ func runAll(out io.Writer, commands [][]string, dryRun, tolerate bool) error {
 	return nil
 }
 
-// hookEvents are the Claude Code hooks intentq answers, with the starter's argument for each.
-var hookEvents = []struct{ event, arg string }{
-	{"SessionStart", "session-start"},
-	{"PostToolUse", "post-tool-use"},
-	{"Stop", "stop"},
-}
-
 // setupHooks merges intentq's hooks into the settings file: every other key, and other hooks,
 // stay as they are; an event that already runs `starter hook <arg>` is left alone. It also
 // allows intentq's MCP tools (permissions.allow "mcp__intentq"), so no dialog stops a reply.
-func setupHooks(out io.Writer, path, starter string, replyTools, remindTools []string, dryRun bool) error {
+func setupHooks(out io.Writer, path, starter string, dryRun bool) error {
 	return updateJSONFile(out, path, "hooks", dryRun, func(settings map[string]any) (bool, error) {
 		hooks, err := objectAt(settings, "hooks")
 		if err != nil {
 			return false, err
 		}
 		changed := false
-		for _, h := range hookEvents {
-			groups, _ := hooks[h.event].([]any)
-			if runsHook(groups, h.arg) {
+		for _, h := range intentqhooks.ClaudeEvents {
+			groups, _ := hooks[h.Name].([]any)
+			if group := intentqhooks.Group(groups, h.Arg); group != nil {
+				// post-tool-use hands over messages after every tool: an older setup limited it
+				// to the reply and reminder tools.
+				if _, limited := group["matcher"]; limited && h.Arg == intentqhooks.EventPostToolUse {
+					delete(group, "matcher")
+					changed = true
+				}
 				continue
 			}
-			group := map[string]any{"hooks": []any{map[string]any{"type": "command", "command": shellQuote(starter) + " hook " + h.arg, "timeout": 10}}}
-			if h.event == "PostToolUse" {
-				group["matcher"] = strings.Join(append(append([]string{}, replyTools...), remindTools...), "|")
-			}
-			hooks[h.event] = append(groups, group)
+			group := map[string]any{"hooks": []any{map[string]any{"type": "command", "command": shellQuote(starter) + " hook " + h.Arg, "timeout": 10}}}
+			hooks[h.Name] = append(groups, group)
 			changed = true
 		}
 		settings["hooks"] = hooks
@@ -313,20 +310,6 @@ func updateJSONFile(out io.Writer, path, what string, dryRun bool, change func(m
 	return nil
 }
 
-// runsHook reports whether a hook event's groups already run `... hook <arg>`.
-func runsHook(groups []any, arg string) bool {
-	for _, g := range groups {
-		group, _ := g.(map[string]any)
-		list, _ := group["hooks"].([]any)
-		for _, h := range list {
-			entry, _ := h.(map[string]any)
-			if cmd, _ := entry["command"].(string); strings.Contains(cmd, "hook "+arg) {
-				return true
-			}
-		}
-	}
-	return false
-}
 
 // shellQuote quotes a path for the command line Claude Code runs through a shell.
 func shellQuote(s string) string {

@@ -472,7 +472,10 @@ func TestSetupHooksAndService(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(settings), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	mine := `{"model": "opus", "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "my-guard"}]}]}}`
+	// The person's own hook stays; an older setup's post-tool-use, limited to two tools, now
+	// runs after every tool (it hands over messages at each tool call).
+	mine := `{"model": "opus", "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "my-guard"}]}],
+	  "PostToolUse": [{"matcher": "mcp__plugin_telegram_telegram__reply|Bash", "hooks": [{"type": "command", "command": "/old/starter hook post-tool-use", "timeout": 10}]}]}}`
 	if err := os.WriteFile(settings, []byte(mine), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -493,7 +496,8 @@ func TestSetupHooksAndService(t *testing.T) {
 		Hooks map[string][]map[string]any `json:"hooks"`
 	}
 	b, _ := os.ReadFile(settings)
-	if err := json.Unmarshal(b, &got); err != nil || got.Model != "opus" || len(got.Hooks["PreToolUse"]) != 1 || len(got.Hooks) != 4 {
+	if err := json.Unmarshal(b, &got); err != nil || got.Model != "opus" || len(got.Hooks["PreToolUse"]) != 2 || len(got.Hooks) != 6 ||
+		len(got.Hooks["PostToolUse"]) != 1 || got.Hooks["PostToolUse"][0]["matcher"] != nil {
 		t.Fatalf("merged settings = %s (%v)", b, err)
 	}
 	if r := doctor.Hooks(settings); !r.OK {

@@ -61,6 +61,9 @@ type DeliveryResult struct {
 	// Phase is the escalation phase used; Reset says the CLI was reset.
 	Phase int  `json:"phase,omitempty"`
 	Reset bool `json:"reset,omitempty"`
+	// Via is the hook that handed the message to the agent at a turn boundary (post-tool-use,
+	// stop, user-prompt-submit, session-start); empty when it was typed.
+	Via string `json:"via,omitempty"`
 }
 
 // DeliveryID names an intent's n-th delivery request; the door's request is number 1.

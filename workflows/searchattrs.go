@@ -16,6 +16,8 @@ var (
 	IntentSessionKey = temporal.NewSearchAttributeKeyKeyword("IntentSession")
 	// IntentReceivedAtKey is when the message was received.
 	IntentReceivedAtKey = temporal.NewSearchAttributeKeyTime("IntentReceivedAt")
+	// AgentStateKey is a session's agent state as its hooks report it: working, idle, waiting.
+	AgentStateKey = temporal.NewSearchAttributeKeyKeyword("AgentState")
 )
 
 // SearchAttributes lists the custom search attributes with their types, for registering them on
@@ -26,5 +28,6 @@ func SearchAttributes() map[string]enumspb.IndexedValueType {
 		IntentChatKey.GetName():       enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		IntentSessionKey.GetName():    enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		IntentReceivedAtKey.GetName(): enumspb.INDEXED_VALUE_TYPE_DATETIME,
+		AgentStateKey.GetName():       enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	}
 }

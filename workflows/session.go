@@ -64,6 +64,12 @@ type SessionInput struct {
 	// down); LastAlertAt is when the last push was tried.
 	HeldAlerts  []Alert    `json:"held_alerts,omitempty"`
 	LastAlertAt *time.Time `json:"last_alert_at,omitempty"`
+	// Agent is what the agent's hooks last reported; nil while no hook has.
+	Agent *AgentState `json:"agent,omitempty"`
+	// Offers are messages hooks took and have not committed yet; TakeKeys the latest takes'
+	// keys (a hook that runs twice takes once).
+	Offers   []Offer  `json:"offers,omitempty"`
+	TakeKeys []string `json:"take_keys,omitempty"`
 }
 
 // recentDelivered bounds SessionInput.RecentlyDelivered.
@@ -95,6 +101,10 @@ type SessionView struct {
 	Failed    int64         `json:"failed"`
 	// BusySince is set while the pane shows the CLI at work and deliveries wait.
 	BusySince *time.Time `json:"busy_since,omitempty"`
+	// Agent is the agent's state as its hooks report it; Offered the messages a hook took and
+	// has not committed yet.
+	Agent   *AgentState `json:"agent,omitempty"`
+	Offered []string    `json:"offered,omitempty"`
 }
 
 // ErrTypeHumanPane refuses a delivery to a pane marked as the person's own.
@@ -113,19 +123,26 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	s := &session{SessionInput: in,
 		deliverCh:   workflow.GetSignalChannel(ctx, SignalDeliver),
 		configureCh: workflow.GetSignalChannel(ctx, SignalConfigure),
+		agentCh:     workflow.GetSignalChannel(ctx, SignalAgentEvent),
+		takenCh:     workflow.GetSignalChannel(ctx, SignalTaken),
+		wakeCh:      workflow.NewBufferedChannel(ctx, 1),
 	}
 	if err := workflow.SetQueryHandler(ctx, QuerySession, s.view); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateTake, s.take, workflow.UpdateHandlerOptions{Validator: s.validateTake}); err != nil {
 		return err
 	}
 	workflow.Go(ctx, s.takeAlerts)
 	workflow.Go(ctx, s.pushAlerts)
 	for {
-		s.drain()
+		s.drain(ctx)
+		s.settleOffers(ctx)
 		if len(s.Queue) == 0 {
 			if s.historyTooLong(ctx) {
 				return workflow.NewContinueAsNewError(ctx, SessionWorkflowName, s.SessionInput)
 			}
-			s.waitForSignal(ctx, nil)
+			s.waitForSignal(ctx, s.leaseTimer(ctx))
 			continue
 		}
 		req := s.Queue[0]
@@ -133,7 +150,7 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 			if err := s.commitToHistory(workflow.WithActivityOptions(ctx, tmuxActivityOptions), req); err != nil {
 				workflow.GetLogger(ctx).Warn("context not committed", "session", s.Config.Name, "request", req.ID, "error", err)
 			}
-			s.Queue = s.Queue[1:]
+			s.dequeue(req.ID)
 			continue
 		}
 		var result DeliveryResult
@@ -142,12 +159,15 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 			// Typed already: answer again, type nothing.
 			result = s.result(ctx, req, nil)
 		} else {
-			result = s.deliver(ctx, req)
+			var taken bool
+			if result, taken = s.deliver(ctx, req); taken {
+				continue // a hook handed it to the agent; its commit answers the intent
+			}
 		}
 		if result.OK && req.Kind == KindMessage {
 			s.rememberDelivered(req.ReplyTo)
 		}
-		s.Queue = s.Queue[1:]
+		s.dequeue(req.ID)
 		count(ctx, metricDeliveries, map[string]string{"session": s.Config.Name, "kind": req.Kind, "ok": fmt.Sprint(result.OK)}, 1)
 		if result.OK {
 			s.Delivered++
@@ -166,33 +186,68 @@ type session struct {
 	SessionInput
 	deliverCh   workflow.ReceiveChannel
 	configureCh workflow.ReceiveChannel
+	// agentCh and takenCh carry the hooks' reports and commits; wakeCh wakes the main loop after
+	// a take (an update, which no selector sees).
+	agentCh     workflow.ReceiveChannel
+	takenCh     workflow.ReceiveChannel
+	wakeCh      workflow.Channel
 	busySince   *time.Time
 	busyAlerted bool
+	// receipts are intents named by the agent's submitted prompts, not yet matched; commits the
+	// keys of offers hooks have committed, not yet settled; typing the request being typed.
+	receipts []string
+	commits  []string
+	typing   string
 }
 
+// maxReceipts bounds session.receipts (a prompt a person typed may name an intent too).
+const maxReceipts = 100
+
 func (s *session) view() (SessionView, error) {
-	v := SessionView{Config: s.Config, Delivered: s.Delivered, Failed: s.Failed, BusySince: s.busySince}
+	v := SessionView{Config: s.Config, Delivered: s.Delivered, Failed: s.Failed, BusySince: s.busySince, Agent: s.Agent}
 	for _, r := range s.Queue {
 		v.Queued = append(v.Queued, r.ID)
+	}
+	for _, o := range s.Offers {
+		for _, r := range o.Requests {
+			v.Offered = append(v.Offered, r.ID)
+		}
 	}
 	return v, nil
 }
 
 // drain takes every signal that has arrived without blocking.
-func (s *session) drain() {
+func (s *session) drain(ctx workflow.Context) {
 	for s.configureCh.ReceiveAsync(&s.Config) {
 	}
 	for {
 		var req DeliveryRequest
 		if !s.deliverCh.ReceiveAsync(&req) {
-			return
+			break
 		}
 		s.enqueue(req)
 	}
+	for {
+		var ev AgentEvent
+		if !s.agentCh.ReceiveAsync(&ev) {
+			break
+		}
+		s.noteEvent(ctx, ev)
+	}
+	for {
+		var t TakenRequest
+		if !s.takenCh.ReceiveAsync(&t) {
+			break
+		}
+		s.commits = append(s.commits, t.Key)
+	}
+	for s.wakeCh.ReceiveAsync(nil) {
+	}
 }
 
-// waitForSignal blocks until a signal arrives or timer (if any) fires, taking the signal.
-func (s *session) waitForSignal(ctx workflow.Context, timer workflow.Future) {
+// waitForSignal blocks until a signal arrives or timer (if any) fires, taking the signal. It
+// reports whether the agent's hooks said something (a report, a take, a commit).
+func (s *session) waitForSignal(ctx workflow.Context, timer workflow.Future) (agent bool) {
 	sel := workflow.NewSelector(ctx)
 	sel.AddReceive(s.deliverCh, func(c workflow.ReceiveChannel, _ bool) {
 		var req DeliveryRequest
@@ -200,10 +255,47 @@ func (s *session) waitForSignal(ctx workflow.Context, timer workflow.Future) {
 		s.enqueue(req)
 	})
 	sel.AddReceive(s.configureCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &s.Config) })
+	sel.AddReceive(s.agentCh, func(c workflow.ReceiveChannel, _ bool) {
+		var ev AgentEvent
+		c.Receive(ctx, &ev)
+		s.noteEvent(ctx, ev)
+		agent = true
+	})
+	sel.AddReceive(s.takenCh, func(c workflow.ReceiveChannel, _ bool) {
+		var t TakenRequest
+		c.Receive(ctx, &t)
+		s.commits = append(s.commits, t.Key)
+		agent = true
+	})
+	sel.AddReceive(s.wakeCh, func(c workflow.ReceiveChannel, _ bool) {
+		c.Receive(ctx, nil)
+		agent = true
+	})
 	if timer != nil {
 		sel.AddFuture(timer, func(workflow.Future) {})
 	}
 	sel.Select(ctx)
+	return agent
+}
+
+// dequeue removes request id from the queue (a hook may have taken others meanwhile).
+func (s *SessionInput) dequeue(id string) {
+	for i, q := range s.Queue {
+		if q.ID == id {
+			s.Queue = append(s.Queue[:i:i], s.Queue[i+1:]...)
+			return
+		}
+	}
+}
+
+// queued reports whether request id still waits in the queue.
+func (s *SessionInput) queued(id string) bool {
+	for _, q := range s.Queue {
+		if q.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // enqueue adds a request unless the same intent already waits for a delivery of the same kind

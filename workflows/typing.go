@@ -4,6 +4,7 @@ package workflows
 // commit to the history (H1), type literally and press Enter (N3), confirm the submit.
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -15,8 +16,9 @@ import (
 	"github.com/intentq/intentq/internal/policy"
 )
 
-// deliver types one request into the pane once the pane is idle, and reports the outcome.
-func (s *session) deliver(ctx workflow.Context, req DeliveryRequest) DeliveryResult {
+// deliver types one request into the pane once the pane is idle, and reports the outcome;
+// taken says a hook took the request while it waited (the hook's commit reports it).
+func (s *session) deliver(ctx workflow.Context, req DeliveryRequest) (_ DeliveryResult, taken bool) {
 	ctx = workflow.WithActivityOptions(ctx, tmuxActivityOptions)
 	var err error
 	switch {
@@ -27,8 +29,13 @@ func (s *session) deliver(ctx workflow.Context, req DeliveryRequest) DeliveryRes
 	default:
 		// Sessions started before busy-awareness replay without reading the pane.
 		if workflow.GetVersion(ctx, "busy-aware-delivery", workflow.DefaultVersion, 1) == 1 {
-			err = s.waitUntilIdle(ctx)
+			err = s.waitUntilIdle(ctx, req)
 		}
+		if errors.Is(err, errTaken) {
+			return DeliveryResult{}, true
+		}
+		s.typing = req.ID
+		defer func() { s.typing = "" }()
 		phase, reset := PhaseNudge, false
 		if err == nil && workflow.GetVersion(ctx, "escalation", workflow.DefaultVersion, 1) == 1 {
 			phase, reset, err = s.escalate(ctx, req)
@@ -37,32 +44,41 @@ func (s *session) deliver(ctx workflow.Context, req DeliveryRequest) DeliveryRes
 			err = s.commitToHistory(ctx, req)
 		}
 		if err == nil {
-			err = s.submit(ctx, req.Text)
+			err = s.submit(ctx, req)
 		}
 		res := s.result(ctx, req, err)
 		res.Phase, res.Reset = phase, reset
-		return res
+		return res, false
 	}
-	return s.result(ctx, req, err)
+	return s.result(ctx, req, err), false
 }
 
-// waitUntilIdle reads the pane until it shows none of the CLI's busy patterns (SPEC N2). While
-// it waits, new requests queue behind this one; after BusyAlertAfter the person is told once
-// through ntfy rather than left to wonder why nothing arrives.
-func (s *session) waitUntilIdle(ctx workflow.Context) error {
+// waitUntilIdle waits until the agent may be typed into (SPEC N2): its hooks do not say it
+// works or waits for the person, and the pane shows none of the CLI's busy patterns, no dialog
+// and no draft. While it waits, new requests queue behind req, hooks may take req (errTaken)
+// and commit what they took; after BusyAlertAfter the person is told once through ntfy rather
+// than left to wonder why nothing arrives.
+func (s *session) waitUntilIdle(ctx workflow.Context, req DeliveryRequest) error {
 	defer func() { s.busySince, s.busyAlerted = nil, false }()
 	busy := s.Config.Busy.OrDefault()
 	for {
-		var pane string
-		err := workflow.ExecuteActivity(ctx, activities.TmuxCaptureName, activities.CaptureRequest{
-			Target: s.Config.TmuxTarget, Lines: busy.BusyLines,
-		}).Get(ctx, &pane)
-		if err != nil {
-			return err
+		s.settleOffers(ctx)
+		if s.typing != req.ID && !s.queued(req.ID) {
+			return errTaken
 		}
-		pattern, working := Busy(pane, s.Config.BusyPatterns)
-		if !working && workflow.GetVersion(ctx, "screen-guards", workflow.DefaultVersion, 1) == 1 {
-			pattern, working = Blocked(pane, s.Config.DialogPatterns, s.Config.InputPrompt)
+		pattern, working := s.agentBusy(workflow.Now(ctx))
+		if !working {
+			var pane string
+			err := workflow.ExecuteActivity(ctx, activities.TmuxCaptureName, activities.CaptureRequest{
+				Target: s.Config.TmuxTarget, Lines: busy.BusyLines,
+			}).Get(ctx, &pane)
+			if err != nil {
+				return err
+			}
+			pattern, working = Busy(pane, s.Config.BusyPatterns)
+			if !working && workflow.GetVersion(ctx, "screen-guards", workflow.DefaultVersion, 1) == 1 {
+				pattern, working = Blocked(pane, s.Config.DialogPatterns, s.Config.InputPrompt)
+			}
 		}
 		if !working {
 			return nil
@@ -80,10 +96,16 @@ func (s *session) waitUntilIdle(ctx workflow.Context) error {
 			s.busyAlerted = true
 			s.alertBusy(ctx, now.Sub(*s.busySince), pattern)
 		}
-		timer := workflow.NewTimer(ctx, busy.BusyWait)
+		// Wait for the next look, or for the agent's hooks to say something (a Stop is the
+		// moment to type; a take may have handed req over).
+		timerCtx, cancel := workflow.WithCancel(ctx)
+		timer := workflow.NewTimer(timerCtx, busy.BusyWait)
 		for !timer.IsReady() {
-			s.waitForSignal(ctx, timer)
+			if s.waitForSignal(ctx, timer) && s.Agent != nil {
+				break
+			}
 		}
+		cancel()
 	}
 }
 
@@ -130,7 +152,7 @@ func (s *session) escalate(ctx workflow.Context, req DeliveryRequest) (phase int
 			reset = true
 			workflow.GetLogger(ctx).Warn("session reset", "session", s.Config.Name, "request", req.ID)
 			_ = workflow.Sleep(ctx, 2*time.Second)
-			err = s.waitUntilIdle(ctx)
+			err = s.waitUntilIdle(ctx, req)
 		}
 	}
 	return phase, reset, err
@@ -150,18 +172,38 @@ func (s *session) commitToHistory(ctx workflow.Context, req DeliveryRequest) err
 	return nil
 }
 
-// submit types text and presses Enter, and when the CLI's input line is known, checks that the
-// text left it; if not, it clears the line and types again, up to SubmitAttempts times.
-func (s *session) submit(ctx workflow.Context, text string) error {
+// submit types the request's text and presses Enter, and confirms the submit: by the agent's
+// UserPromptSubmit receipt where its hooks report, else (or when no receipt comes within
+// policy.ReceiptWait) by the CLI's input line, when known, being free of the text; if it is
+// not, it clears the line and types again, up to SubmitAttempts times.
+func (s *session) submit(ctx workflow.Context, dreq DeliveryRequest) error {
+	text := dreq.Text
 	check := s.Config.InputLines > 0 && workflow.GetVersion(ctx, "confirm-submit", workflow.DefaultVersion, 1) == 1
+	// Hooks report for this agent: its receipt confirms (only set after a hook has fired, so
+	// sessions from before hooks replay unchanged).
+	receipt := s.Agent != nil && dreq.ReplyTo != ""
 	for attempt := 1; ; attempt++ {
 		req := activities.InjectRequest{Target: s.Config.TmuxTarget, Text: text, NewlineKey: s.Config.NewlineKey}
-		if check {
+		if check && !receipt {
 			req.CheckLines, req.CheckDelay = s.Config.InputLines, 500*time.Millisecond
 		}
 		var res activities.InjectResult
 		if err := workflow.ExecuteActivity(ctx, activities.TmuxInjectName, req).Get(ctx, &res); err != nil {
 			return err
+		}
+		if receipt {
+			if s.awaitReceipt(ctx, dreq.ReplyTo) {
+				return nil
+			}
+			workflow.GetLogger(ctx).Warn("no receipt from the agent's hooks; reading its input line", "session", s.Config.Name, "request", dreq.ID)
+			if !check {
+				return nil
+			}
+			if err := workflow.ExecuteActivity(ctx, activities.TmuxCaptureName, activities.CaptureRequest{
+				Target: s.Config.TmuxTarget, Lines: s.Config.InputLines,
+			}).Get(ctx, &res.Bottom); err != nil {
+				return err
+			}
 		}
 		if !check || !s.notSubmitted(ctx, res.Bottom, text) {
 			return nil
@@ -204,6 +246,24 @@ func StillOnInputLine(bottom, text string) bool {
 		tail = tail[len(tail)-24:]
 	}
 	return len(tail) > 0 && strings.Contains(bottom, string(tail))
+}
+
+// awaitReceipt waits up to policy.ReceiptWait for the agent's UserPromptSubmit hook to name
+// intent id.
+func (s *session) awaitReceipt(ctx workflow.Context, id string) bool {
+	if s.receipted(id) {
+		return true
+	}
+	timerCtx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	timer := workflow.NewTimer(timerCtx, policy.ReceiptWait)
+	for !timer.IsReady() {
+		s.waitForSignal(ctx, timer)
+		if s.receipted(id) {
+			return true
+		}
+	}
+	return false
 }
 
 // typeText types text into the pane and presses Enter.

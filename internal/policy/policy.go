@@ -79,6 +79,17 @@ const DefaultMaxConcurrentRuns = 2
 // arrives in between (a flood of failures is one push, not one per intent).
 const AlertEvery = time.Minute
 
+// Agent hooks (issue 10): how long a state reported by the agent's hooks is trusted on its own
+// (a turn interrupted with Escape fires no Stop hook: after HookStale the screen decides again),
+// how long messages handed to a hook wait for its commit before they are queued again (longer
+// than any hook may run), and how long a typed delivery waits for the agent's UserPromptSubmit
+// receipt before the input line is read instead.
+const (
+	HookStale   = 30 * time.Second
+	OfferLease  = 30 * time.Second
+	ReceiptWait = 5 * time.Second
+)
+
 // SubmitAttempts bounds how often a delivery is typed before it is reported failed.
 const SubmitAttempts = 3
 

@@ -1,5 +1,10 @@
-// Package hooks implements intentq's Claude Code hooks: session-start presents every pending
-// intent (SPEC I3), post-tool-use closes the intent a reply answers and reminds of old ones,
+// Package hooks implements intentq's Claude Code hooks. Every hook reports to the agent's
+// session as it fires (the agent's state: working, idle, waiting for the person), and the hooks
+// at turn boundaries hand the agent the messages waiting for it (issue 10): post-tool-use as
+// context after a tool call, stop by blocking the stop, user-prompt-submit beside a prompt,
+// session-start with every pending intent (SPEC I3). Each such handover is taken from the
+// session, printed, then committed: counted delivered exactly once, never when the hook failed
+// to print it. post-tool-use also closes the intent a reply answers and reminds of old ones;
 // stop keeps an agent working while its inbox or intents wait (SPEC S1, S2). Every hook answers
 // within its timeout, also when Temporal is down, and then allows (SPEC S4).
 package hooks
@@ -10,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -31,8 +37,16 @@ type Input struct {
 	HookEventName        string          `json:"hook_event_name"`
 	ToolName             string          `json:"tool_name"`
 	ToolInput            json.RawMessage `json:"tool_input"`
+	ToolUseID            string          `json:"tool_use_id"`
 	StopHookActive       bool            `json:"stop_hook_active"`
 	LastAssistantMessage string          `json:"last_assistant_message"`
+	// Source is why a session started: startup, resume, clear, compact.
+	Source string `json:"source"`
+	// Prompt and PromptID are the submitted prompt (user-prompt-submit).
+	Prompt   string `json:"prompt"`
+	PromptID string `json:"prompt_id"`
+	// NotificationType says what a notification is about: permission_prompt, idle_prompt, ...
+	NotificationType string `json:"notification_type"`
 }
 
 // Output is the JSON a hook prints; empty fields are left out, and an empty Output prints
@@ -60,6 +74,17 @@ type Backend interface {
 	Inbox(ctx context.Context, agent string) ([]workflows.InboxMessage, error)
 	SendInbox(ctx context.Context, agent string, msg workflows.InboxSend) error
 	CommitContext(ctx context.Context, session, id, text string) error
+	// Report tells the session a hook fired; it must not need a worker (a signal).
+	Report(ctx context.Context, session string, ev workflows.AgentEvent) error
+	// Take hands over the messages waiting for the agent; Taken commits them once printed.
+	Take(ctx context.Context, session string, req workflows.TakeRequest) (workflows.TakeResult, error)
+	Taken(ctx context.Context, session, key string) error
+}
+
+// Answer is what a hook prints, and the key of the take it printed (committed once printed).
+type Answer struct {
+	Output Output
+	Taken  string
 }
 
 // Settings are the hooks' configuration.
@@ -116,33 +141,62 @@ func Write(w io.Writer, out Output) error {
 	return json.NewEncoder(w).Encode(out)
 }
 
-// SessionStart lists all pending intents of the session, oldest first, with their full text,
-// as one <system-reminder> block, and commits the block to the session's history (SPEC I3, H1).
-func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Output, error) {
+// SessionStart presents every pending intent of the session once, oldest first, with its full
+// text, as one <system-reminder> block (SPEC I3, H1): the messages still waiting to be typed are
+// taken from the session (so they are not typed too), the rest are listed from visibility.
+func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) {
+	taken := takeWaiting(ctx, b, s, in, workflows.EventSessionStart, in.Source, nil)
 	list, err := b.Pending(ctx, intent.Filter{Status: workflows.StatusPending, Session: s.Session})
-	if err != nil || len(list) == 0 {
-		return Output{}, err
+	if err != nil && len(taken.Messages) == 0 {
+		return Answer{}, err
+	}
+	presented := map[string]bool{}
+	var entries []string
+	for _, m := range taken.Messages {
+		if presented[m.ReplyTo] {
+			continue
+		}
+		presented[m.ReplyTo] = true
+		text := m.Text
+		if m.Kind == workflows.KindReminder { // the reminder carries a snippet: the whole text
+			text = fullText(ctx, b, m.ReplyTo, text)
+		}
+		entries = append(entries, fmt.Sprintf("- id=%s\n%s\n", EscapeText(m.ReplyTo), EscapeText(text)))
 	}
 	now := s.now()
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "<system-reminder>\n%d pending message(s) for session %s, oldest first. Answer each, then close it (reply with reply_to, or `starter close ID`).\n", len(list), s.Session)
+	var listed strings.Builder
 	for _, p := range list {
-		// The full text comes from the intent's start event (no worker needed); should that
-		// fail, the snippet stands in rather than the whole hook running out of time.
-		text := p.Snippet
-		sctx, cancel := context.WithTimeout(ctx, time.Second)
-		if full, err := b.Text(sctx, p.ID); err == nil {
-			text = full
+		if presented[p.ID] {
+			continue
 		}
-		cancel()
-		fmt.Fprintf(&sb, "\n- id=%s chat=%s age=%s\n%s\n", EscapeText(p.ID), EscapeText(p.ChatID), now.Sub(p.ReceivedAt).Round(time.Second), EscapeText(text))
+		presented[p.ID] = true
+		e := fmt.Sprintf("- id=%s chat=%s age=%s\n%s\n", EscapeText(p.ID), EscapeText(p.ChatID), now.Sub(p.ReceivedAt).Round(time.Second), EscapeText(fullText(ctx, b, p.ID, p.Snippet)))
+		entries = append(entries, e)
+		listed.WriteString(e)
 	}
-	sb.WriteString("</system-reminder>")
-	block := sb.String()
-	if err := b.CommitContext(ctx, s.Session, "session-start/"+in.SessionID+"/"+now.UTC().Format(time.RFC3339Nano), block); err != nil {
-		s.logger().Warn("session-start block not committed to history", zap.String("session", s.Session), zap.Error(err))
+	if len(entries) == 0 {
+		return Answer{}, nil
 	}
-	return Output{HookSpecificOutput: &HookSpecificOutput{HookEventName: "SessionStart", AdditionalContext: block}}, nil
+	block := fmt.Sprintf("<system-reminder>\n%d pending message(s) for session %s, oldest first. Answer each, then close it (reply with reply_to, or `starter close ID`).\n\n%s</system-reminder>",
+		len(entries), s.Session, strings.Join(entries, "\n"))
+	if listed.Len() > 0 {
+		// The taken messages are committed by their take; the listed ones as context.
+		if err := b.CommitContext(ctx, s.Session, "session-start/"+in.SessionID+"/"+now.UTC().Format(time.RFC3339Nano), listed.String()); err != nil {
+			s.logger().Warn("session-start block not committed to history", zap.String("session", s.Session), zap.Error(err))
+		}
+	}
+	return Answer{Output: addContext(workflows.EventSessionStart, block), Taken: takenKey(taken)}, nil
+}
+
+// fullText is an intent's full text from its start event (no worker needed); should that fail
+// within a second, fallback stands in rather than the whole hook running out of time.
+func fullText(ctx context.Context, b Backend, id, fallback string) string {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if full, err := b.Text(ctx, id); err == nil {
+		return full
+	}
+	return fallback
 }
 
 // replyInput is the Telegram plugin's reply tool input.
@@ -151,36 +205,59 @@ type replyInput struct {
 	ReplyTo json.RawMessage `json:"reply_to"`
 }
 
-// PostToolUse closes the intent a reply answers (reply_to, else the chat's oldest pending one),
-// and after a reminder tool adds a reminder of intents pending longer than RemindAfter, each at
-// most once per RemindEvery (the throttle lives in the intent workflow).
-func PostToolUse(ctx context.Context, b Backend, s Settings, in Input) (Output, error) {
+// PostToolUse hands the agent the messages that arrived while it worked, as context after the
+// tool's result (no keystroke into a working agent). After a reply tool it closes the intent
+// the reply answers (reply_to, else the chat's oldest pending one), and after a reminder tool
+// it reminds of intents pending longer than RemindAfter, each at most once per RemindEvery
+// (the throttle lives in the intent workflow).
+func PostToolUse(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) {
+	var parts []string
+	reminder, err := afterTool(ctx, b, s, in)
+	if err != nil {
+		s.logger().Warn("post-tool-use: reply or reminder not handled", zap.String("session", s.Session), zap.String("tool", in.ToolName), zap.Error(err))
+	}
+	if reminder != "" {
+		parts = append(parts, reminder)
+	}
+	taken := takeWaiting(ctx, b, s, in, workflows.EventPostToolUse, in.ToolName, nil)
+	if len(taken.Messages) > 0 {
+		parts = append(parts, MessagesBlock(taken.Messages, "while you worked"))
+	}
+	if len(parts) == 0 {
+		return Answer{}, err
+	}
+	return Answer{Output: addContext(workflows.EventPostToolUse, strings.Join(parts, "\n")), Taken: takenKey(taken)}, nil
+}
+
+// afterTool closes the intent a reply answers, or returns the reminder of old pending intents
+// after a reminder tool.
+func afterTool(ctx context.Context, b Backend, s Settings, in Input) (string, error) {
 	switch {
 	case contains(s.ReplyTools, in.ToolName):
 		var r replyInput
 		if err := json.Unmarshal(in.ToolInput, &r); err != nil {
-			return Output{}, fmt.Errorf("reply tool input: %w", err)
+			return "", fmt.Errorf("reply tool input: %w", err)
 		}
 		chat, replyTo := intent.IDString(r.ChatID), intent.IDString(r.ReplyTo)
 		if chat == "" {
-			return Output{}, errors.New("reply tool input has no chat_id")
+			return "", errors.New("reply tool input has no chat_id")
 		}
 		if replyTo != "" {
 			err := b.Close(ctx, workflows.IntentID(chat, replyTo))
 			if err == nil || errors.Is(err, intent.ErrNotOpen) || errors.Is(err, intent.ErrNotFound) {
-				return Output{}, nil // an answer to something closed or unknown changes nothing
+				return "", nil // an answer to something closed or unknown changes nothing
 			}
-			return Output{}, err
+			return "", err
 		}
 		_, err := b.CloseOldest(ctx, chat)
 		if errors.Is(err, intent.ErrNotFound) {
-			return Output{}, nil
+			return "", nil
 		}
-		return Output{}, err
+		return "", err
 	case contains(s.RemindTools, in.ToolName):
 		list, err := b.Pending(ctx, intent.Filter{Status: workflows.StatusPending, Session: s.Session})
 		if err != nil {
-			return Output{}, err
+			return "", err
 		}
 		var due []intent.Summary
 		for _, p := range list {
@@ -192,7 +269,7 @@ func PostToolUse(ctx context.Context, b Backend, s Settings, in Input) (Output, 
 			}
 		}
 		if len(due) == 0 {
-			return Output{}, nil
+			return "", nil
 		}
 		var sb strings.Builder
 		sb.WriteString("<system-reminder>\nStill unanswered:\n")
@@ -200,17 +277,52 @@ func PostToolUse(ctx context.Context, b Backend, s Settings, in Input) (Output, 
 			fmt.Fprintf(&sb, "- id=%s chat=%s age=%s: %s\n", EscapeText(p.ID), EscapeText(p.ChatID), s.now().Sub(p.ReceivedAt).Round(time.Second), EscapeText(p.Snippet))
 		}
 		sb.WriteString("</system-reminder>")
-		return Output{HookSpecificOutput: &HookSpecificOutput{HookEventName: "PostToolUse", AdditionalContext: sb.String()}}, nil
+		return sb.String(), nil
 	}
-	return Output{}, nil
+	return "", nil
 }
 
-// Stop implements SPEC S1 and S2: it reports completions and errors to the coordinator's inbox
-// without blocking on it, then blocks while the agent has unread inbox messages or pending
-// intents, with a summary of at most 5 items.
-func Stop(ctx context.Context, b Backend, s Settings, in Input) (Output, error) {
-	if in.StopHookActive || s.Agent == "" || contains(s.ExemptRoles, s.Agent) {
-		return Output{}, nil
+// UserPromptSubmit reports the turn that starts; when the prompt is a delivery intentq typed,
+// it is that delivery's receipt. Messages waiting besides go with the prompt as context.
+func UserPromptSubmit(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) {
+	var receipt []string
+	if id, ok := workflows.ReceiptOf(in.Prompt); ok {
+		receipt = []string{id}
+	}
+	taken := takeWaiting(ctx, b, s, in, workflows.EventUserPromptSubmit, "", receipt)
+	if len(taken.Messages) == 0 {
+		return Answer{}, nil
+	}
+	return Answer{Output: addContext(workflows.EventUserPromptSubmit, MessagesBlock(taken.Messages, "besides this prompt")), Taken: takenKey(taken)}, nil
+}
+
+// PreToolUse reports that the agent works (a tool is about to run, perhaps after the person
+// approved it).
+func PreToolUse(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) {
+	return Answer{}, report(ctx, b, s, workflows.AgentEvent{Event: workflows.EventPreToolUse, Detail: in.ToolName})
+}
+
+// Notification reports what Claude Code tells the person: a permission prompt (the agent waits
+// for them; nothing may be typed), or that it has been idle.
+func Notification(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) {
+	return Answer{}, report(ctx, b, s, workflows.AgentEvent{Event: workflows.EventNotification, Detail: in.NotificationType})
+}
+
+// Stop hands the agent the messages waiting for it by blocking the stop (the turn goes on with
+// them), then implements SPEC S1 and S2: it reports completions and errors to the
+// coordinator's inbox without blocking on it, and blocks while the agent has unread inbox
+// messages or pending intents, with a summary of at most 5 items.
+func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) {
+	exempt := contains(s.ExemptRoles, s.Agent)
+	if exempt {
+		return Answer{}, report(ctx, b, s, workflows.AgentEvent{Event: workflows.EventStop})
+	}
+	taken := takeWaiting(ctx, b, s, in, workflows.EventStop, "", nil)
+	if in.StopHookActive || s.Agent == "" {
+		if len(taken.Messages) > 0 {
+			return Answer{Output: Output{Decision: "block", Reason: MessagesBlock(taken.Messages, "as you finished")}, Taken: takenKey(taken)}, nil
+		}
+		return Answer{}, nil
 	}
 	if kind := Classify(in.LastAssistantMessage, s.CompletionPatterns, s.ErrorPatterns); kind != "" && s.Coordinator != "" && s.Coordinator != s.Agent {
 		msg := workflows.InboxSend{Key: kind + "/" + in.SessionID + "/" + s.now().UTC().Format(time.RFC3339), From: s.Agent, Type: kind,
@@ -219,10 +331,13 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Output, error) 
 			s.logger().Warn("stop hook: report to the coordinator failed", zap.String("agent", s.Agent), zap.String("type", kind), zap.Error(err))
 		}
 	}
+	if len(taken.Messages) > 0 {
+		return Answer{Output: Output{Decision: "block", Reason: MessagesBlock(taken.Messages, "as you finished")}, Taken: takenKey(taken)}, nil
+	}
 	var items []string
 	unread, err := b.Inbox(ctx, s.Agent)
 	if err != nil {
-		return Output{}, err
+		return Answer{}, err
 	}
 	for _, m := range unread {
 		if !m.Read {
@@ -231,13 +346,13 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Output, error) 
 	}
 	pending, err := b.Pending(ctx, intent.Filter{Status: workflows.StatusPending, Session: s.Agent})
 	if err != nil {
-		return Output{}, err
+		return Answer{}, err
 	}
 	for _, p := range pending {
 		items = append(items, fmt.Sprintf("intent %s (chat %s): %s", p.ID, p.ChatID, p.Snippet))
 	}
 	if len(items) == 0 {
-		return Output{}, nil
+		return Answer{}, nil
 	}
 	total := len(items)
 	if len(items) > 5 {
@@ -248,7 +363,95 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Output, error) 
 	if total > 5 {
 		reason += fmt.Sprintf("\n(and %d more)", total-5)
 	}
-	return Output{Decision: "block", Reason: reason}, nil
+	return Answer{Output: Output{Decision: "block", Reason: reason}}, nil
+}
+
+// MessagesBlock is how messages handed over by a hook reach the agent: each as intentq would
+// have typed it, escaped so that no message can open or close a tag.
+func MessagesBlock(msgs []workflows.DeliveryRequest, when string) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "<system-reminder>\n%d message(s) for you arrived %s. Each is its own message from a person: answer each (reply with reply_to).\n", len(msgs), when)
+	for _, m := range msgs {
+		sb.WriteString("\n")
+		sb.WriteString(EscapeText(m.Text))
+		sb.WriteString("\n")
+	}
+	sb.WriteString("</system-reminder>")
+	return sb.String()
+}
+
+// takeWaiting asks the session for the messages waiting for the agent, within part of the
+// hook's time (the rest is for printing and committing). When the session cannot answer (no
+// worker), it reports the event instead and takes nothing: the messages stay waiting.
+func takeWaiting(ctx context.Context, b Backend, s Settings, in Input, event, detail string, receipt []string) workflows.TakeResult {
+	if s.Session == "" {
+		return workflows.TakeResult{}
+	}
+	budget := TakeBudget
+	if d, ok := ctx.Deadline(); ok {
+		budget = min(budget, time.Until(d)/2)
+	}
+	tctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	deadline, _ := tctx.Deadline()
+	req := workflows.TakeRequest{Key: runKey(event, in, s.now()), Event: event, Deadline: deadline, Detail: detail, Receipt: receipt}
+	res, err := b.Take(tctx, s.Session, req)
+	if err == nil {
+		return res
+	}
+	s.logger().Warn("hook: the session did not hand over waiting messages; reporting the event only", zap.String("session", s.Session), zap.String("hook", event), zap.Error(err))
+	if err := report(ctx, b, s, workflows.AgentEvent{Event: event, Detail: detail, Receipt: receipt}); err != nil {
+		s.logger().Warn("hook: event not reported", zap.String("session", s.Session), zap.String("hook", event), zap.Error(err))
+	}
+	return workflows.TakeResult{}
+}
+
+// TakeBudget caps how long a hook waits for the session to hand over messages.
+const TakeBudget = 2 * time.Second
+
+// report tells the session a hook fired.
+func report(ctx context.Context, b Backend, s Settings, ev workflows.AgentEvent) error {
+	if s.Session == "" {
+		return nil
+	}
+	ev.At = s.now()
+	return b.Report(ctx, s.Session, ev)
+}
+
+// runKey names one run of a hook, the same for a second run of the same hook: the tool call or
+// prompt it is about, else the agent's session and how far its transcript has grown.
+func runKey(event string, in Input, now time.Time) string {
+	switch {
+	case event == workflows.EventPostToolUse && in.ToolUseID != "":
+		return event + "/" + in.ToolUseID
+	case event == workflows.EventUserPromptSubmit && in.PromptID != "":
+		return event + "/" + in.PromptID
+	}
+	if in.SessionID != "" && in.TranscriptPath != "" {
+		if fi, err := os.Stat(in.TranscriptPath); err == nil {
+			return fmt.Sprintf("%s/%s/%s/%d", event, in.SessionID, in.Source, fi.Size())
+		}
+	}
+	return fmt.Sprintf("%s/%s/%d", event, in.SessionID, now.UnixNano())
+}
+
+func takenKey(r workflows.TakeResult) string {
+	if len(r.Messages) == 0 {
+		return ""
+	}
+	return r.Key
+}
+
+// addContext is an output that adds text to the agent's context.
+func addContext(event, text string) Output {
+	return Output{HookSpecificOutput: &HookSpecificOutput{HookEventName: hookEventNames[event], AdditionalContext: text}}
+}
+
+// hookEventNames are Claude Code's names of the events.
+var hookEventNames = map[string]string{
+	workflows.EventSessionStart:     "SessionStart",
+	workflows.EventUserPromptSubmit: "UserPromptSubmit",
+	workflows.EventPostToolUse:      "PostToolUse",
 }
 
 // Classify reads an assistant message: "report_completed" when it matches a completion

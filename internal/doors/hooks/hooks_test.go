@@ -26,6 +26,43 @@ type fakeBackend struct {
 	sendErr   error
 	committed []string
 	remindOK  map[string]bool
+	// queue is what the session hands over; takes, keys, reports and taken what was asked.
+	queue   []workflows.DeliveryRequest
+	takes   []workflows.TakeRequest
+	keys    map[string]bool
+	takeErr error
+	reports []workflows.AgentEvent
+	taken   []string
+}
+
+func (f *fakeBackend) Report(_ context.Context, _ string, ev workflows.AgentEvent) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reports = append(f.reports, ev)
+	return nil
+}
+func (f *fakeBackend) Take(_ context.Context, _ string, req workflows.TakeRequest) (workflows.TakeResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.takes = append(f.takes, req)
+	if f.takeErr != nil {
+		return workflows.TakeResult{}, f.takeErr
+	}
+	res := workflows.TakeResult{Key: req.Key}
+	if f.keys == nil {
+		f.keys = map[string]bool{}
+	}
+	if !f.keys[req.Key] {
+		f.keys[req.Key] = true
+		res.Messages, f.queue = f.queue, nil
+	}
+	return res, nil
+}
+func (f *fakeBackend) Taken(_ context.Context, _, key string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.taken = append(f.taken, key)
+	return nil
 }
 
 func (f *fakeBackend) Pending(_ context.Context, flt intent.Filter) ([]intent.Summary, error) {
@@ -120,12 +157,116 @@ func TestSessionStartPresentsAllPending(t *testing.T) {
 	if first < 0 || second < first || !strings.Contains(ctx, "first message, in full\nwith a second line") || !strings.Contains(ctx, "age=10m0s") {
 		t.Errorf("context:\n%s", ctx)
 	}
-	if len(b.committed) != 1 || b.committed[0] != ctx {
+	if len(b.committed) != 1 || !strings.Contains(b.committed[0], "intent/5/1") || !strings.Contains(b.committed[0], "intent/5/2") {
 		t.Errorf("committed %q", b.committed)
 	}
 	b.pending = nil
 	if out := run(t, EventSessionStart, b, settings(), `{"session_id":"s2"}`); out != "" {
 		t.Errorf("nothing pending: output %q, want none", out)
+	}
+}
+
+// Issue 10: after /clear, a message still waiting to be typed is taken from the session (not
+// typed too) and presented once, even when visibility lists it as well; the take is committed
+// only after the block was printed.
+func TestSessionStartTakesWaitingMessagesOnce(t *testing.T) {
+	b := backend()
+	b.queue = []workflows.DeliveryRequest{
+		{ID: "intent/5/2#1", ReplyTo: "intent/5/2", Kind: workflows.KindMessage, Text: "【新着メッセージ】msg_id=2 chat=5: second"},
+		{ID: "intent/5/3#1", ReplyTo: "intent/5/3", Kind: workflows.KindMessage, Text: "【新着メッセージ】msg_id=3 chat=5: third, not yet listed"},
+	}
+	out := run(t, EventSessionStart, b, settings(), `{"session_id":"s1","hook_event_name":"SessionStart","source":"clear"}`)
+	var o Output
+	if err := json.Unmarshal([]byte(out), &o); err != nil {
+		t.Fatalf("output %q: %v", out, err)
+	}
+	ctx := o.HookSpecificOutput.AdditionalContext
+	for _, id := range []string{"intent/5/1", "intent/5/2", "intent/5/3"} {
+		if n := strings.Count(ctx, "id="+id+"\n") + strings.Count(ctx, "id="+id+" "); n != 1 {
+			t.Errorf("%s presented %d times:\n%s", id, n, ctx)
+		}
+	}
+	if !strings.Contains(ctx, "3 pending message(s)") {
+		t.Errorf("context:\n%s", ctx)
+	}
+	if len(b.takes) != 1 || b.takes[0].Event != workflows.EventSessionStart || b.takes[0].Detail != "clear" {
+		t.Errorf("takes %+v", b.takes)
+	}
+	if len(b.taken) != 1 || b.taken[0] != b.takes[0].Key {
+		t.Errorf("taken %v, want the take committed once", b.taken)
+	}
+	if len(b.committed) != 1 || strings.Contains(b.committed[0], "intent/5/2") || !strings.Contains(b.committed[0], "intent/5/1") {
+		t.Errorf("committed as context %q: only what the take did not commit", b.committed)
+	}
+}
+
+// Issue 10: messages that arrived while the agent worked reach it after its next tool call, as
+// context, committed after printing; a second run of the same hook (same tool_use_id) hands
+// over nothing; a session that cannot answer (no worker) gets the event reported and nothing
+// is printed or committed.
+func TestPostToolUseHandsOverWaitingMessages(t *testing.T) {
+	b := &fakeBackend{queue: []workflows.DeliveryRequest{
+		{ID: "intent/5/8#1", ReplyTo: "intent/5/8", Kind: workflows.KindMessage, Text: "【新着メッセージ】msg_id=8 chat=5: <b>hi</b> & bye"},
+		{ID: "intent/5/9#1", ReplyTo: "intent/5/9", Kind: workflows.KindMessage, Text: "【新着メッセージ】msg_id=9 chat=5: second"},
+	}}
+	input := `{"session_id":"s","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_01"}`
+	out := run(t, EventPostToolUse, b, settings(), input)
+	var o Output
+	if err := json.Unmarshal([]byte(out), &o); err != nil || o.HookSpecificOutput == nil {
+		t.Fatalf("output %q: %v", out, err)
+	}
+	ctx := o.HookSpecificOutput.AdditionalContext
+	if o.HookSpecificOutput.HookEventName != "PostToolUse" || !strings.Contains(ctx, "2 message(s)") ||
+		!strings.Contains(ctx, "msg_id=8 chat=5: &lt;b&gt;hi&lt;/b&gt; &amp; bye") || strings.Index(ctx, "msg_id=9") < strings.Index(ctx, "msg_id=8") {
+		t.Errorf("context:\n%s", ctx)
+	}
+	if len(b.takes) != 1 || b.takes[0].Key != "post-tool-use/toolu_01" || b.takes[0].Deadline.IsZero() {
+		t.Errorf("takes %+v", b.takes)
+	}
+	if fmt.Sprint(b.taken) != "[post-tool-use/toolu_01]" {
+		t.Errorf("taken %v", b.taken)
+	}
+	b.queue = []workflows.DeliveryRequest{{ID: "intent/5/10#1", ReplyTo: "intent/5/10", Kind: workflows.KindMessage, Text: "x"}}
+	if out := run(t, EventPostToolUse, b, settings(), input); out != "" {
+		t.Errorf("the same hook run again printed %q", out)
+	}
+	down := &fakeBackend{queue: b.queue, takeErr: errors.New("context deadline exceeded")}
+	if out := run(t, EventPostToolUse, down, settings(), input); out != "" || len(down.taken) != 0 {
+		t.Errorf("no worker: output %q, taken %v", out, down.taken)
+	}
+	if len(down.reports) != 1 || down.reports[0].Event != EventPostToolUse || down.reports[0].Detail != "Bash" {
+		t.Errorf("reports %+v", down.reports)
+	}
+}
+
+// Issue 10: a prompt intentq typed is its receipt; messages waiting besides go with it.
+func TestUserPromptSubmitReceiptAndContext(t *testing.T) {
+	b := &fakeBackend{queue: []workflows.DeliveryRequest{{ID: "intent/5/9#1", ReplyTo: "intent/5/9", Kind: workflows.KindMessage, Text: "【新着メッセージ】msg_id=9 chat=5: next"}}}
+	out := run(t, EventUserPromptSubmit, b, settings(), `{"session_id":"s","prompt":"【新着メッセージ】msg_id=8 chat=5: hello","prompt_id":"p1"}`)
+	if len(b.takes) != 1 || fmt.Sprint(b.takes[0].Receipt) != "[intent/5/8]" || b.takes[0].Key != "user-prompt-submit/p1" {
+		t.Fatalf("takes %+v", b.takes)
+	}
+	if !strings.Contains(out, "UserPromptSubmit") || !strings.Contains(out, "msg_id=9") || len(b.taken) != 1 {
+		t.Errorf("output %q taken %v", out, b.taken)
+	}
+	person := &fakeBackend{}
+	run(t, EventUserPromptSubmit, person, settings(), `{"prompt":"please look at 【新着メッセージ】msg_id=8 chat=5"}`)
+	if len(person.takes) != 1 || len(person.takes[0].Receipt) != 0 {
+		t.Errorf("a person's prompt counted as a receipt: %+v", person.takes)
+	}
+}
+
+// Issue 10: pre-tool-use and notification report the agent's state and print nothing.
+func TestStateReports(t *testing.T) {
+	b := &fakeBackend{}
+	if out := run(t, EventPreToolUse, b, settings(), `{"tool_name":"Bash"}`); out != "" {
+		t.Errorf("pre-tool-use printed %q", out)
+	}
+	if out := run(t, EventNotification, b, settings(), `{"notification_type":"permission_prompt","message":"Claude needs your permission"}`); out != "" {
+		t.Errorf("notification printed %q", out)
+	}
+	if len(b.reports) != 2 || b.reports[0].Event != EventPreToolUse || b.reports[1].Detail != "permission_prompt" || b.reports[1].At.IsZero() {
+		t.Errorf("reports %+v", b.reports)
 	}
 }
 
@@ -163,6 +304,13 @@ func TestStop(t *testing.T) {
 	b := backend()
 	if out := run(t, EventStop, b, s, `{"stop_hook_active":true}`); out != "" {
 		t.Errorf("stop_hook_active: %q", out)
+	}
+	// Messages waiting for the agent block the stop, also a second one (stop_hook_active).
+	b.queue = []workflows.DeliveryRequest{{ID: "intent/5/9#1", ReplyTo: "intent/5/9", Kind: workflows.KindMessage, Text: "【新着メッセージ】msg_id=9 chat=5: wait"}}
+	var blocked Output
+	if out := run(t, EventStop, b, s, `{"stop_hook_active":true,"session_id":"x"}`); json.Unmarshal([]byte(out), &blocked) != nil ||
+		blocked.Decision != "block" || !strings.Contains(blocked.Reason, "msg_id=9") || len(b.taken) != 1 {
+		t.Errorf("waiting messages: %q, taken %v", out, b.taken)
 	}
 	noAgent := s
 	noAgent.Agent = ""
@@ -260,12 +408,13 @@ func FuzzHookWrapperIntact(f *testing.F) {
 		f.Add(s, s)
 	}
 	f.Fuzz(func(t *testing.T, text, chat string) {
-		b := &fakeBackend{
-			pending:  []intent.Summary{{ID: "intent/" + chat + "/1", ChatID: chat, MessageID: "1", Session: "secretary", ReceivedAt: now.Add(-time.Hour), Snippet: text}},
-			texts:    map[string]string{"intent/" + chat + "/1": text},
-			remindOK: map[string]bool{"intent/" + chat + "/1": true},
-		}
-		for _, event := range []string{EventSessionStart, EventPostToolUse} {
+		for event, blocks := range map[string]int{EventSessionStart: 1, EventPostToolUse: 2} {
+			b := &fakeBackend{
+				pending:  []intent.Summary{{ID: "intent/" + chat + "/1", ChatID: chat, MessageID: "1", Session: "secretary", ReceivedAt: now.Add(-time.Hour), Snippet: text}},
+				texts:    map[string]string{"intent/" + chat + "/1": text},
+				remindOK: map[string]bool{"intent/" + chat + "/1": true},
+				queue:    []workflows.DeliveryRequest{{ID: "m", ReplyTo: "intent/" + chat + "/2", Kind: workflows.KindMessage, Text: text}},
+			}
 			out := run(t, event, b, settings(), `{"session_id":"s","tool_name":"Bash","tool_input":{}}`)
 			var o Output
 			if err := json.Unmarshal([]byte(out), &o); err != nil || o.HookSpecificOutput == nil {
@@ -273,7 +422,7 @@ func FuzzHookWrapperIntact(f *testing.F) {
 			}
 			ctx := o.HookSpecificOutput.AdditionalContext
 			if !strings.HasPrefix(ctx, "<system-reminder>\n") || !strings.HasSuffix(ctx, "</system-reminder>") ||
-				strings.Count(ctx, "<") != 2 || strings.Count(ctx, ">") != 2 {
+				strings.Count(ctx, "<system-reminder>") != blocks || strings.Count(ctx, "<") != 2*blocks || strings.Count(ctx, ">") != 2*blocks {
 				t.Fatalf("%s: the wrapper is not intact for %q:\n%s", event, text, ctx)
 			}
 		}

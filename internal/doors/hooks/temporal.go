@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -68,4 +69,31 @@ func (t Temporal) SendInbox(ctx context.Context, agent string, msg workflows.Inb
 // CommitContext asks the session to append a block Claude Code injects itself to the history.
 func (t Temporal) CommitContext(ctx context.Context, session, id, text string) error {
 	return sessionapi.Queue(ctx, t.Client, session, workflows.DeliveryRequest{ID: id, Kind: workflows.KindContext, Text: text})
+}
+
+// Report signals the session that a hook fired; the server keeps the signal while no worker
+// runs.
+func (t Temporal) Report(ctx context.Context, session string, ev workflows.AgentEvent) error {
+	return t.Client.SignalWorkflow(ctx, workflows.SessionWorkflowID(session), "", workflows.SignalAgentEvent, ev)
+}
+
+// Take asks the session for the messages waiting for the agent.
+func (t Temporal) Take(ctx context.Context, session string, req workflows.TakeRequest) (workflows.TakeResult, error) {
+	handle, err := t.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: workflows.SessionWorkflowID(session), UpdateName: workflows.UpdateTake, Args: []any{req},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return workflows.TakeResult{}, fmt.Errorf("take waiting messages of session %s: %w", session, err)
+	}
+	var res workflows.TakeResult
+	if err := handle.Get(ctx, &res); err != nil {
+		return workflows.TakeResult{}, fmt.Errorf("take waiting messages of session %s: %w", session, err)
+	}
+	return res, nil
+}
+
+// Taken commits a take the hook printed.
+func (t Temporal) Taken(ctx context.Context, session, key string) error {
+	return t.Client.SignalWorkflow(ctx, workflows.SessionWorkflowID(session), "", workflows.SignalTaken, workflows.TakenRequest{Key: key})
 }

@@ -128,34 +128,22 @@ func Hooks(path string) Result {
 		return Result{Name: "hooks", Detail: err.Error()}
 	}
 	var settings struct {
-		Hooks map[string][]struct {
-			Hooks []struct {
-				Command string `json:"command"`
-			} `json:"hooks"`
-		} `json:"hooks"`
+		Hooks map[string][]any `json:"hooks"`
 	}
 	if err := json.Unmarshal(data, &settings); err != nil {
 		return Result{Name: "hooks", Detail: fmt.Sprintf("%s: %v", path, err), Hint: "fix the JSON"}
 	}
 	var missing []string
-	for event, arg := range map[string]string{"SessionStart": "session-start", "PostToolUse": "post-tool-use", "Stop": "stop"} {
-		found := false
-		for _, group := range settings.Hooks[event] {
-			for _, h := range group.Hooks {
-				if strings.Contains(h.Command, "hook "+arg) {
-					found = true
-				}
-			}
-		}
-		if !found {
-			missing = append(missing, event)
+	for _, e := range hooks.ClaudeEvents {
+		if hooks.Group(settings.Hooks[e.Name], e.Arg) == nil {
+			missing = append(missing, e.Name)
 		}
 	}
 	if len(missing) > 0 {
 		return Result{Name: "hooks", Status: StatusWarn, Detail: fmt.Sprintf("not installed yet: %s lacks %s", path, strings.Join(slices.Sorted(slices.Values(missing)), ", ")),
 			Hint: "starter setup installs them"}
 	}
-	return Result{Name: "hooks", OK: true, Detail: "session-start, post-tool-use and stop in " + path}
+	return Result{Name: "hooks", OK: true, Detail: strings.Join(hooks.Events(), ", ") + " in " + path}
 }
 
 // HookErrors reports the last problem that made the hooks allow without doing their work; the

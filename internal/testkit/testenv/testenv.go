@@ -115,9 +115,11 @@ func StartService(t testing.TB, cfg *config.Config, logger *zap.Logger) *service
 const HooksSettings = `{
   "hooks": {
     "SessionStart": [{"hooks": [{"type": "command", "command": "starter hook session-start", "timeout": 10}]}],
-    "PostToolUse": [{"matcher": "mcp__plugin_telegram_telegram__reply|Bash",
-                     "hooks": [{"type": "command", "command": "starter hook post-tool-use", "timeout": 10}]}],
-    "Stop": [{"hooks": [{"type": "command", "command": "starter hook stop", "timeout": 10}]}]
+    "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "starter hook user-prompt-submit", "timeout": 10}]}],
+    "PreToolUse": [{"hooks": [{"type": "command", "command": "starter hook pre-tool-use", "timeout": 10}]}],
+    "PostToolUse": [{"hooks": [{"type": "command", "command": "starter hook post-tool-use", "timeout": 10}]}],
+    "Stop": [{"hooks": [{"type": "command", "command": "starter hook stop", "timeout": 10}]}],
+    "Notification": [{"hooks": [{"type": "command", "command": "starter hook notification", "timeout": 10}]}]
   }
 }`
 

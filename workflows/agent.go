@@ -1,0 +1,287 @@
+package workflows
+
+// The agent's own signals (issue 10): intentq's Claude Code hooks report to the session as they
+// fire, and hand the agent waiting messages at its turn boundaries. A hook takes the waiting
+// messages with the take update (an offer), prints them for the agent, then commits the offer
+// with the taken signal; only the commit counts a message delivered, and an offer no hook
+// commits within policy.OfferLease goes back to the queue. Keystrokes are only for waking an
+// idle agent.
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/intentq/intentq/internal/policy"
+)
+
+// Names of the hook protocol.
+const (
+	// SignalAgentEvent reports a hook that fired (AgentEvent).
+	SignalAgentEvent = "agent-event"
+	// UpdateTake hands the waiting messages to a hook (TakeRequest, TakeResult).
+	UpdateTake = "take"
+	// SignalTaken commits what a hook took and printed (TakenRequest).
+	SignalTaken = "taken"
+)
+
+// Hook events, as the starter's `hook` command names them.
+const (
+	EventSessionStart     = "session-start"
+	EventUserPromptSubmit = "user-prompt-submit"
+	EventPreToolUse       = "pre-tool-use"
+	EventPostToolUse      = "post-tool-use"
+	EventStop             = "stop"
+	EventNotification     = "notification"
+)
+
+// Agent states, from its hooks.
+const (
+	// AgentWorking: a turn runs (a prompt was submitted, a tool is used).
+	AgentWorking = "working"
+	// AgentIdle: the turn ended (Stop), or a new context waits for a prompt.
+	AgentIdle = "idle"
+	// AgentWaiting: the agent waits for the person (a permission prompt is open).
+	AgentWaiting = "waiting"
+)
+
+// AgentEvent is one hook's report.
+type AgentEvent struct {
+	Event string    `json:"event"`
+	At    time.Time `json:"at"`
+	// Detail is the notification type, the session-start source or the tool name.
+	Detail string `json:"detail,omitempty"`
+	// Receipt names the intents whose typed delivery this prompt is (user-prompt-submit).
+	Receipt []string `json:"receipt,omitempty"`
+}
+
+// AgentState is what the agent's hooks last said.
+type AgentState struct {
+	State string `json:"state"`
+	// Since is when State began; At when the last hook fired, Event which one.
+	Since  time.Time `json:"since"`
+	At     time.Time `json:"at"`
+	Event  string    `json:"event"`
+	Detail string    `json:"detail,omitempty"`
+}
+
+// StateAfter is the state an event leaves the agent in; "" when it says nothing about it.
+func StateAfter(event, detail string) string {
+	switch event {
+	case EventUserPromptSubmit, EventPreToolUse, EventPostToolUse:
+		return AgentWorking
+	case EventStop, EventSessionStart:
+		return AgentIdle
+	case EventNotification:
+		switch detail {
+		case "permission_prompt", "elicitation_dialog":
+			return AgentWaiting
+		case "idle_prompt":
+			return AgentIdle
+		}
+	}
+	return ""
+}
+
+// TakeRequest asks the session for the messages waiting for the agent.
+type TakeRequest struct {
+	// Key names the hook run (e.g. post-tool-use/<tool_use_id>): a second run with the same key
+	// takes nothing.
+	Key   string `json:"key"`
+	Event string `json:"event"`
+	// Deadline is when the hook stops waiting: a take that reaches the session later is refused.
+	Deadline time.Time `json:"deadline"`
+	// Detail and Receipt report the event as AgentEvent does.
+	Detail  string   `json:"detail,omitempty"`
+	Receipt []string `json:"receipt,omitempty"`
+}
+
+// TakeResult is what a hook prints for the agent; Messages is empty when nothing waits.
+type TakeResult struct {
+	Key      string            `json:"key"`
+	Messages []DeliveryRequest `json:"messages,omitempty"`
+}
+
+// TakenRequest commits a take once the hook has printed it.
+type TakenRequest struct {
+	Key string `json:"key"`
+}
+
+// Offer is a take not yet committed.
+type Offer struct {
+	Key      string            `json:"key"`
+	Event    string            `json:"event"`
+	At       time.Time         `json:"at"`
+	Requests []DeliveryRequest `json:"requests"`
+}
+
+// recentTakeKeys bounds SessionInput.TakeKeys.
+const recentTakeKeys = 500
+
+// validateTake refuses a take without a key, from an unknown hook, or past its deadline.
+func (s *session) validateTake(ctx workflow.Context, req TakeRequest) error {
+	switch {
+	case req.Key == "":
+		return errors.New("take: no key")
+	case req.Event != EventPostToolUse && req.Event != EventStop && req.Event != EventUserPromptSubmit && req.Event != EventSessionStart:
+		return fmt.Errorf("take: hook %q does not deliver", req.Event)
+	case !req.Deadline.IsZero() && workflow.Now(ctx).After(req.Deadline):
+		return fmt.Errorf("take %s: past its deadline %s", req.Key, req.Deadline.Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// take hands the hook every waiting message and reminder (not the one being typed), oldest
+// first, as an offer. The take is also the hook's report of its event.
+func (s *session) take(ctx workflow.Context, req TakeRequest) (TakeResult, error) {
+	s.noteEvent(ctx, AgentEvent{Event: req.Event, At: workflow.Now(ctx), Detail: req.Detail, Receipt: req.Receipt})
+	s.wakeCh.SendAsync(true) // the main loop may wait for this request or a receipt
+	res := TakeResult{Key: req.Key}
+	for _, k := range s.TakeKeys {
+		if k == req.Key {
+			return res, nil
+		}
+	}
+	s.TakeKeys = append(s.TakeKeys, req.Key)
+	if n := len(s.TakeKeys); n > recentTakeKeys {
+		s.TakeKeys = append([]string(nil), s.TakeKeys[n-recentTakeKeys:]...)
+	}
+	var rest []DeliveryRequest
+	for _, q := range s.Queue {
+		if (q.Kind == KindMessage || q.Kind == KindReminder) && q.ID != s.typing {
+			res.Messages = append(res.Messages, q)
+		} else {
+			rest = append(rest, q)
+		}
+	}
+	if len(res.Messages) == 0 {
+		return res, nil
+	}
+	s.Queue = rest
+	s.Offers = append(s.Offers, Offer{Key: req.Key, Event: req.Event, At: workflow.Now(ctx), Requests: res.Messages})
+	workflow.GetLogger(ctx).Info("messages taken by a hook", "session", s.Config.Name, "hook", req.Event, "key", req.Key, "count", len(res.Messages))
+	return res, nil
+}
+
+// noteEvent keeps the agent's state and the receipts of typed deliveries.
+func (s *session) noteEvent(ctx workflow.Context, ev AgentEvent) {
+	if ev.At.IsZero() {
+		ev.At = workflow.Now(ctx)
+	}
+	s.receipts = append(s.receipts, ev.Receipt...)
+	if n := len(s.receipts); n > maxReceipts {
+		s.receipts = append([]string(nil), s.receipts[n-maxReceipts:]...)
+	}
+	state := StateAfter(ev.Event, ev.Detail)
+	if s.Agent == nil {
+		s.Agent = &AgentState{}
+	}
+	prev := s.Agent.State
+	s.Agent.At, s.Agent.Event, s.Agent.Detail = ev.At, ev.Event, ev.Detail
+	if state == "" || state == prev {
+		return
+	}
+	s.Agent.State, s.Agent.Since = state, ev.At
+	if err := workflow.UpsertTypedSearchAttributes(ctx, AgentStateKey.ValueSet(state)); err != nil {
+		workflow.GetLogger(ctx).Warn("agent state not published", "session", s.Config.Name, "error", err)
+	}
+}
+
+// receipted reports (and forgets) a receipt for intent id.
+func (s *session) receipted(id string) bool {
+	for i, r := range s.receipts {
+		if r == id {
+			s.receipts = append(s.receipts[:i:i], s.receipts[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// agentBusy reports whether the agent's hooks say it must not be typed into now: a turn runs,
+// or a permission prompt waits for the person. A state older than policy.HookStale is not
+// trusted alone (an interrupted turn fires no Stop): the screen decides then.
+func (s *session) agentBusy(now time.Time) (string, bool) {
+	if s.Agent == nil || now.Sub(s.Agent.At) >= policy.HookStale {
+		return "", false
+	}
+	switch s.Agent.State {
+	case AgentWorking:
+		return "the agent is working (hook " + s.Agent.Event + ")", true
+	case AgentWaiting:
+		return "dialog: the agent waits for your answer (" + s.Agent.Detail + ")", true
+	}
+	return "", false
+}
+
+// settleOffers commits the offers hooks have committed (history, counts, the intents told),
+// then puts the offers no hook committed in time back at the head of the queue, in order.
+func (s *session) settleOffers(ctx workflow.Context) {
+	for len(s.commits) > 0 {
+		key := s.commits[0]
+		s.commits = s.commits[1:]
+		for i, o := range s.Offers {
+			if o.Key == key {
+				s.Offers = append(s.Offers[:i:i], s.Offers[i+1:]...)
+				s.commitOffer(ctx, o)
+				break
+			}
+		}
+	}
+	now := workflow.Now(ctx)
+	var back, keep []DeliveryRequest
+	var offers []Offer
+	for _, o := range s.Offers {
+		if now.Sub(o.At) >= policy.OfferLease {
+			workflow.GetLogger(ctx).Warn("a hook took messages and never committed them; queued again", "session", s.Config.Name, "key", o.Key, "count", len(o.Requests))
+			back = append(back, o.Requests...)
+			continue
+		}
+		offers = append(offers, o)
+	}
+	if len(back) == 0 {
+		return
+	}
+	s.Offers = offers
+	keep, s.Queue = s.Queue, nil
+	for _, r := range append(back, keep...) {
+		s.enqueue(r)
+	}
+}
+
+// commitOffer counts each message of a committed offer delivered, once.
+func (s *session) commitOffer(ctx workflow.Context, o Offer) {
+	hctx := workflow.WithActivityOptions(ctx, historyActivityOptions)
+	for _, req := range o.Requests {
+		if req.Kind == KindMessage && s.deliveredBefore(req.ReplyTo) {
+			continue
+		}
+		if err := s.commitToHistory(hctx, req); err != nil {
+			workflow.GetLogger(ctx).Warn("hook delivery not committed to history", "session", s.Config.Name, "request", req.ID, "error", err)
+		}
+		if req.Kind == KindMessage {
+			s.rememberDelivered(req.ReplyTo)
+		}
+		s.Delivered++
+		count(ctx, metricDeliveries, map[string]string{"session": s.Config.Name, "kind": req.Kind, "ok": "true"}, 1)
+		res := DeliveryResult{ID: req.ID, Kind: req.Kind, OK: true, At: workflow.Now(ctx), Via: o.Event}
+		if err := workflow.SignalExternalWorkflow(ctx, req.ReplyTo, "", SignalDeliveryResult, res).Get(ctx, nil); err != nil {
+			workflow.GetLogger(ctx).Info("delivery result not taken", "session", s.Config.Name, "request", req.ID, "error", err)
+		}
+	}
+}
+
+// leaseTimer fires when the oldest offer's lease ends; nil without offers.
+func (s *session) leaseTimer(ctx workflow.Context) workflow.Future {
+	if len(s.Offers) == 0 {
+		return nil
+	}
+	wait := s.Offers[0].At.Add(policy.OfferLease).Sub(workflow.Now(ctx))
+	return workflow.NewTimer(ctx, max(wait, time.Millisecond))
+}
+
+// errTaken ends a typed delivery whose request a hook took meanwhile: the hook's commit
+// answers the intent.
+var errTaken = errors.New("taken by a hook")

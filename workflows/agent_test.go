@@ -1,0 +1,188 @@
+package workflows
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+)
+
+// take asks the session, at time at, for the waiting messages as hook event would; got receives
+// the answer (nil when the take was refused).
+func (h *sessionHarness) take(t *testing.T, at time.Duration, event, key string, deadline time.Time, got func(*TakeResult)) {
+	h.env.RegisterDelayedCallback(func() {
+		h.env.UpdateWorkflow(UpdateTake, "take/"+key+"/"+at.String(), &testsuite.TestUpdateCallback{
+			OnAccept: func() {},
+			OnReject: func(err error) { got(nil) },
+			OnComplete: func(v interface{}, err error) {
+				require.NoError(t, err)
+				res := v.(TakeResult)
+				got(&res)
+			},
+		}, TakeRequest{Key: key, Event: event, Deadline: deadline})
+	}, at)
+}
+
+func hookSession() SessionConfig {
+	cfg := claudeSession()
+	cfg.InputPrompt, cfg.InputLines = "❯", 4
+	cfg.BusyWait = 10 * time.Second
+	cfg.HistoryPath = "history.jsonl"
+	return cfg
+}
+
+func message(n string) DeliveryRequest {
+	return DeliveryRequest{ID: "intent/42/" + n + "#1", ReplyTo: "intent/42/" + n, Kind: KindMessage, Text: "【新着メッセージ】msg_id=" + n + " chat=42: text " + n}
+}
+
+// Issue 10: while the agent's hooks say it works, nothing is typed (the screen looks idle); its
+// post-tool-use hook takes every waiting message, and once the hook commits, each is counted
+// delivered exactly once, committed to the history and answered to its intent. A second run of
+// the same hook (same key) takes nothing. After Stop, a new message is typed, confirmed by the
+// agent's receipt.
+func TestHookDeliversAtTurnBoundaryAndTypesOnlyWhenIdle(t *testing.T) {
+	h := newSessionHarness(t)
+	h.send(0, SignalAgentEvent, AgentEvent{Event: EventUserPromptSubmit})
+	for i, n := range []string{"1", "2", "3"} {
+		h.send(time.Duration(i+1)*time.Second, SignalDeliver, message(n))
+	}
+	var first, again *TakeResult
+	h.take(t, 5*time.Second, EventPostToolUse, "post-tool-use/toolu_1", time.Time{}, func(r *TakeResult) { first = r })
+	h.take(t, 5500*time.Millisecond, EventPostToolUse, "post-tool-use/toolu_1", time.Time{}, func(r *TakeResult) { again = r })
+	h.env.RegisterDelayedCallback(func() {
+		require.Empty(t, h.results, "nothing counts delivered before the hook commits")
+		v, err := h.env.QueryWorkflow(QuerySession)
+		require.NoError(t, err)
+		var view SessionView
+		require.NoError(t, v.Get(&view))
+		require.Equal(t, AgentWorking, view.Agent.State)
+		require.Len(t, view.Offered, 3)
+	}, 5900*time.Millisecond)
+	h.send(6*time.Second, SignalTaken, TakenRequest{Key: "post-tool-use/toolu_1"})
+	h.send(7*time.Second, SignalTaken, TakenRequest{Key: "post-tool-use/toolu_1"}) // a second commit changes nothing
+	h.send(10*time.Second, SignalAgentEvent, AgentEvent{Event: EventStop})
+	h.send(20*time.Second, SignalDeliver, message("4"))
+	h.send(21*time.Second, SignalAgentEvent, AgentEvent{Event: EventUserPromptSubmit, Receipt: []string{"intent/42/4"}})
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: hookSession()})
+
+	require.NotNil(t, first)
+	require.Len(t, first.Messages, 3)
+	for i, n := range []string{"1", "2", "3"} {
+		require.Equal(t, message(n), first.Messages[i], "oldest first")
+		res := h.results[message(n).ID]
+		require.True(t, res.OK)
+		require.Equal(t, EventPostToolUse, res.Via)
+	}
+	require.NotNil(t, again)
+	require.Empty(t, again.Messages, "the same hook run twice takes once")
+	require.Equal(t, []string{message("4").Text}, h.typed, "only the message after Stop is typed, once")
+	require.GreaterOrEqual(t, h.typedAt[0], 20*time.Second)
+	require.True(t, h.results[message("4").ID].OK)
+	require.Empty(t, h.results[message("4").ID].Via)
+	histories := 0
+	for _, e := range h.events {
+		if len(e) > 8 && e[:8] == "history " {
+			histories++
+		}
+	}
+	require.Equal(t, 4, histories, "each message committed to the history once")
+}
+
+// A take no hook commits (the hook ran out of time before printing) delivers nothing: after the
+// lease the messages wait again, in order, and go to the next take or the pane; a take that
+// reaches the session after its deadline is refused and takes nothing.
+func TestHookTakeUncommittedOrLateDeliversNothing(t *testing.T) {
+	h := newSessionHarness(t)
+	h.send(0, SignalAgentEvent, AgentEvent{Event: EventUserPromptSubmit})
+	h.send(time.Second, SignalDeliver, message("1"))
+	h.send(2*time.Second, SignalDeliver, message("2"))
+	var lost, late, next *TakeResult
+	lateSet := false
+	h.take(t, 3*time.Second, EventPostToolUse, "post-tool-use/a", time.Time{}, func(r *TakeResult) { lost = r })
+	h.take(t, 4*time.Second, EventPostToolUse, "post-tool-use/late", h.env.Now().Add(time.Second), func(r *TakeResult) { late, lateSet = r, true })
+	// Keep the agent working past the lease, then take again.
+	h.send(20*time.Second, SignalAgentEvent, AgentEvent{Event: EventPreToolUse})
+	h.send(40*time.Second, SignalAgentEvent, AgentEvent{Event: EventPreToolUse})
+	h.take(t, 45*time.Second, EventStop, "stop/b", time.Time{}, func(r *TakeResult) { next = r })
+	h.send(46*time.Second, SignalTaken, TakenRequest{Key: "stop/b"})
+	h.send(47*time.Second, SignalTaken, TakenRequest{Key: "post-tool-use/a"}) // too late: changes nothing
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 2*time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: hookSession()})
+
+	require.Len(t, lost.Messages, 2)
+	require.True(t, lateSet)
+	require.Nil(t, late, "a take past its deadline is refused")
+	require.NotNil(t, next)
+	require.Equal(t, []DeliveryRequest{message("1"), message("2")}, next.Messages, "queued again in order")
+	require.Empty(t, h.typed)
+	for _, n := range []string{"1", "2"} {
+		require.Equal(t, EventStop, h.results[message(n).ID].Via)
+	}
+}
+
+// An agent whose hooks said it works and then fell silent (a turn interrupted with Escape
+// fires no Stop) is read from the screen again after policy.HookStale.
+func TestHookStateGoesStale(t *testing.T) {
+	h := newSessionHarness(t)
+	h.send(0, SignalAgentEvent, AgentEvent{Event: EventPreToolUse})
+	h.send(time.Second, SignalDeliver, message("1"))
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 2*time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: hookSession()})
+	require.Len(t, h.typedAt, 1)
+	require.GreaterOrEqual(t, h.typedAt[0], 30*time.Second)
+	require.Less(t, h.typedAt[0], 45*time.Second)
+	require.True(t, h.results[message("1").ID].OK, "no receipt, and the input line is empty: submitted")
+}
+
+// A permission prompt reported by the Notification hook blocks typing like a dialog on the
+// screen, and the person is told once that the agent waits for them.
+func TestHookPermissionPromptWaitsForThePerson(t *testing.T) {
+	h := newSessionHarness(t)
+	cfg := hookSession()
+	cfg.WaitsForYouAfter = time.Minute
+	for i := 0; i < 10; i++ { // the prompt stays open: the hook state stays fresh
+		h.send(time.Duration(i)*20*time.Second, SignalAgentEvent, AgentEvent{Event: EventNotification, Detail: "permission_prompt"})
+	}
+	h.send(time.Second, SignalDeliver, message("1"))
+	h.send(200*time.Second, SignalAgentEvent, AgentEvent{Event: EventStop})
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 5*time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: cfg})
+	require.Len(t, h.typedAt, 1)
+	require.GreaterOrEqual(t, h.typedAt[0], 200*time.Second, "typed while the permission prompt was open")
+	require.Less(t, h.typedAt[0], 202*time.Second, "Stop wakes the session at once")
+	require.Len(t, h.pushes, 1)
+	require.Contains(t, h.pushes[0].Title, "waits for you")
+	require.NotContains(t, h.pushes[0].Message, "text 1")
+}
+
+func TestStateAfter(t *testing.T) {
+	for _, c := range []struct{ event, detail, want string }{
+		{EventUserPromptSubmit, "", AgentWorking},
+		{EventPreToolUse, "Bash", AgentWorking},
+		{EventPostToolUse, "Bash", AgentWorking},
+		{EventStop, "", AgentIdle},
+		{EventSessionStart, "clear", AgentIdle},
+		{EventNotification, "permission_prompt", AgentWaiting},
+		{EventNotification, "idle_prompt", AgentIdle},
+		{EventNotification, "auth_success", ""},
+		{"unknown", "", ""},
+	} {
+		require.Equal(t, c.want, StateAfter(c.event, c.detail), "%s %s", c.event, c.detail)
+	}
+}
+
+func TestReceiptOf(t *testing.T) {
+	in := IntentInput{ChatID: "42", MessageID: "7", User: "alice", ReplyHint: "reply with reply_to", Text: "hi\n【新着メッセージ】msg_id=9 chat=42: forged"}
+	id, ok := ReceiptOf(DeliveryText(in))
+	require.True(t, ok)
+	require.Equal(t, IntentID("42", "7"), id)
+	id, ok = ReceiptOf(ReminderText("8", "-100", "snippet"))
+	require.True(t, ok)
+	require.Equal(t, IntentID("-100", "8"), id)
+	for _, p := range []string{"", "hello", "please see 【新着メッセージ】msg_id=9 chat=42: x", "【新着メッセージ】msg_id= chat=1: x", "【新着メッセージ】msg_id=1 chat=: x"} {
+		_, ok := ReceiptOf(p)
+		require.False(t, ok, p)
+	}
+}
