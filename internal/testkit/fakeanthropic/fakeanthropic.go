@@ -25,8 +25,9 @@ type Request struct {
 	Tools    []struct {
 		Name string `json:"name"`
 	} `json:"tools"`
-	// Raw is the whole request body.
-	Raw string `json:"-"`
+	// Raw is the whole request body; At is when it arrived.
+	Raw string    `json:"-"`
+	At  time.Time `json:"-"`
 }
 
 // Message is one message of a request; Content is a string or a list of blocks.
@@ -55,6 +56,16 @@ func (m Message) Text() string {
 		case "tool_result":
 			parts = append(parts, "tool_result: "+string(b.Content))
 		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// SinceAssistant is the text of the messages after the last assistant message: what this
+// request adds to the conversation (a prompt, tool results, hook context).
+func (r Request) SinceAssistant() string {
+	var parts []string
+	for i := len(r.Messages) - 1; i >= 0 && r.Messages[i].Role != "assistant"; i-- {
+		parts = append([]string{r.Messages[i].Text()}, parts...)
 	}
 	return strings.Join(parts, "\n")
 }
@@ -139,7 +150,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		_, _ = fmt.Fprintf(w, `{"type":"error","error":{"type":"invalid_request_error","message":%q}}`, err.Error())
 		return
 	}
-	req.Raw = string(body)
+	req.Raw, req.At = string(body), time.Now()
 	s.mu.Lock()
 	s.reqs = append(s.reqs, req)
 	s.seq++

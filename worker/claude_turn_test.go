@@ -1,0 +1,209 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/intentq/intentq/internal/testkit/fakeanthropic"
+	"github.com/intentq/intentq/internal/testkit/fakebot"
+	"github.com/intentq/intentq/internal/testkit/testenv"
+)
+
+// claudeEnv is the environment of a worker, the starter and Claude Code in one test: a private
+// HOME and tmux server, the Telegram stand-in, free ports, and extra settings.
+func claudeEnv(t *testing.T, bot *fakebot.Server, token string, extra ...string) (env []string, home string) {
+	t.Helper()
+	home = t.TempDir()
+	env = []string{
+		"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMUX_TMPDIR=" + t.TempDir(),
+		"INTENTQ_METRICS_LISTEN=127.0.0.1:0", fmt.Sprintf("INTENTQ_INGEST_LISTEN=127.0.0.1:%d", testenv.FreePort(t)),
+		"INTENTQ_TELEGRAM_TOKEN=" + token, "INTENTQ_TELEGRAM_API_ENDPOINT=" + bot.Endpoint(), "INTENTQ_TELEGRAM_ALLOWED_CHAT_IDS=42",
+		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_PORT=%d", testenv.FreePort(t)),
+		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_UI_PORT=%d", testenv.FreePort(t)),
+	}
+	return append(env, extra...), home
+}
+
+// allowTools adds tools to the permissions the secretary's settings allow (after setup).
+func allowTools(t *testing.T, home string, tools ...string) {
+	t.Helper()
+	settings := filepath.Join(home, ".claude", "secretary", "settings.json")
+	var doc map[string]any
+	b, _ := os.ReadFile(settings)
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	perms := doc["permissions"].(map[string]any)
+	allow, _ := perms["allow"].([]any)
+	for _, tool := range tools {
+		allow = append(allow, tool)
+	}
+	perms["allow"] = allow
+	b, _ = json.Marshal(doc)
+	if err := os.WriteFile(settings, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tmuxKeys sends keys to the secretary's pane, as the person at the keyboard.
+func tmuxKeys(t *testing.T, env []string, args ...string) {
+	t.Helper()
+	c := exec.Command("tmux", append([]string{"send-keys", "-t", "=secretary:"}, args...)...)
+	c.Env = env
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("send-keys: %v %s", err, out)
+	}
+}
+
+// typedPrompt reports whether a request's new user turn is a message intentq typed into the pane
+// (a prompt that begins with its header), rather than one handed over by a hook.
+func typedPrompt(r fakeanthropic.Request, header string) bool {
+	for i := len(r.Messages) - 1; i >= 0 && r.Messages[i].Role != "assistant"; i-- {
+		var blocks []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		var s string
+		if json.Unmarshal(r.Messages[i].Content, &s) == nil {
+			blocks = append(blocks, struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			}{"text", s})
+		} else {
+			_ = json.Unmarshal(r.Messages[i].Content, &blocks)
+		}
+		for _, b := range blocks {
+			if b.Type == "text" && strings.HasPrefix(strings.TrimSpace(b.Text), header) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// longTurn plays a model that answers "start the long job" with a turn of `calls` Bash calls,
+// each sleeping a second, and everything else with a short text.
+func longTurn(calls int32) (fakeanthropic.Script, *atomic.Int32) {
+	var n atomic.Int32
+	return func(r fakeanthropic.Request) fakeanthropic.Turn {
+		added := r.SinceAssistant()
+		switch {
+		case strings.Contains(added, "start the long job") && !strings.Contains(added, "tool_result"):
+			n.Add(1)
+			return fakeanthropic.Turn{ToolName: "Bash", ToolInput: map[string]any{"command": "sleep 1", "description": "Wait a second"}}
+		case strings.Contains(added, "tool_result") && n.Load() > 0 && n.Load() < calls:
+			n.Add(1)
+			return fakeanthropic.Turn{ToolName: "Bash", ToolInput: map[string]any{"command": "sleep 1", "description": "Wait a second"}}
+		}
+		return fakeanthropic.Turn{Text: "Noted."}
+	}, &n
+}
+
+var msgIDRE = regexp.MustCompile(`msg_id=(\d+) chat=42`)
+
+// workingAgentScenario sends n Telegram messages while the real Claude Code runs a long
+// multi-tool turn, waits until every one reached the model, and checks that each did so exactly
+// once, mid-turn or at its end, with nothing typed into the pane. It returns the latencies.
+func workingAgentScenario(t *testing.T, n int) []time.Duration {
+	bin := binaries(t)
+	bot := fakebot.New("321:turn")
+	t.Cleanup(bot.Close)
+	script, calls := longTurn(int32(n) + 15)
+	api := fakeanthropic.New(script)
+	t.Cleanup(api.Close)
+	env, home := claudeEnv(t, bot, "321:turn", "INTENTQ_REMINDERS_FIRST_AFTER=10m", "INTENTQ_DELIVERY_BUSY_WAIT=1s")
+	_, lines := startWorker(t, bin, env)
+	waitFor(t, lines, "ready", 60*time.Second)
+	starterRun(t, env, 0, "setup")
+	allowTools(t, home, "Bash")
+	capture := claudeAgent(t, env, home, api)
+	waitPane(t, capture, "Claude Code's input line", 60*time.Second, func(p string) bool { return strings.Contains(p, "❯") })
+
+	tmuxKeys(t, env, "-l", "start the long job")
+	tmuxKeys(t, env, "Enter")
+	deadline := time.Now().Add(60 * time.Second)
+	for calls.Load() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the turn did not start; pane:\n%s", capture())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	sentAt := map[string]time.Time{}
+	var mu sync.Mutex
+	for i := 1; i <= n; i++ {
+		mu.Lock()
+		sentAt[fmt.Sprint(100+i)] = time.Now()
+		mu.Unlock()
+		bot.AddMessage(42, 42, 100+i, fmt.Sprintf("message number %d while you work", i))
+		time.Sleep(300 * time.Millisecond)
+	}
+	firstSeen := map[string]time.Time{}
+	deadline = time.Now().Add(120 * time.Second)
+	for len(firstSeen) < n {
+		for _, r := range api.Requests() {
+			for _, m := range msgIDRE.FindAllStringSubmatch(r.SinceAssistant(), -1) {
+				if _, ok := firstSeen[m[1]]; !ok {
+					firstSeen[m[1]] = r.At
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d messages reached the model; pane:\n%s", len(firstSeen), n, capture())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	reqs := api.Requests()
+	for _, r := range reqs {
+		if typedPrompt(r, "【新着メッセージ】") {
+			t.Errorf("a message was typed into the pane while the agent worked: %.200q", r.SinceAssistant())
+		}
+	}
+	// Exactly once: in the conversation the model last saw, every message appears once.
+	var longest fakeanthropic.Request
+	for _, r := range reqs {
+		if len(r.Messages) >= len(longest.Messages) {
+			longest = r
+		}
+	}
+	all := ""
+	for _, m := range longest.Messages {
+		all += m.Text() + "\n"
+	}
+	var latencies []time.Duration
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprint(100 + i)
+		if c := strings.Count(all, "msg_id="+id+" chat=42"); c != 1 {
+			t.Errorf("message %s appears %d times in the conversation", id, c)
+		}
+		latencies = append(latencies, firstSeen[id].Sub(sentAt[id]))
+	}
+	history := starterRun(t, env, 0, "history", "secretary")
+	for i := 1; i <= n; i++ {
+		if c := strings.Count(history, fmt.Sprintf("msg_id=%d chat=42", 100+i)); c != 1 {
+			t.Errorf("message %d committed %d times to the history", 100+i, c)
+		}
+	}
+	return latencies
+}
+
+// Issue 10, test 1: 20 Telegram messages while the real Claude Code runs a long multi-tool
+// turn: each reaches the model exactly once, mid-turn (after a tool call) or as the turn ends,
+// with no keystroke into the working agent.
+func TestClaudeCodeMessagesReachAWorkingAgentAtToolCalls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the worker and Claude Code")
+	}
+	latencies := workingAgentScenario(t, 20)
+	slices.Sort(latencies)
+	t.Logf("Telegram update -> model request while the agent works: p50 %s, max %s", latencies[len(latencies)/2], latencies[len(latencies)-1])
+}
