@@ -207,3 +207,105 @@ func TestClaudeCodeMessagesReachAWorkingAgentAtToolCalls(t *testing.T) {
 	slices.Sort(latencies)
 	t.Logf("Telegram update -> model request while the agent works: p50 %s, max %s", latencies[len(latencies)/2], latencies[len(latencies)-1])
 }
+
+// watchPane captures the pane every 150 ms until the test ends and reports the first capture
+// that shows any of bad.
+func watchPane(t *testing.T, capture func() string, bad ...string) func() string {
+	var mu sync.Mutex
+	seen := ""
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(150 * time.Millisecond):
+			}
+			p := capture()
+			for _, b := range bad {
+				mu.Lock()
+				if seen == "" && strings.Contains(p, b) {
+					seen = p
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen
+	}
+}
+
+// Issue 10, tests 4 and 5: escalation on an idle Claude Code reaches the model and opens no
+// menu (phase 2 clears the input with C-u, never Escape), and the reset (`/clear`, at most once
+// per cooldown) is followed by the SessionStart hook presenting the pending intent exactly once.
+func TestClaudeCodeEscalationOpensNoMenuAndClearPresentsPendingOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the worker and Claude Code")
+	}
+	bin := binaries(t)
+	bot := fakebot.New("321:esc")
+	t.Cleanup(bot.Close)
+	api := fakeanthropic.New(func(fakeanthropic.Request) fakeanthropic.Turn { return fakeanthropic.Turn{Text: "Noted."} })
+	t.Cleanup(api.Close)
+	env, home := claudeEnv(t, bot, "321:esc",
+		"INTENTQ_REMINDERS_FIRST_AFTER=5s", "INTENTQ_REMINDERS_REPEAT_EVERY=8s", "INTENTQ_DELIVERY_BUSY_WAIT=1s",
+		// A session named in the environment is the whole session: its target, CLI and default too.
+		"INTENTQ_SESSIONS_SECRETARY_TMUX_TARGET=secretary:0", "INTENTQ_SESSIONS_SECRETARY_CLI=claude", "INTENTQ_SESSIONS_SECRETARY_DEFAULT=true",
+		"INTENTQ_SESSIONS_SECRETARY_ESCALATION_INTERRUPT_AFTER=3s", "INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET_AFTER=12s",
+		"INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET_COOLDOWN=10m", "INTENTQ_SESSIONS_SECRETARY_ESCALATION_STEP_EVERY=1s")
+	_, lines := startWorker(t, bin, env)
+	waitFor(t, lines, "ready", 60*time.Second)
+	starterRun(t, env, 0, "setup")
+	capture := claudeAgent(t, env, home, api)
+	waitPane(t, capture, "Claude Code's input line", 60*time.Second, func(p string) bool { return strings.Contains(p, "❯") })
+	menu := watchPane(t, capture, "Rewind", "Restore the code")
+
+	bot.AddMessage(42, 42, 7, "are you there?")
+	// The reset: a new conversation (after /clear) whose first request carries the pending intent.
+	var cleared []fakeanthropic.Request
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		cleared = cleared[:0]
+		for _, r := range api.Requests() {
+			if strings.Contains(r.SinceAssistant(), "pending message(s) for session secretary") {
+				cleared = append(cleared, r)
+			}
+		}
+		if len(cleared) > 0 && sawText(api, "【未対応メッセージ】msg_id=7") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no reset with the pending intent presented (reminder seen: %v); pane:\n%s", sawText(api, "【未対応メッセージ】msg_id=7"), capture())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// Two more reminder ticks: the cooldown allows no second reset.
+	time.Sleep(17 * time.Second)
+	if p := menu(); p != "" {
+		t.Fatalf("a menu opened:\n%s", p)
+	}
+	conversations := map[string]bool{}
+	for _, r := range api.Requests() {
+		if len(r.Messages) > 0 && strings.Contains(r.SinceAssistant(), "pending message(s) for session secretary") {
+			conversations[r.Messages[0].Text()] = true
+		}
+	}
+	if len(conversations) != 1 {
+		t.Errorf("%d conversations started with the pending intents, want 1 reset per cooldown", len(conversations))
+	}
+	first := cleared[0].SinceAssistant()
+	if c := strings.Count(first, "intent/42/7"); c != 1 {
+		t.Errorf("the pending intent is presented %d times after /clear:\n%s", c, first)
+	}
+	for _, r := range api.Requests() {
+		if strings.Contains(r.SinceAssistant(), "C-u") || strings.Contains(r.SinceAssistant(), "\x15") {
+			t.Errorf("a key reached the model as text: %.200q", r.SinceAssistant())
+		}
+	}
+}
