@@ -10,6 +10,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -255,17 +256,16 @@ func (s *session) settleOffers(ctx workflow.Context) {
 func (s *session) commitOffer(ctx workflow.Context, o Offer) {
 	hctx := workflow.WithActivityOptions(ctx, historyActivityOptions)
 	for _, req := range o.Requests {
-		if req.Kind == KindMessage && s.deliveredBefore(req.ReplyTo) {
-			continue
+		// Something the agent had already got (a request repeated after its wait timed out) is
+		// answered, not counted again.
+		if key := req.typedKey(); key == "" || !slices.Contains(s.RecentlyDelivered, key) {
+			if err := s.commitToHistory(hctx, req); err != nil {
+				workflow.GetLogger(ctx).Warn("hook delivery not committed to history", "session", s.Config.Name, "request", req.ID, "error", err)
+			}
+			s.rememberDelivered(req)
+			s.Delivered++
+			count(ctx, metricDeliveries, map[string]string{"session": s.Config.Name, "kind": req.Kind, "ok": "true"}, 1)
 		}
-		if err := s.commitToHistory(hctx, req); err != nil {
-			workflow.GetLogger(ctx).Warn("hook delivery not committed to history", "session", s.Config.Name, "request", req.ID, "error", err)
-		}
-		if req.Kind == KindMessage {
-			s.rememberDelivered(req.ReplyTo)
-		}
-		s.Delivered++
-		count(ctx, metricDeliveries, map[string]string{"session": s.Config.Name, "kind": req.Kind, "ok": "true"}, 1)
 		res := DeliveryResult{ID: req.ID, Kind: req.Kind, OK: true, At: workflow.Now(ctx), Via: o.Event}
 		if err := workflow.SignalExternalWorkflow(ctx, req.ReplyTo, "", SignalDeliveryResult, res).Get(ctx, nil); err != nil {
 			workflow.GetLogger(ctx).Info("delivery result not taken", "session", s.Config.Name, "request", req.ID, "error", err)

@@ -48,6 +48,22 @@ type DeliveryRequest struct {
 	// Backlog marks a reminder sent late because intentq itself was down or behind: it never
 	// escalates, the agent did not ignore anything.
 	Backlog bool `json:"backlog,omitempty"`
+	// Tick numbers an intent's reminders (1 for the first that reaches the agent); the same
+	// for every request of one due reminder, so that a request repeated after its wait timed
+	// out (a long queue, a worker restart) is not typed twice. 0: not numbered.
+	Tick int `json:"tick,omitempty"`
+}
+
+// typedKey identifies what a request types, for "typed once": the intent for a message, the
+// intent and tick for a reminder; "" when it has no identity.
+func (r DeliveryRequest) typedKey() string {
+	switch {
+	case r.Kind == KindMessage:
+		return r.ReplyTo
+	case r.Kind == KindReminder && r.Tick > 0:
+		return fmt.Sprintf("%s#reminder-%d", r.ReplyTo, r.Tick)
+	}
+	return ""
 }
 
 // DeliveryResult answers a DeliveryRequest.

@@ -376,6 +376,7 @@ func (w *intent) askSession(ctx workflow.Context, kind, text string, queued, bac
 		Text:    text,
 	}
 	if kind == KindReminder {
+		req.Tick = w.st.Reminders + 1
 		req.Since = w.in.ReceivedAt
 		if w.channels {
 			req.Since, req.Backlog = w.escalationSince(), backlog

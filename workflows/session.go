@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -56,9 +57,10 @@ type SessionInput struct {
 	// LastEscalationAt is when the session last interrupted or reset its CLI (one step per
 	// Escalation.StepEvery).
 	LastEscalationAt *time.Time `json:"last_escalation_at,omitempty"`
-	// RecentlyDelivered holds the intents whose message was typed lately (newest last, at most
-	// recentDelivered): a request for one of them again (an intent that asked again after its
-	// wait timed out, a door recovering after a crash) is answered without typing it twice.
+	// RecentlyDelivered holds what reached the agent lately (newest last, at most
+	// recentDelivered): the intents whose message did, and reminders by intent and tick. A
+	// request for one of them again (an intent that asked again after its wait timed out, a door
+	// recovering after a crash) is answered without typing it twice.
 	RecentlyDelivered []string `json:"recently_delivered,omitempty"`
 	// HeldAlerts wait for the next push (at most one per policy.AlertEvery, and ntfy may be
 	// down); LastAlertAt is when the last push was tried.
@@ -75,19 +77,26 @@ type SessionInput struct {
 // recentDelivered bounds SessionInput.RecentlyDelivered.
 const recentDelivered = 2000
 
-// deliveredBefore reports whether the message of intent replyTo was typed lately.
-func (s *SessionInput) deliveredBefore(replyTo string) bool {
-	for _, id := range s.RecentlyDelivered {
-		if id == replyTo {
-			return true
-		}
+// typedBefore reports whether what req types reached the agent lately: a message (its intent),
+// or a reminder with the same tick. Sessions from before each rule replay without it.
+func (s *SessionInput) typedBefore(ctx workflow.Context, req DeliveryRequest) bool {
+	key := req.typedKey()
+	if key == "" || !slices.Contains(s.RecentlyDelivered, key) {
+		return false
 	}
-	return false
+	if req.Kind == KindMessage {
+		return workflow.GetVersion(ctx, "deliver-message-once", workflow.DefaultVersion, 1) == 1
+	}
+	return workflow.GetVersion(ctx, "deliver-reminder-once", workflow.DefaultVersion, 1) == 1
 }
 
-// rememberDelivered records that the message of intent replyTo was typed.
-func (s *SessionInput) rememberDelivered(replyTo string) {
-	s.RecentlyDelivered = append(s.RecentlyDelivered, replyTo)
+// rememberDelivered records that what req types reached the agent.
+func (s *SessionInput) rememberDelivered(req DeliveryRequest) {
+	key := req.typedKey()
+	if key == "" {
+		return
+	}
+	s.RecentlyDelivered = append(s.RecentlyDelivered, key)
 	if n := len(s.RecentlyDelivered); n > recentDelivered {
 		s.RecentlyDelivered = append([]string(nil), s.RecentlyDelivered[n-recentDelivered:]...)
 	}
@@ -154,8 +163,7 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 			continue
 		}
 		var result DeliveryResult
-		if req.Kind == KindMessage && s.deliveredBefore(req.ReplyTo) &&
-			workflow.GetVersion(ctx, "deliver-message-once", workflow.DefaultVersion, 1) == 1 {
+		if s.typedBefore(ctx, req) {
 			// Typed already: answer again, type nothing.
 			result = s.result(ctx, req, nil)
 		} else {
@@ -164,8 +172,8 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 				continue // a hook handed it to the agent; its commit answers the intent
 			}
 		}
-		if result.OK && req.Kind == KindMessage {
-			s.rememberDelivered(req.ReplyTo)
+		if result.OK {
+			s.rememberDelivered(req)
 		}
 		s.dequeue(req.ID)
 		count(ctx, metricDeliveries, map[string]string{"session": s.Config.Name, "kind": req.Kind, "ok": fmt.Sprint(result.OK)}, 1)

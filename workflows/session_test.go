@@ -350,6 +350,23 @@ func TestMessageTypedOnce(t *testing.T) {
 	require.True(t, h.results["i#2"].OK)
 }
 
+// A reminder asked for again with the same tick (its intent's wait timed out behind a long
+// queue or a worker restart, and it asked again) is answered without typing it twice; the next
+// tick is typed.
+func TestReminderTypedOncePerTick(t *testing.T) {
+	h := newSessionHarness(t)
+	h.send(0, SignalDeliver, DeliveryRequest{ID: "i#2", ReplyTo: "intent/1/a", Kind: KindReminder, Tick: 1, Text: "nudge 1"})
+	h.send(time.Minute, SignalDeliver, DeliveryRequest{ID: "i#3", ReplyTo: "intent/1/a", Kind: KindReminder, Tick: 1, Text: "nudge 1"})
+	h.send(2*time.Minute, SignalDeliver, DeliveryRequest{ID: "i#4", ReplyTo: "intent/1/a", Kind: KindReminder, Tick: 2, Text: "nudge 2"})
+	h.send(2*time.Minute, SignalDeliver, DeliveryRequest{ID: "j#2", ReplyTo: "intent/1/b", Kind: KindReminder, Tick: 1, Text: "other 1"})
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 5*time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: claudeSession()})
+	require.Equal(t, []string{"nudge 1", "nudge 2", "other 1"}, h.typed)
+	for _, id := range []string{"i#2", "i#3", "i#4", "j#2"} {
+		require.True(t, h.results[id].OK, id)
+	}
+}
+
 // N1, N4: each CLI kind resets its own way; a kind without a reset command, a protect_context
 // session and a switched-off interrupt fall back a phase.
 func TestN1ResetPerCLIAndSwitches(t *testing.T) {
