@@ -3,11 +3,14 @@ package activities
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -47,6 +50,10 @@ type Tmux struct {
 	Bin        string        // tmux binary, default "tmux"
 	Socket     string        // optional: -L socket name (tests use a private server)
 	EnterDelay time.Duration // pause between the text and Enter, default 300ms
+	// TypedDir, when set, keeps a marker per delivery (InjectRequest.Key) once its Enter was
+	// pressed: a retry of a delivery that reached the pane (the worker died before it could
+	// report it) types nothing again.
+	TypedDir string
 }
 
 // InjectRequest is the input of Tmux.Inject: the text to type into the target pane, followed
@@ -62,6 +69,8 @@ type InjectRequest struct {
 	// CheckDelay after Enter, so the caller can see whether the text left the input line.
 	CheckLines int           `json:"check_lines,omitempty"`
 	CheckDelay time.Duration `json:"check_delay,omitempty"`
+	// Key names this typing (a delivery and its try): typed once, whatever the retries.
+	Key string `json:"key,omitempty"`
 }
 
 // InjectResult is what Inject saw after Enter (when asked to look).
@@ -101,6 +110,12 @@ func (t *Tmux) Inject(ctx context.Context, req InjectRequest) (InjectResult, err
 			ErrTypeInvalidText, nil)
 	}
 	req.Text = VisibleControls(req.Text)
+	marker := t.marker(req.Key)
+	if marker != "" {
+		if _, err := os.Stat(marker); err == nil {
+			return InjectResult{}, nil // typed and entered by an earlier attempt
+		}
+	}
 	pane, err := t.resolve(ctx, req.Target)
 	if err != nil {
 		return InjectResult{}, err
@@ -120,14 +135,58 @@ func (t *Tmux) Inject(ctx context.Context, req InjectRequest) (InjectResult, err
 	if err := sleepCtx(ctx, delay); err != nil {
 		return InjectResult{}, fmt.Errorf("tmux send-keys to %s: waiting to press Enter: %w", req.Target, err)
 	}
-	if _, err = t.run(ctx, req.Target, "send-keys", "-t", pane.id, "Enter"); err != nil || req.CheckLines <= 0 {
+	if _, err = t.run(ctx, req.Target, "send-keys", "-t", pane.id, "Enter"); err != nil {
 		return InjectResult{}, err
+	}
+	if marker != "" {
+		if err := os.MkdirAll(filepath.Dir(marker), 0o700); err == nil {
+			err = os.WriteFile(marker, nil, 0o600)
+		}
+		if err != nil {
+			return InjectResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("tmux inject to %q: typed, but the marker was not written: %v", req.Target, err), ErrTypeMarker, err)
+		}
+	}
+	if req.CheckLines <= 0 {
+		return InjectResult{}, nil
 	}
 	if err := sleepCtx(ctx, req.CheckDelay); err != nil {
 		return InjectResult{}, fmt.Errorf("tmux capture-pane of %s: %w", req.Target, err)
 	}
 	bottom, err := t.capture(ctx, req.Target, pane.id, req.CheckLines)
 	return InjectResult{Bottom: bottom}, err
+}
+
+// ErrTypeMarker: the text was typed and entered but its marker could not be written; not
+// retried, since a retry would type it again.
+const ErrTypeMarker = "TypedMarker"
+
+// marker is the file that says a typing with key was entered; "" without a key or TypedDir.
+func (t *Tmux) marker(key string) string {
+	if key == "" || t.TypedDir == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(key))
+	return filepath.Join(t.TypedDir, hex.EncodeToString(sum[:16]))
+}
+
+// PruneTyped removes typing markers older than age: a delivery is retried for minutes, not days.
+func (t *Tmux) PruneTyped(age time.Duration) error {
+	if t.TypedDir == "" {
+		return nil
+	}
+	entries, err := os.ReadDir(t.TypedDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("prune typing markers: %w", err)
+	}
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > age {
+			_ = os.Remove(filepath.Join(t.TypedDir, e.Name()))
+		}
+	}
+	return nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

@@ -213,6 +213,39 @@ func TestTmuxInjectSameTargetTwice(t *testing.T) {
 	waitFile(t, out, "first\nsecond\n")
 }
 
+// A delivery entered once is not typed again by a retry (the worker died before reporting it,
+// the next one runs the activity again); its next try (another key) is; old markers go.
+func TestTmuxInjectTypedOncePerKey(t *testing.T) {
+	srv := newTmuxServer(t)
+	out := srv.reader("reader", "-echo")
+	tm := srv.injector()
+	tm.TypedDir = filepath.Join(t.TempDir(), "typed")
+	for _, req := range []InjectRequest{
+		{Target: "reader:0.0", Text: "first", Key: "secretary/intent/1/1#1/try-1"},
+		{Target: "reader:0.0", Text: "first", Key: "secretary/intent/1/1#1/try-1"},
+		{Target: "reader:0.0", Text: "first", Key: "secretary/intent/1/1#1/try-2"},
+		{Target: "reader:0.0", Text: "unkeyed"},
+		{Target: "reader:0.0", Text: "unkeyed"},
+	} {
+		if err := discard(tm.Inject(context.Background(), req)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFile(t, out, "first\nfirst\nunkeyed\nunkeyed\n")
+	entries, _ := os.ReadDir(tm.TypedDir)
+	if len(entries) != 2 {
+		t.Fatalf("markers %v", entries)
+	}
+	old := time.Now().Add(-72 * time.Hour)
+	_ = os.Chtimes(filepath.Join(tm.TypedDir, entries[0].Name()), old, old)
+	if err := tm.PruneTyped(48 * time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(tm.TypedDir); len(entries) != 1 {
+		t.Errorf("after pruning: %v", entries)
+	}
+}
+
 func requireTargetMissing(t *testing.T, err error, target string) {
 	t.Helper()
 	var appErr *temporal.ApplicationError

@@ -310,7 +310,6 @@ func updateJSONFile(out io.Writer, path, what string, dryRun bool, change func(m
 	return nil
 }
 
-
 // shellQuote quotes a path for the command line Claude Code runs through a shell.
 func shellQuote(s string) string {
 	if !strings.ContainsAny(s, " '\"$`\\!*?[]{}()<>|&;#~") {

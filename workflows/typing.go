@@ -183,7 +183,7 @@ func (s *session) submit(ctx workflow.Context, dreq DeliveryRequest) error {
 	// sessions from before hooks replay unchanged).
 	receipt := s.Agent != nil && dreq.ReplyTo != ""
 	for attempt := 1; ; attempt++ {
-		req := activities.InjectRequest{Target: s.Config.TmuxTarget, Text: text, NewlineKey: s.Config.NewlineKey}
+		req := activities.InjectRequest{Target: s.Config.TmuxTarget, Text: text, NewlineKey: s.Config.NewlineKey, Key: fmt.Sprintf("%s/%s/try-%d", s.Config.Name, dreq.ID, attempt)}
 		if check && !receipt {
 			req.CheckLines, req.CheckDelay = s.Config.InputLines, 500*time.Millisecond
 		}

@@ -117,6 +117,11 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 	}
 
 	identity := workerIdentity()
+	// A delivery typed by a worker that died before reporting it is not typed again by the next.
+	tmux := &activities.Tmux{TypedDir: filepath.Join(cfg.DataDir, "typed")}
+	if err := tmux.PruneTyped(48 * time.Hour); err != nil {
+		logger.Warn("typing markers", zap.Error(err))
+	}
 	failures := &watchdog.FailureWindow{Window: 10 * time.Minute, Limit: 10}
 	s.worker = worker.New(s.client, cfg.Temporal.TaskQueue, worker.Options{
 		Identity:          identity,
@@ -125,7 +130,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 	})
 	Register(s.worker, Deps{
 		Identity: identity,
-		Tmux:     &activities.Tmux{},
+		Tmux:     tmux,
 		Ntfy:     &activities.Ntfy{URL: cfg.Ntfy.URL, Token: cfg.Ntfy.Token.Reveal()},
 		Telegram: &activities.Telegram{Token: cfg.Telegram.Token.Reveal(), Endpoint: cfg.Telegram.APIEndpoint},
 	})
