@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 )
 
@@ -125,6 +126,14 @@ func (t *Tmux) Inject(ctx context.Context, req InjectRequest) (InjectResult, err
 			return InjectResult{}, err
 		}
 	}
+	if marker != "" && activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt > 1 {
+		// An earlier attempt may have typed the text without its Enter (the worker died in
+		// between): clear it from the input line rather than type it twice into one line, and
+		// only when the line the cursor is on shows its beginning (never a person's draft).
+		if err := t.clearEarlierAttempt(ctx, req, pane.id); err != nil {
+			return InjectResult{}, err
+		}
+	}
 	if err := t.typeText(ctx, req, pane.id); err != nil {
 		return InjectResult{}, err
 	}
@@ -154,6 +163,33 @@ func (t *Tmux) Inject(ctx context.Context, req InjectRequest) (InjectResult, err
 	}
 	bottom, err := t.capture(ctx, req.Target, pane.id, req.CheckLines)
 	return InjectResult{Bottom: bottom}, err
+}
+
+// clearEarlierAttempt presses C-u when the cursor's line shows the beginning of req's text.
+func (t *Tmux) clearEarlierAttempt(ctx context.Context, req InjectRequest, paneID string) error {
+	line, err := t.cursorLine(ctx, req.Target, paneID)
+	if err != nil {
+		return err
+	}
+	head := []rune(strings.SplitN(req.Text, "\n", 2)[0])
+	if len(head) > 16 {
+		head = head[:16]
+	}
+	if len(head) == 0 || !strings.Contains(line, string(head)) {
+		return nil
+	}
+	_, err = t.run(ctx, req.Target, "send-keys", "-t", paneID, "C-u")
+	return err
+}
+
+// cursorLine is the text of the pane's line the cursor is on.
+func (t *Tmux) cursorLine(ctx context.Context, target, paneID string) (string, error) {
+	y, err := t.run(ctx, target, "display-message", "-p", "-t", paneID, "#{cursor_y}")
+	if err != nil {
+		return "", err
+	}
+	y = strings.TrimSpace(y)
+	return t.run(ctx, target, "capture-pane", "-p", "-J", "-t", paneID, "-S", y, "-E", y)
 }
 
 // ErrTypeMarker: the text was typed and entered but its marker could not be written; not

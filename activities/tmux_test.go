@@ -246,6 +246,50 @@ func TestTmuxInjectTypedOncePerKey(t *testing.T) {
 	}
 }
 
+// A retry clears what an earlier attempt typed without its Enter (the line the cursor is on
+// shows it), and leaves anything else on the line (a person's draft) alone.
+func TestTmuxRetryClearsItsOwnPartialText(t *testing.T) {
+	srv := newTmuxServer(t)
+	out := srv.reader("reader", "echo")
+	tm := srv.injector()
+	pane := srv.tmux("display-message", "-p", "-t", "=reader:", "#{pane_id}")
+	req := InjectRequest{Target: "reader:0.0", Text: "【未対応メッセージ】msg_id=7 chat=42: are you there?"}
+	waitCursor := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			line, err := tm.cursorLine(context.Background(), req.Target, pane)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(line, want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("cursor line %q, want %q", line, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	srv.tmux("send-keys", "-t", pane, "-l", req.Text)
+	waitCursor("are you there?")
+	if err := tm.clearEarlierAttempt(context.Background(), req, pane); err != nil {
+		t.Fatal(err)
+	}
+	if err := discard(tm.Inject(context.Background(), req)); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, out, req.Text+"\n")
+
+	srv.tmux("send-keys", "-t", pane, "-l", "my draft ")
+	waitCursor("my draft")
+	if err := tm.clearEarlierAttempt(context.Background(), req, pane); err != nil {
+		t.Fatal(err)
+	}
+	srv.tmux("send-keys", "-t", pane, "Enter")
+	waitFile(t, out, req.Text+"\nmy draft \n")
+}
+
 func requireTargetMissing(t *testing.T, err error, target string) {
 	t.Helper()
 	var appErr *temporal.ApplicationError
