@@ -8,7 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/headless"
+	"github.com/intentq/intentq/internal/platform/tclient"
+	sessionapi "github.com/intentq/intentq/internal/session"
 	"github.com/intentq/intentq/workflows"
 )
 
@@ -74,7 +77,7 @@ func newSessionsCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "sessions",
-		Short: "headless sessions: prompts by status and cumulative cost",
+		Short: "sessions: the agent's state from its hooks (typing sessions); prompts by status and cost (headless)",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, c, err := connect(cmd)
@@ -97,7 +100,9 @@ func newSessionsCmd() *cobra.Command {
 				return printJSON(cmd.OutOrStdout(), all)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "SESSION\tQUEUED\tRUNNING\tSUCCEEDED\tFAILED\tCOST USD")
+			if len(all) > 0 {
+				fmt.Fprintln(tw, "SESSION\tQUEUED\tRUNNING\tSUCCEEDED\tFAILED\tCOST USD")
+			}
 			for _, st := range all {
 				counts := map[string]int{}
 				for _, p := range st.Prompts {
@@ -106,11 +111,42 @@ func newSessionsCmd() *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.4f\n", st.Config.Name, counts[workflows.PromptQueued]+counts[workflows.PromptWaiting],
 					counts[workflows.PromptRunning], st.Succeeded, st.Failed, st.CostUSD)
 			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			// Typing sessions: the agent's state as its hooks report it.
+			tw = tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			header := false
+			for _, name := range cfg.SessionNames() {
+				if cfg.Sessions[name].Mode == config.ModeHeadless {
+					continue
+				}
+				v, err := sessionapi.View(cmd.Context(), c, name)
+				if err != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s: %v\n", name, tclient.Refusal(err))
+					continue
+				}
+				if !header {
+					fmt.Fprintln(tw, "SESSION\tAGENT\tSINCE\tLAST HOOK\tWAITING\tHANDED OVER\tDELIVERED\tFAILED")
+					header = true
+				}
+				state, since, last := agentColumns(v.Agent)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", name, state, since, last, len(v.Queued), len(v.Offered), v.Delivered, v.Failed)
+			}
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the sessions' audits as JSON")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the headless sessions' audits as JSON (a typing session: session show NAME --json)")
 	return cmd
+}
+
+// agentColumns are the agent's state, since when, and its last hook with its age.
+func agentColumns(a *workflows.AgentState) (state, since, last string) {
+	if a == nil {
+		return "unknown (no hook yet)", "-", "-"
+	}
+	ago := func(t time.Time) string { return time.Since(t).Round(time.Second).String() + " ago" }
+	return a.State, ago(a.Since), a.Event + " " + ago(a.At)
 }
 
 func newCost() *cobra.Command {
@@ -181,14 +217,30 @@ func newSessionShow() *cobra.Command {
 	var asJSON bool
 	show := &cobra.Command{
 		Use:   "show SESSION",
-		Short: "a headless session's prompts, invocations (attempt, exit code, duration, cost, tokens) and cost",
+		Short: "a typing session's agent state (from its hooks) and queue; a headless session's prompts, invocations and cost",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			_, c, err := connect(cmd)
+			cfg, c, err := connect(cmd)
 			if err != nil {
 				return err
 			}
 			defer c.Close()
+			if sc, ok := cfg.Sessions[a[0]]; ok && sc.Mode != config.ModeHeadless {
+				v, err := sessionapi.View(cmd.Context(), c, a[0])
+				if err != nil {
+					return tclient.Refusal(err)
+				}
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), v)
+				}
+				state, since, last := agentColumns(v.Agent)
+				fmt.Fprintf(cmd.OutOrStdout(), "session %s (%s, %s): agent %s since %s, last hook %s\n", a[0], v.Config.TmuxTarget, v.Config.CLI, state, since, last)
+				fmt.Fprintf(cmd.OutOrStdout(), "waiting %d, handed over and not committed %d, delivered %d, failed %d\n", len(v.Queued), len(v.Offered), v.Delivered, v.Failed)
+				if v.BusySince != nil {
+					fmt.Fprintf(cmd.OutOrStdout(), "not typing since %s\n", v.BusySince.Local().Format(time.RFC3339))
+				}
+				return nil
+			}
 			st, err := headless.Audit(cmd.Context(), c, a[0])
 			if err != nil {
 				return err
@@ -206,7 +258,7 @@ func newSessionShow() *cobra.Command {
 		},
 	}
 	show.Flags().BoolVar(&asJSON, "json", false, "print the audit as JSON")
-	cmd := &cobra.Command{Use: "session", Short: "one headless session"}
+	cmd := &cobra.Command{Use: "session", Short: "one session: its agent's state, or its headless prompts"}
 	cmd.AddCommand(show)
 	return cmd
 }

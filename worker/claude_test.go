@@ -26,7 +26,7 @@ const apiKey = "sk-ant-api03-intentq-test-0123456789abcdefghij"
 // claudeAgent runs the real Claude Code TUI in a tmux session "secretary" (the default session's
 // target) against the Messages API stand-in, with the hooks and the MCP server that `starter
 // setup` installed, and returns a function that captures its pane.
-func claudeAgent(t *testing.T, env []string, home string, api *fakeanthropic.Server) func() string {
+func claudeAgent(t testing.TB, env []string, home string, api *fakeanthropic.Server) func() string {
 	t.Helper()
 	claude := peers.Claude(t)
 	peers.Tmux(t)
@@ -87,7 +87,7 @@ func claudeAgent(t *testing.T, env []string, home string, api *fakeanthropic.Ser
 }
 
 // waitPane waits until the pane shows want.
-func waitPane(t *testing.T, capture func() string, what string, timeout time.Duration, ok func(string) bool) string {
+func waitPane(t testing.TB, capture func() string, what string, timeout time.Duration, ok func(string) bool) string {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {

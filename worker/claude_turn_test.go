@@ -21,7 +21,7 @@ import (
 
 // claudeEnv is the environment of a worker, the starter and Claude Code in one test: a private
 // HOME and tmux server, the Telegram stand-in, free ports, and extra settings.
-func claudeEnv(t *testing.T, bot *fakebot.Server, token string, extra ...string) (env []string, home string) {
+func claudeEnv(t testing.TB, bot *fakebot.Server, token string, extra ...string) (env []string, home string) {
 	t.Helper()
 	home = t.TempDir()
 	env = []string{
@@ -35,7 +35,7 @@ func claudeEnv(t *testing.T, bot *fakebot.Server, token string, extra ...string)
 }
 
 // allowTools adds tools to the permissions the secretary's settings allow (after setup).
-func allowTools(t *testing.T, home string, tools ...string) {
+func allowTools(t testing.TB, home string, tools ...string) {
 	t.Helper()
 	settings := filepath.Join(home, ".claude", "secretary", "settings.json")
 	var doc map[string]any
@@ -56,7 +56,7 @@ func allowTools(t *testing.T, home string, tools ...string) {
 }
 
 // tmuxKeys sends keys to the secretary's pane, as the person at the keyboard.
-func tmuxKeys(t *testing.T, env []string, args ...string) {
+func tmuxKeys(t testing.TB, env []string, args ...string) {
 	t.Helper()
 	c := exec.Command("tmux", append([]string{"send-keys", "-t", "=secretary:"}, args...)...)
 	c.Env = env
@@ -114,7 +114,7 @@ var msgIDRE = regexp.MustCompile(`msg_id=(\d+) chat=42`)
 // workingAgentScenario sends n Telegram messages while the real Claude Code runs a long
 // multi-tool turn, waits until every one reached the model, and checks that each did so exactly
 // once, mid-turn or at its end, with nothing typed into the pane. It returns the latencies.
-func workingAgentScenario(t *testing.T, n int) []time.Duration {
+func workingAgentScenario(t testing.TB, n int) []time.Duration {
 	bin := binaries(t)
 	bot := fakebot.New("321:turn")
 	t.Cleanup(bot.Close)
@@ -193,6 +193,20 @@ func workingAgentScenario(t *testing.T, n int) []time.Duration {
 			t.Errorf("message %d committed %d times to the history", 100+i, c)
 		}
 	}
+	// The session knows the agent's state from its hooks, and counted each message once.
+	var view struct {
+		Agent *struct {
+			State string `json:"state"`
+			Event string `json:"event"`
+		} `json:"agent"`
+		Delivered int `json:"delivered"`
+	}
+	if err := json.Unmarshal([]byte(starterRun(t, env, 0, "session", "show", "secretary", "--json")), &view); err != nil || view.Agent == nil || view.Delivered != n {
+		t.Errorf("session view: %+v (%v), want the agent's state and %d delivered", view, err, n)
+	}
+	if out := starterRun(t, env, 0, "sessions"); !strings.Contains(out, "secretary") || !strings.Contains(out, "AGENT") {
+		t.Errorf("starter sessions:\n%s", out)
+	}
 	return latencies
 }
 
@@ -210,7 +224,7 @@ func TestClaudeCodeMessagesReachAWorkingAgentAtToolCalls(t *testing.T) {
 
 // watchPane captures the pane every 150 ms until the test ends and reports the first capture
 // that shows any of bad.
-func watchPane(t *testing.T, capture func() string, bad ...string) func() string {
+func watchPane(t testing.TB, capture func() string, bad ...string) func() string {
 	var mu sync.Mutex
 	seen := ""
 	stop := make(chan struct{})
@@ -306,6 +320,119 @@ func TestClaudeCodeEscalationOpensNoMenuAndClearPresentsPendingOnce(t *testing.T
 	for _, r := range api.Requests() {
 		if strings.Contains(r.SinceAssistant(), "C-u") || strings.Contains(r.SinceAssistant(), "\x15") {
 			t.Errorf("a key reached the model as text: %.200q", r.SinceAssistant())
+		}
+	}
+}
+
+// idleAgentScenario sends n Telegram messages one after another to the real Claude Code while
+// it is idle, each once the previous turn has ended, and returns the time from each update to
+// the model request holding it. Nothing may be typed twice.
+func idleAgentScenario(t testing.TB, n int) []time.Duration {
+	bin := binaries(t)
+	bot := fakebot.New("321:idle")
+	t.Cleanup(bot.Close)
+	api := fakeanthropic.New(func(fakeanthropic.Request) fakeanthropic.Turn { return fakeanthropic.Turn{Text: "Noted."} })
+	t.Cleanup(api.Close)
+	env, home := claudeEnv(t, bot, "321:idle", "INTENTQ_REMINDERS_FIRST_AFTER=10m", "INTENTQ_DELIVERY_BUSY_WAIT=1s")
+	_, lines := startWorker(t, bin, env)
+	waitFor(t, lines, "ready", 60*time.Second)
+	starterRun(t, env, 0, "setup")
+	capture := claudeAgent(t, env, home, api)
+	waitPane(t, capture, "Claude Code's input line", 60*time.Second, func(p string) bool { return strings.Contains(p, "❯") })
+	var latencies []time.Duration
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("msg_id=%d chat=42", 200+i)
+		sent := time.Now()
+		bot.AddMessage(42, 42, 200+i, fmt.Sprintf("idle message %d", i))
+		deadline := time.Now().Add(60 * time.Second)
+		var at time.Time
+		for at.IsZero() {
+			for _, r := range api.Requests() {
+				if strings.Contains(r.SinceAssistant(), id) {
+					at = r.At
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s did not reach the model; pane:\n%s", id, capture())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		latencies = append(latencies, at.Sub(sent))
+		// The turn ends (the answer is on the screen, the input line empty) before the next.
+		waitPane(t, capture, "the answer", 30*time.Second, func(p string) bool {
+			return strings.Count(p, "Noted.") >= i && !strings.Contains(p, "esc to interrupt")
+		})
+	}
+	return latencies
+}
+
+// BenchmarkN10ClaudeDeliveryLatency measures, against the real Claude Code, the time from a
+// Telegram update to the text being in the model's request: while the agent is in a long
+// multi-tool turn (handed over at its next tool call; keystrokes typed while it works: 0) and
+// while it is idle (typed, confirmed by its UserPromptSubmit hook).
+func BenchmarkN10ClaudeDeliveryLatency(b *testing.B) {
+	for range b.N {
+		busy := workingAgentScenario(b, 20)
+		idle := idleAgentScenario(b, 10)
+		slices.Sort(busy)
+		slices.Sort(idle)
+		b.ReportMetric(float64(busy[len(busy)/2].Milliseconds()), "busy-p50-ms")
+		b.ReportMetric(float64(busy[len(busy)-1].Milliseconds()), "busy-max-ms")
+		b.ReportMetric(float64(idle[len(idle)/2].Milliseconds()), "idle-p50-ms")
+		b.ReportMetric(float64(idle[len(idle)-1].Milliseconds()), "idle-max-ms")
+	}
+}
+
+// BenchmarkN10HookWallTime measures each intentq hook as Claude Code runs it (`starter hook
+// EVENT` with the event's JSON on stdin, a new process each time) against a running worker
+// with 10 intents pending: p50 and max per hook.
+func BenchmarkN10HookWallTime(b *testing.B) {
+	bin := binaries(b)
+	ingest := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(b))
+	home := b.TempDir()
+	env := []string{
+		"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMUX_TMPDIR=" + b.TempDir(), "INTENTQ_AGENT_ID=secretary",
+		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_PORT=%d", testenv.FreePort(b)),
+		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_UI_PORT=%d", testenv.FreePort(b)),
+		"INTENTQ_INGEST_LISTEN=" + ingest, "INTENTQ_INGEST_TOKEN=tok", "INTENTQ_METRICS_LISTEN=127.0.0.1:0",
+		"INTENTQ_REMINDERS_FIRST_AFTER=1h",
+	}
+	_, lines := startWorker(b, bin, env)
+	waitFor(b, lines, "ready", 60*time.Second)
+	for i := 1; i <= 10; i++ {
+		out, code := run(b, filepath.Join(bin, "starter"), env, fmt.Sprintf("pending message %d", i), "record", "--chat", "3", "--msg", fmt.Sprint(i), "--text", "-")
+		if code != 0 {
+			b.Fatalf("record: %s", out)
+		}
+	}
+	inputs := map[string]string{
+		"session-start":      `{"session_id":"s","source":"startup"}`,
+		"user-prompt-submit": `{"session_id":"s","prompt":"hello","prompt_id":"p%d"}`,
+		"pre-tool-use":       `{"session_id":"s","tool_name":"Bash","tool_input":{"command":"ls"}}`,
+		"post-tool-use":      `{"session_id":"s","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_%d"}`,
+		"stop":               `{"session_id":"s","stop_hook_active":false,"last_assistant_message":"done"}`,
+		"notification":       `{"session_id":"s","notification_type":"idle_prompt"}`,
+	}
+	for range b.N {
+		for _, event := range []string{"session-start", "user-prompt-submit", "pre-tool-use", "post-tool-use", "stop", "notification"} {
+			var times []time.Duration
+			for i := 0; i < 20; i++ {
+				input := inputs[event]
+				if strings.Contains(input, "%d") {
+					input = fmt.Sprintf(input, i)
+				}
+				start := time.Now()
+				cmd := exec.Command(filepath.Join(bin, "starter"), "hook", event)
+				cmd.Env, cmd.Stdin = env, strings.NewReader(input)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					b.Fatalf("hook %s: %v %s", event, err, out)
+				}
+				times = append(times, time.Since(start))
+			}
+			slices.Sort(times)
+			b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, event+"-p50-ms")
+			b.ReportMetric(float64(times[len(times)-1].Microseconds())/1000, event+"-max-ms")
 		}
 	}
 }

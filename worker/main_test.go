@@ -111,7 +111,7 @@ var (
 )
 
 // binaries builds ./worker and ./starter once per test binary and returns their directory.
-func binaries(t *testing.T) string {
+func binaries(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		binDir, buildErr = os.MkdirTemp("", "intentq-bin")
@@ -139,7 +139,7 @@ func TestMain(m *testing.M) {
 }
 
 // startWorker runs the worker binary with env and returns it with its log lines.
-func startWorker(t *testing.T, bin string, env []string) (*exec.Cmd, <-chan map[string]any) {
+func startWorker(t testing.TB, bin string, env []string) (*exec.Cmd, <-chan map[string]any) {
 	t.Helper()
 	worker := exec.Command(filepath.Join(bin, "worker"), "--log-format", "json")
 	worker.Env = env
@@ -270,7 +270,7 @@ func TestH2HistoryAcrossKill9(t *testing.T) {
 	t.Logf("killed after %d entries; %d entries at the end", killedAt, len(seqs))
 }
 
-func waitFor(t *testing.T, lines <-chan map[string]any, msg string, timeout time.Duration) map[string]any {
+func waitFor(t testing.TB, lines <-chan map[string]any, msg string, timeout time.Duration) map[string]any {
 	t.Helper()
 	deadline := time.After(timeout)
 	var seen []string
@@ -291,7 +291,7 @@ func waitFor(t *testing.T, lines <-chan map[string]any, msg string, timeout time
 }
 
 // run runs the starter and returns its output and exit code.
-func run(t *testing.T, starter string, env []string, stdin string, args ...string) (string, int) {
+func run(t testing.TB, starter string, env []string, stdin string, args ...string) (string, int) {
 	t.Helper()
 	cmd := exec.Command(starter, args...)
 	cmd.Env = env
@@ -307,7 +307,7 @@ func run(t *testing.T, starter string, env []string, stdin string, args ...strin
 }
 
 // starterCommands drives record, pending, show, close, link and ignore through the binary.
-func starterCommands(t *testing.T, starter string, env []string) {
+func starterCommands(t testing.TB, starter string, env []string) {
 	out, code := run(t, starter, env, "hello from stdin\nsecond line\n", "record", "--chat", "9", "--msg", "1", "--text", "-")
 	if code != 0 || !strings.Contains(out, "recorded intent/9/1 (session secretary)") {
 		t.Fatalf("record: %d %s", code, out)
@@ -436,7 +436,7 @@ func TestHookConfigErrorIsReported(t *testing.T) {
 
 // starterRun runs the starter binary with env and returns its output; it fails the test when
 // the exit code is not want.
-func starterRun(t *testing.T, env []string, want int, args ...string) string {
+func starterRun(t testing.TB, env []string, want int, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(binaries(t), "starter"), args...)
 	cmd.Env = env

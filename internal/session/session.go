@@ -25,6 +25,20 @@ func Queue(ctx context.Context, c client.Client, session string, req workflows.D
 	return nil
 }
 
+// View asks a typing session for its state: the agent's state from its hooks, what waits,
+// what hooks took and have not committed, and its counts.
+func View(ctx context.Context, c client.Client, session string) (workflows.SessionView, error) {
+	var v workflows.SessionView
+	res, err := c.QueryWorkflow(ctx, workflows.SessionWorkflowID(session), "", workflows.QuerySession)
+	if err != nil {
+		return v, fmt.Errorf("query session %s: %w", session, err)
+	}
+	if err := res.Get(&v); err != nil {
+		return v, fmt.Errorf("query session %s: %w", session, err)
+	}
+	return v, nil
+}
+
 // TmuxConfig is what the typing session `name` needs from cfg: its pane, the CLI's adapter
 // (busy patterns, reset, input line), busy handling, escalation, history file and ntfy topic.
 func TmuxConfig(cfg *config.Config, name string) workflows.SessionConfig {
