@@ -361,7 +361,8 @@ func idleAgentScenario(t testing.TB, n int) []time.Duration {
 		latencies = append(latencies, at.Sub(sent))
 		// The turn ends (the answer is on the screen, the input line empty) before the next.
 		waitPane(t, capture, "the answer", 30*time.Second, func(p string) bool {
-			return strings.Count(p, "Noted.") >= i && !strings.Contains(p, "esc to interrupt")
+			at := strings.LastIndex(p, id)
+			return at >= 0 && strings.Contains(p[at:], "Noted.") && !strings.Contains(p, "esc to interrupt")
 		})
 	}
 	return latencies
