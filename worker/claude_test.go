@@ -187,10 +187,11 @@ func lastUserText(r fakeanthropic.Request) string {
 	return ""
 }
 
-// sawText reports whether any request's newest user turn holds s.
+// sawText reports whether any request adds s to the conversation (in a prompt, or in context a
+// hook added).
 func sawText(api *fakeanthropic.Server, s string) bool {
 	for _, r := range api.Requests() {
-		if strings.Contains(lastUserText(r), s) {
+		if strings.Contains(r.SinceAssistant(), s) {
 			return true
 		}
 	}
@@ -288,10 +289,12 @@ func TestClaudeCodeDraftAndDialogAreNeverTyped(t *testing.T) {
 	waitPane(t, capture, "the message delivered after the draft", 60*time.Second, func(string) bool { return sawText(api, "msg_id=7") })
 	drafts := 0
 	for _, r := range api.Requests() {
-		if u := lastUserText(r); strings.Contains(u, draft) {
-			drafts++
-			if strings.Contains(u, "新着") {
-				t.Errorf("the draft reached the model mixed with the message: %q", u)
+		for _, b := range textBlocks(r) {
+			if strings.Contains(b, draft) {
+				drafts++
+				if strings.Contains(b, "新着") {
+					t.Errorf("the draft reached the model mixed with the message: %q", b)
+				}
 			}
 		}
 	}

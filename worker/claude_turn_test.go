@@ -65,27 +65,36 @@ func tmuxKeys(t testing.TB, env []string, args ...string) {
 	}
 }
 
-// typedPrompt reports whether a request's new user turn is a message intentq typed into the pane
-// (a prompt that begins with its header), rather than one handed over by a hook.
-func typedPrompt(r fakeanthropic.Request, header string) bool {
+// textBlocks are the text blocks a request adds to the conversation (after the last assistant
+// message): a typed prompt is one, a hook's context another.
+func textBlocks(r fakeanthropic.Request) []string {
+	var out []string
 	for i := len(r.Messages) - 1; i >= 0 && r.Messages[i].Role != "assistant"; i-- {
+		var s string
+		if json.Unmarshal(r.Messages[i].Content, &s) == nil {
+			out = append(out, s)
+			continue
+		}
 		var blocks []struct {
 			Type string `json:"type"`
 			Text string `json:"text"`
 		}
-		var s string
-		if json.Unmarshal(r.Messages[i].Content, &s) == nil {
-			blocks = append(blocks, struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			}{"text", s})
-		} else {
-			_ = json.Unmarshal(r.Messages[i].Content, &blocks)
-		}
+		_ = json.Unmarshal(r.Messages[i].Content, &blocks)
 		for _, b := range blocks {
-			if b.Type == "text" && strings.HasPrefix(strings.TrimSpace(b.Text), header) {
-				return true
+			if b.Type == "text" {
+				out = append(out, b.Text)
 			}
+		}
+	}
+	return out
+}
+
+// typedPrompt reports whether a request's new user turn is a message intentq typed into the pane
+// (a prompt that begins with its header), rather than one handed over by a hook.
+func typedPrompt(r fakeanthropic.Request, header string) bool {
+	for _, b := range textBlocks(r) {
+		if strings.HasPrefix(strings.TrimSpace(b), header) {
+			return true
 		}
 	}
 	return false

@@ -171,6 +171,9 @@ func (s *session) noteEvent(ctx workflow.Context, ev AgentEvent) {
 	if ev.At.IsZero() {
 		ev.At = workflow.Now(ctx)
 	}
+	if ev.Event == EventSessionStart {
+		s.sessionStarts++
+	}
 	s.receipts = append(s.receipts, ev.Receipt...)
 	if n := len(s.receipts); n > maxReceipts {
 		s.receipts = append([]string(nil), s.receipts[n-maxReceipts:]...)

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -184,5 +185,46 @@ func TestReceiptOf(t *testing.T) {
 	for _, p := range []string{"", "hello", "please see 【新着メッセージ】msg_id=9 chat=42: x", "【新着メッセージ】msg_id= chat=1: x", "【新着メッセージ】msg_id=1 chat=: x"} {
 		_, ok := ReceiptOf(p)
 		require.False(t, ok, p)
+	}
+}
+
+// Escalation's reset (/clear) where hooks report: the agent's SessionStart confirms it and the
+// nudge follows at once; without one the session waits policy.ReceiptWait, then goes on.
+func TestResetConfirmedBySessionStart(t *testing.T) {
+	for name, confirm := range map[string]bool{"confirmed": true, "unconfirmed": false} {
+		t.Run(name, func(t *testing.T) {
+			h := newSessionHarness(t)
+			cfg := hookSession()
+			cfg.Escalation = EscalationPolicy{Interrupt: true, Reset: true}
+			cfg.Reset = ResetSteps{Command: "/clear"}
+			h.send(0, SignalAgentEvent, AgentEvent{Event: EventStop})
+			h.send(time.Second, SignalDeliver, DeliveryRequest{ID: "r", ReplyTo: "intent/42/1", Kind: KindReminder, Tick: 3,
+				Since: h.start.Add(-10 * time.Minute), Text: "【未対応メッセージ】msg_id=1 chat=42: x"})
+			if confirm {
+				h.send(1500*time.Millisecond, SignalAgentEvent, AgentEvent{Event: EventSessionStart, Detail: "clear"})
+			}
+			h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
+			h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: cfg})
+			require.Len(t, h.typed, 2)
+			require.Equal(t, "/clear", h.typed[0])
+			gap := h.typedAt[1] - h.typedAt[0]
+			if confirm {
+				require.Less(t, gap, 5*time.Second, "the nudge follows the confirmed reset")
+			} else {
+				require.GreaterOrEqual(t, gap, 5*time.Second, "the session waited for a confirmation")
+			}
+			require.True(t, h.results["r"].OK)
+			require.True(t, h.results["r"].Reset)
+		})
+	}
+}
+
+// A typed text never begins with something a dialog takes as an answer (a digit, y or n),
+// whatever the message says.
+func TestTypedTextsNeverAnswerADialog(t *testing.T) {
+	for _, text := range []string{"1", "y", "n", "2. Yes, and always allow", "\x1b[B\r"} {
+		for _, typed := range []string{DeliveryText(IntentInput{ChatID: "5", MessageID: "1", Text: text}), ReminderText("1", "5", text)} {
+			require.True(t, strings.HasPrefix(typed, "【"), typed)
+		}
 	}
 }

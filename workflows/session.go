@@ -206,6 +206,8 @@ type session struct {
 	receipts []string
 	commits  []string
 	typing   string
+	// sessionStarts counts the agent's SessionStart reports (a reset is confirmed by one).
+	sessionStarts int
 }
 
 // maxReceipts bounds session.receipts (a prompt a person typed may name an intent too).

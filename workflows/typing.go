@@ -139,7 +139,12 @@ func (s *session) escalate(ctx workflow.Context, req DeliveryRequest) (phase int
 		err = s.pressKeys(ctx, keys)
 	case PhaseReset:
 		if s.Config.Reset.Typed() {
+			starts := s.sessionStarts
 			err = s.typeText(ctx, s.Config.Reset.Command)
+			// Where hooks report, the agent's SessionStart (a new context) confirms the reset.
+			if err == nil && s.Agent != nil && !s.awaitAgent(ctx, func() bool { return s.sessionStarts > starts }) {
+				workflow.GetLogger(ctx).Warn("reset not confirmed by the agent's SessionStart hook", "session", s.Config.Name, "command", s.Config.Reset.Command)
+			}
 		} else {
 			err = s.pressKeys(ctx, s.Config.Reset.Keys())
 		}
@@ -251,7 +256,12 @@ func StillOnInputLine(bottom, text string) bool {
 // awaitReceipt waits up to policy.ReceiptWait for the agent's UserPromptSubmit hook to name
 // intent id.
 func (s *session) awaitReceipt(ctx workflow.Context, id string) bool {
-	if s.receipted(id) {
+	return s.awaitAgent(ctx, func() bool { return s.receipted(id) })
+}
+
+// awaitAgent waits up to policy.ReceiptWait for what the agent's hooks report to satisfy done.
+func (s *session) awaitAgent(ctx workflow.Context, done func() bool) bool {
+	if done() {
 		return true
 	}
 	timerCtx, cancel := workflow.WithCancel(ctx)
@@ -259,7 +269,7 @@ func (s *session) awaitReceipt(ctx workflow.Context, id string) bool {
 	timer := workflow.NewTimer(timerCtx, policy.ReceiptWait)
 	for !timer.IsReady() {
 		s.waitForSignal(ctx, timer)
-		if s.receipted(id) {
+		if done() {
 			return true
 		}
 	}

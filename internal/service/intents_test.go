@@ -398,6 +398,33 @@ func TestI2TelegramDeliveredAndClosed(t *testing.T) {
 			return err == nil && v.Delivered != nil
 		})
 	}
+	// The agent's hooks (issue 10): a turn starts, a fourth message waits for it, the
+	// post-tool-use hook takes it and commits it: delivered once, never typed.
+	backend := hooks.Temporal{Client: svc.Client(), Config: cfg}
+	if err := backend.Report(ctx, config.DefaultSessionName, workflows.AgentEvent{Event: workflows.EventUserPromptSubmit, At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	bot.AddMessage(allowedChat, allowedUser, 13, "fourth, while the agent works")
+	texts = append(texts, "fourth")
+	var key string
+	waitUntil(t, "the fourth message handed to the hook", 20*time.Second, func() bool {
+		key = fmt.Sprintf("post-tool-use/toolu_%d", time.Now().UnixNano())
+		res, err := backend.Take(ctx, config.DefaultSessionName, workflows.TakeRequest{Key: key, Event: workflows.EventPostToolUse, Deadline: time.Now().Add(5 * time.Second)})
+		return err == nil && len(res.Messages) == 1 && res.Messages[0].ReplyTo == workflows.IntentID(chat, "13")
+	})
+	if err := backend.Taken(ctx, config.DefaultSessionName, key); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the fourth message to count delivered", 10*time.Second, func() bool {
+		v, err := intent.Show(ctx, svc.Client(), workflows.IntentID(chat, "13"))
+		return err == nil && v.Delivered != nil
+	})
+	if err := backend.Report(ctx, config.DefaultSessionName, workflows.AgentEvent{Event: workflows.EventStop, At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(pane); string(b) != want.String() {
+		t.Errorf("the pane got %q, want only the three typed messages", b)
+	}
 	for i := range texts {
 		id, _, err := intent.CloseOldestPending(ctx, svc.Client(), chat, workflows.CloseRequest{})
 		if err != nil {
