@@ -24,6 +24,8 @@ func TestReplayRecordedHistories(t *testing.T) {
 		"testdata/intent_delivered_closed_v2.json", "testdata/session_v2.json",
 		// Before the ack reaction, the reply hint and the reply update.
 		"testdata/intent_delivered_closed_v3.json", "testdata/session_v3.json",
+		// Before the agent's hooks (state, take and commit), reminder ticks and typing keys.
+		"testdata/intent_delivered_closed_v4.json", "testdata/session_v4.json",
 		// Current.
 		"testdata/intent_delivered_closed.json", "testdata/session.json",
 	} {
