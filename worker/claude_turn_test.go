@@ -266,8 +266,9 @@ func watchPane(t testing.TB, capture func() string, bad ...string) func() string
 
 // Issue 10, tests 4 and 5: escalation on an idle Claude Code reaches the model and opens no
 // menu (phase 2 clears the input with C-u, never Escape), and the reset (`/clear`, at most once
-// per cooldown) is followed by the SessionStart hook presenting the pending intent exactly once.
-func TestClaudeCodeEscalationOpensNoMenuAndClearPresentsPendingOnce(t *testing.T) {
+// per cooldown) is followed by the SessionStart hook presenting the pending intent exactly once;
+// so is a restart of Claude Code.
+func TestClaudeCodeEscalationOpensNoMenuAndClearOrRestartPresentsPendingOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the worker and Claude Code")
 	}
@@ -330,6 +331,40 @@ func TestClaudeCodeEscalationOpensNoMenuAndClearPresentsPendingOnce(t *testing.T
 		if strings.Contains(r.SinceAssistant(), "C-u") || strings.Contains(r.SinceAssistant(), "\x15") {
 			t.Errorf("a key reached the model as text: %.200q", r.SinceAssistant())
 		}
+	}
+
+	// A restart of Claude Code: its SessionStart (startup) presents the pending intent once in
+	// the new conversation, which the next reminder wakes.
+	before := len(api.Requests())
+	tmuxOut := func(args ...string) string {
+		c := exec.Command("tmux", args...)
+		c.Env = env
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	tmuxOut("respawn-pane", "-k", "-t", "=secretary:", tmuxOut("display-message", "-p", "-t", "=secretary:", "#{pane_start_command}"))
+	deadline = time.Now().Add(90 * time.Second)
+	for {
+		var restarted *fakeanthropic.Request
+		for _, r := range api.Requests()[before:] {
+			if strings.Contains(r.SinceAssistant(), "pending message(s) for session secretary") {
+				restarted = &r
+				break
+			}
+		}
+		if restarted != nil {
+			if c := strings.Count(restarted.SinceAssistant(), "id=intent/42/7"); c != 1 {
+				t.Errorf("after a restart the pending intent is presented %d times:\n%s", c, restarted.SinceAssistant())
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no conversation after the restart presented the pending intent; pane:\n%s", capture())
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
