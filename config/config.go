@@ -4,6 +4,7 @@
 package config
 
 import (
+	"path/filepath"
 	"time"
 
 	"github.com/intentq/intentq/internal/agentcli"
@@ -51,6 +52,49 @@ type Temporal struct {
 	APIKeyFile string   `mapstructure:"api_key_file"`
 	TLS        TLS      `mapstructure:"tls"`
 	Embedded   Embedded `mapstructure:"embedded"`
+	// Encryption encrypts every payload before it reaches the cluster (issue 13).
+	Encryption Encryption `mapstructure:"encryption"`
+}
+
+// Encryption keeps message text off the cluster: every payload intentq writes to Temporal is
+// encrypted (AES-256-GCM) with the newest key of a keyring; the key's id travels with it.
+type Encryption struct {
+	// Mode is auto (on when temporal.address names an external cluster), on or off.
+	Mode string `mapstructure:"mode"`
+	// KeyFile is the keyring: lines `<id>:<base64 key>`, newest last (starter keygen appends
+	// one); it must be private (0600). Empty: data_dir/encryption.keys.
+	KeyFile string `mapstructure:"key_file"`
+	// Key is one keyring line instead of the file (e.g. INTENTQ_TEMPORAL_ENCRYPTION_KEY).
+	Key Secret `mapstructure:"key"`
+	// CodecOrigins may call the worker's codec endpoint (/codec/encode, /codec/decode on the
+	// ingest listener) from a browser: the Web UI's address.
+	CodecOrigins []string `mapstructure:"codec_origins"`
+}
+
+// Encryption modes.
+const (
+	EncryptionAuto = "auto"
+	EncryptionOn   = "on"
+	EncryptionOff  = "off"
+)
+
+// EncryptionOn reports whether payloads are encrypted: mode on, or auto with an external cluster.
+func (c *Config) EncryptionOn() bool {
+	switch c.Temporal.Encryption.Mode {
+	case EncryptionOn:
+		return true
+	case EncryptionOff:
+		return false
+	}
+	return !c.EmbeddedServer()
+}
+
+// EncryptionKeyFile is the keyring's path: temporal.encryption.key_file, else data_dir/encryption.keys.
+func (c *Config) EncryptionKeyFile() string {
+	if c.Temporal.Encryption.KeyFile != "" {
+		return c.Temporal.Encryption.KeyFile
+	}
+	return filepath.Join(c.DataDir, "encryption.keys")
 }
 
 // TLS configures the client connection to an external Temporal frontend.

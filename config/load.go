@@ -190,6 +190,7 @@ func (c *Config) finish() error {
 	c.Temporal.TLS.CertFile = expandHome(c.Temporal.TLS.CertFile)
 	c.Temporal.TLS.KeyFile = expandHome(c.Temporal.TLS.KeyFile)
 	c.Temporal.TLS.CAFile = expandHome(c.Temporal.TLS.CAFile)
+	c.Temporal.Encryption.KeyFile = expandHome(c.Temporal.Encryption.KeyFile)
 	c.applyMapDefaults()
 	return c.Validate()
 }

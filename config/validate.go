@@ -71,6 +71,9 @@ func (c *Config) Validate() error {
 	if !oneOf(e.LogLevel, logLevels) {
 		bad("temporal.embedded.log_level", "%q is not one of %s", e.LogLevel, strings.Join(logLevels, ", "))
 	}
+	if modes := []string{EncryptionAuto, EncryptionOn, EncryptionOff}; !oneOf(c.Temporal.Encryption.Mode, modes) {
+		bad("temporal.encryption.mode", "%q is not one of %s", c.Temporal.Encryption.Mode, strings.Join(modes, ", "))
+	}
 
 	if _, port, err := net.SplitHostPort(c.Ingest.Listen); err != nil {
 		bad("ingest.listen", "%q is not host:port", c.Ingest.Listen)

@@ -19,7 +19,6 @@ import (
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/intentq/intentq/internal/platform/tclient"
@@ -130,7 +129,7 @@ func summarize(info *workflowpb.WorkflowExecutionInfo) Summary {
 
 func decode(p *commonpb.Payload, v any) {
 	if p != nil {
-		_ = converter.GetDefaultDataConverter().FromPayload(p, v)
+		_ = tclient.Payloads().FromPayload(p, v)
 	}
 }
 
@@ -318,7 +317,7 @@ func Text(ctx context.Context, c client.Client, id string) (string, error) {
 		return "", fmt.Errorf("%s: the first event is %s, not the start", id, ev.GetEventType())
 	}
 	var in workflows.IntentInput
-	if err := converter.GetDefaultDataConverter().FromPayloads(attrs.GetInput(), &in); err != nil {
+	if err := tclient.Payloads().FromPayloads(attrs.GetInput(), &in); err != nil {
 		return "", fmt.Errorf("decode the input of %s: %w", id, err)
 	}
 	return in.Text, nil

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -28,6 +29,7 @@ import (
 	"github.com/intentq/intentq/internal/platform/archive"
 	"github.com/intentq/intentq/internal/platform/doctor"
 	"github.com/intentq/intentq/internal/platform/embedded"
+	"github.com/intentq/intentq/internal/platform/encryption"
 	"github.com/intentq/intentq/internal/platform/logging"
 	"github.com/intentq/intentq/internal/platform/metrics"
 	"github.com/intentq/intentq/internal/platform/plugin"
@@ -84,6 +86,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 			Namespace:        cfg.Temporal.Namespace,
 			Retention:        e.Retention,
 			SearchAttributes: workflows.SearchAttributes(),
+			CodecEndpoint:    codecEndpoint(cfg),
 			Logger:           serverLog,
 		})
 		if err != nil {
@@ -167,7 +170,17 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 		}
 	}()
 
+	var codec http.Handler
+	if cfg.EncryptionOn() {
+		k, err := tclient.Keyring(cfg)
+		if err != nil {
+			return nil, err
+		}
+		codec = encryption.CodecHandler(k, cfg.Temporal.Encryption.CodecOrigins)
+		logger.Info("payloads are encrypted; codec endpoint for the Web UI", zap.String("key_id", k.Current()), zap.String("endpoint", "http://"+cfg.Ingest.Listen+"/codec"))
+	}
 	s.ingest, err = ingest.Listen(ingest.Options{
+		Codec:        codec,
 		Addr:         cfg.Ingest.Listen,
 		Token:        cfg.Ingest.Token,
 		MaxTextBytes: cfg.Ingest.MaxTextBytes,
@@ -426,4 +439,13 @@ func push(ctx context.Context, cfg *config.Config, p activities.Push) {
 	defer cancel()
 	p.Topic = cfg.Ntfy.Topic
 	_ = (&activities.Ntfy{URL: cfg.Ntfy.URL, Token: cfg.Ntfy.Token.Reveal()}).Publish(ctx, p)
+}
+
+// codecEndpoint is where the embedded Web UI decrypts payloads: the worker's codec endpoint
+// when encryption is on, else none.
+func codecEndpoint(cfg *config.Config) string {
+	if !cfg.EncryptionOn() {
+		return ""
+	}
+	return "http://" + cfg.Ingest.Listen + "/codec"
 }

@@ -32,7 +32,9 @@ type Options struct {
 	// Prompter serves POST /v1/sessions/{id}/prompts; nil: no headless sessions.
 	Prompter Prompter
 	Health   Health
-	Logger   *zap.Logger
+	// Codec serves /codec/encode and /codec/decode (payload encryption on); nil: none.
+	Codec  http.Handler
+	Logger *zap.Logger
 }
 
 // Server is the ingest HTTP server.
@@ -45,6 +47,7 @@ type Server struct {
 	recorder Recorder
 	prompter Prompter
 	health   Health
+	codec    http.Handler
 	log      *zap.Logger
 }
 
@@ -63,6 +66,7 @@ func Listen(opts Options) (*Server, error) {
 		recorder: opts.Recorder,
 		prompter: opts.Prompter,
 		health:   opts.Health,
+		codec:    opts.Codec,
 		log:      logger,
 	}
 	s.http = &http.Server{
@@ -87,6 +91,9 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /healthz", s.handleHealth)
 	mux.HandleFunc("POST /v1/intents", s.handleIntents)
 	mux.HandleFunc("POST /v1/sessions/{id}/prompts", s.handlePrompts)
+	if s.codec != nil {
+		mux.Handle("/codec/", s.codec)
+	}
 	return mux
 }
 

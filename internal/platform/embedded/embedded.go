@@ -49,6 +49,8 @@ type Options struct {
 	Namespace        string
 	Retention        time.Duration
 	SearchAttributes map[string]enumspb.IndexedValueType
+	// CodecEndpoint is where the Web UI decrypts payloads (the worker's codec); empty: none.
+	CodecEndpoint string
 	// Logger receives the server's own logs, already restricted to the wanted level.
 	Logger *zap.Logger
 }
@@ -125,6 +127,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 			HideLogs:            true,
 			DisableNewsFetch:    true,
 			CORS:                uiconfig.CORS{CookieInsecure: true},
+			Codec:               uiconfig.Codec{Endpoint: opts.CodecEndpoint},
 		}))
 		s.uiDone = make(chan struct{})
 		go func() {

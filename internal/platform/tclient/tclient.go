@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
+	"sync"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -18,11 +20,13 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/platform/encryption"
 )
 
 // Dial connects to the cluster the configuration names (the embedded server's address when no
@@ -33,6 +37,14 @@ func Dial(ctx context.Context, cfg *config.Config, logger *zap.Logger, options .
 		Namespace: cfg.Temporal.Namespace,
 		Logger:    NewSDKLogger(logger),
 	}
+	if cfg.EncryptionOn() {
+		k, err := Keyring(cfg)
+		if err != nil {
+			return nil, err
+		}
+		opts.DataConverter = encryption.DataConverter(k)
+	}
+	setPayloads(opts.DataConverter)
 	for _, o := range options {
 		o(&opts)
 	}
@@ -51,6 +63,41 @@ func Dial(ctx context.Context, cfg *config.Config, logger *zap.Logger, options .
 		return nil, fmt.Errorf("connect to Temporal at %s (temporal.address): %w", opts.HostPort, err)
 	}
 	return c, nil
+}
+
+// Keyring loads the encryption keys: temporal.encryption.key when set, else the key file.
+func Keyring(cfg *config.Config) (*encryption.Keyring, error) {
+	if cfg.Temporal.Encryption.Key.IsSet() {
+		k, err := encryption.ParseKeyring(strings.NewReader(cfg.Temporal.Encryption.Key.Reveal()))
+		if err != nil {
+			return nil, fmt.Errorf("temporal.encryption.key: %w", err)
+		}
+		return k, nil
+	}
+	return encryption.LoadKeyring(cfg.EncryptionKeyFile())
+}
+
+// payloads is the data converter of this process's clients (nil: the SDK's default).
+var (
+	payloadsMu sync.Mutex
+	payloads   converter.DataConverter
+)
+
+func setPayloads(dc converter.DataConverter) {
+	payloadsMu.Lock()
+	defer payloadsMu.Unlock()
+	payloads = dc
+}
+
+// Payloads is the data converter this process's clients use: what decodes payloads read
+// outside the SDK (memos in list results, a workflow's input from its history), encrypted or not.
+func Payloads() converter.DataConverter {
+	payloadsMu.Lock()
+	defer payloadsMu.Unlock()
+	if payloads != nil {
+		return payloads
+	}
+	return converter.GetDefaultDataConverter()
 }
 
 // clientTLS builds the TLS config for an external frontend; nil when TLS is off. An API key

@@ -1,0 +1,234 @@
+// Package encryption keeps message text off an external Temporal cluster (issue 13): a payload
+// codec that encrypts every payload intentq writes (workflow inputs, results, signals, updates,
+// memos, activity arguments) with AES-256-GCM before it leaves the process, and decrypts it on
+// the way back. The key's id travels in each payload's metadata, so keys can rotate: the
+// newest key of the keyring encrypts, every key in it decrypts. Payloads written before
+// encryption was turned on are passed through, so their histories still replay.
+//
+// A keyring is a file (0600) of lines `<id>:<base64 key>`, the newest last (`starter keygen`
+// appends one), or one such line in the environment.
+package encryption
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/converter"
+	"google.golang.org/protobuf/proto"
+)
+
+// Metadata of an encrypted payload.
+const (
+	// Encoding marks a payload this codec encrypted.
+	Encoding = "binary/encrypted"
+	// MetadataKeyID names the key that encrypted it.
+	MetadataKeyID = "encryption-key-id"
+)
+
+// KeySize is the AES-256 key size in bytes.
+const KeySize = 32
+
+// Keyring holds the keys by id; Current encrypts.
+type Keyring struct {
+	current string
+	keys    map[string]cipher.AEAD
+}
+
+// Current is the id of the key that encrypts.
+func (k *Keyring) Current() string { return k.current }
+
+// ParseKeyring reads lines `<id>:<base64 key>` (blank lines and # comments skipped); the last
+// key encrypts.
+func ParseKeyring(r io.Reader) (*Keyring, error) {
+	k := &Keyring{keys: map[string]cipher.AEAD{}}
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		id, encoded, ok := strings.Cut(line, ":")
+		if !ok || id == "" {
+			return nil, fmt.Errorf("keyring line %d: want <id>:<base64 key>", n)
+		}
+		raw, err := base64.StdEncoding.DecodeString(encoded)
+		if err != nil || len(raw) != KeySize {
+			return nil, fmt.Errorf("keyring line %d (key %s): want %d bytes in base64", n, id, KeySize)
+		}
+		aead, err := newAEAD(raw)
+		if err != nil {
+			return nil, fmt.Errorf("keyring line %d: %w", n, err)
+		}
+		k.keys[id], k.current = aead, id
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read keyring: %w", err)
+	}
+	if k.current == "" {
+		return nil, errors.New("the keyring holds no key (starter keygen makes one)")
+	}
+	return k, nil
+}
+
+// LoadKeyring reads the keyring from path, which must be private (no access for group or
+// others: the key decrypts every message).
+func LoadKeyring(path string) (*Keyring, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("encryption key file: %w (starter keygen makes one)", err)
+	}
+	if info.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("encryption key file %s is readable by others (mode %o): chmod 600 it", path, info.Mode().Perm())
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("encryption key file: %w", err)
+	}
+	k, err := ParseKeyring(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("encryption key file %s: %w", path, err)
+	}
+	return k, nil
+}
+
+// NewKey makes a random key and its line for a keyring; the id is derived from the key.
+func NewKey() (id, line string, err error) {
+	raw := make([]byte, KeySize)
+	if _, err := rand.Read(raw); err != nil {
+		return "", "", fmt.Errorf("generate a key: %w", err)
+	}
+	sum := sha256.Sum256(raw)
+	id = "k" + hex.EncodeToString(sum[:6])
+	return id, id + ":" + base64.StdEncoding.EncodeToString(raw), nil
+}
+
+// AppendKey adds a new key to the keyring file at path (created 0600 in a 0700 folder), where
+// it becomes the key that encrypts; the older keys still decrypt. It returns the new key's id.
+func AppendKey(path string) (string, error) {
+	id, line, err := NewKey()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", fmt.Errorf("key file folder: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("open key file: %w", err)
+	}
+	defer f.Close()
+	if err := f.Chmod(0o600); err != nil {
+		return "", fmt.Errorf("key file mode: %w", err)
+	}
+	if _, err := fmt.Fprintln(f, line); err != nil {
+		return "", fmt.Errorf("write key file: %w", err)
+	}
+	return id, f.Close()
+}
+
+func newAEAD(key []byte) (cipher.AEAD, error) {
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("aes: %w", err)
+	}
+	return cipher.NewGCM(block)
+}
+
+// Encode encrypts each payload with the current key: the whole payload (metadata and data)
+// becomes the ciphertext of a new payload that names the key.
+func (k *Keyring) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
+	aead := k.keys[k.current]
+	out := make([]*commonpb.Payload, len(payloads))
+	for i, p := range payloads {
+		plain, err := proto.Marshal(p)
+		if err != nil {
+			return nil, fmt.Errorf("encrypt payload: %w", err)
+		}
+		nonce := make([]byte, aead.NonceSize())
+		if _, err := rand.Read(nonce); err != nil {
+			return nil, fmt.Errorf("encrypt payload: %w", err)
+		}
+		out[i] = &commonpb.Payload{
+			Metadata: map[string][]byte{converter.MetadataEncoding: []byte(Encoding), MetadataKeyID: []byte(k.current)},
+			Data:     aead.Seal(nonce, nonce, plain, []byte(k.current)),
+		}
+	}
+	return out, nil
+}
+
+// Decode decrypts the payloads this codec encrypted and passes others through (recorded
+// before encryption was on).
+func (k *Keyring) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
+	out := make([]*commonpb.Payload, len(payloads))
+	for i, p := range payloads {
+		if string(p.GetMetadata()[converter.MetadataEncoding]) != Encoding {
+			out[i] = p
+			continue
+		}
+		id := string(p.GetMetadata()[MetadataKeyID])
+		aead, ok := k.keys[id]
+		if !ok {
+			return nil, fmt.Errorf("decrypt payload: key %q is not in the keyring", id)
+		}
+		data := p.GetData()
+		if len(data) < aead.NonceSize() {
+			return nil, errors.New("decrypt payload: too short")
+		}
+		plain, err := aead.Open(nil, data[:aead.NonceSize()], data[aead.NonceSize():], []byte(id))
+		if err != nil {
+			return nil, fmt.Errorf("decrypt payload with key %s: %w", id, err)
+		}
+		var decoded commonpb.Payload
+		if err := proto.Unmarshal(plain, &decoded); err != nil {
+			return nil, fmt.Errorf("decrypt payload: %w", err)
+		}
+		out[i] = &decoded
+	}
+	return out, nil
+}
+
+// DataConverter is the SDK's default converter with every payload encrypted by k.
+func DataConverter(k *Keyring) converter.DataConverter {
+	return converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), k)
+}
+
+// MaxCodecBody bounds a codec request.
+const MaxCodecBody = 16 << 20
+
+// CodecHandler serves the SDK's remote codec protocol (POST .../encode and .../decode with
+// JSON payloads) for the Web UI and tools, with CORS for origins (the Web UI's address): the UI
+// shows decrypted text to whoever can reach this endpoint, so it listens on loopback.
+func CodecHandler(k *Keyring, origins []string) http.Handler {
+	inner := converter.NewPayloadCodecHTTPHandler(k)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if origin := r.Header.Get("Origin"); origin != "" && slices.Contains(origins, origin) {
+			h := w.Header()
+			h.Set("Access-Control-Allow-Origin", origin)
+			h.Set("Access-Control-Allow-Credentials", "true")
+			h.Set("Access-Control-Allow-Methods", "POST, OPTIONS")
+			h.Set("Access-Control-Allow-Headers", "Content-Type, X-Namespace, Authorization")
+			h.Add("Vary", "Origin")
+		}
+		if r.Method == http.MethodOptions {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, MaxCodecBody)
+		inner.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,169 @@
+package encryption
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/converter"
+)
+
+func keyring(t *testing.T, lines ...string) *Keyring {
+	t.Helper()
+	k, err := ParseKeyring(strings.NewReader(strings.Join(lines, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func newLine(t *testing.T) string {
+	t.Helper()
+	_, line, err := NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return line
+}
+
+// Every payload leaves encrypted (no plaintext, the key's id in the metadata) and comes back
+// as it was; after a rotation the old key still decrypts what it encrypted.
+func TestRoundTripAndRotation(t *testing.T) {
+	oldLine := newLine(t)
+	old := keyring(t, oldLine)
+	dc := DataConverter(old)
+	p, err := dc.ToPayload(map[string]string{"text": "the secret deploy plan"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(p.GetData(), []byte("secret")) || string(p.GetMetadata()[converter.MetadataEncoding]) != Encoding ||
+		string(p.GetMetadata()[MetadataKeyID]) != old.Current() {
+		t.Fatalf("payload not encrypted: %v", p)
+	}
+	rotated := keyring(t, oldLine, newLine(t))
+	if rotated.Current() == old.Current() {
+		t.Fatal("the newest key must encrypt")
+	}
+	var got map[string]string
+	if err := DataConverter(rotated).FromPayload(p, &got); err != nil || got["text"] != "the secret deploy plan" {
+		t.Fatalf("decoded %v, %v", got, err)
+	}
+	p2, _ := DataConverter(rotated).ToPayload("x")
+	if string(p2.GetMetadata()[MetadataKeyID]) != rotated.Current() {
+		t.Errorf("encrypted with %s, want the newest key", p2.GetMetadata()[MetadataKeyID])
+	}
+	if _, err := old.Decode([]*commonpb.Payload{p2}); err == nil || !strings.Contains(err.Error(), "not in the keyring") {
+		t.Errorf("a key not in the keyring: %v", err)
+	}
+}
+
+// Payloads recorded before encryption pass through (their histories replay); a tampered one
+// fails instead of decoding to something else.
+func TestPassThroughAndTamper(t *testing.T) {
+	k := keyring(t, newLine(t))
+	plain, _ := converter.GetDefaultDataConverter().ToPayload("recorded before encryption")
+	out, err := k.Decode([]*commonpb.Payload{plain})
+	if err != nil || out[0] != plain {
+		t.Fatalf("pass through: %v %v", out, err)
+	}
+	enc, _ := k.Encode([]*commonpb.Payload{plain})
+	enc[0].Data[len(enc[0].Data)-1] ^= 1
+	if _, err := k.Decode(enc); err == nil {
+		t.Error("a tampered payload decoded")
+	}
+	short := &commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte(Encoding), MetadataKeyID: []byte(k.Current())}, Data: []byte{1}}
+	if _, err := k.Decode([]*commonpb.Payload{short}); err == nil {
+		t.Error("a short payload decoded")
+	}
+}
+
+func TestKeyringFileAndErrors(t *testing.T) {
+	for name, text := range map[string]string{
+		"empty":   "# nothing\n",
+		"no id":   ":" + strings.Repeat("A", 44),
+		"short":   "k1:c2hvcnQ=",
+		"not b64": "k1:!!!",
+	} {
+		if _, err := ParseKeyring(strings.NewReader(text)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "keys", "encryption.keys")
+	first, err := AppendKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := AppendKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, _ := os.Stat(path)
+	if info.Mode().Perm() != 0o600 {
+		t.Errorf("key file mode %o", info.Mode().Perm())
+	}
+	k, err := LoadKeyring(path)
+	if err != nil || k.Current() != second || k.keys[first] == nil {
+		t.Fatalf("keyring %v %v", k, err)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadKeyring(path); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Errorf("a key file others can read: %v", err)
+	}
+	if _, err := LoadKeyring(filepath.Join(t.TempDir(), "missing")); err == nil || !strings.Contains(err.Error(), "starter keygen") {
+		t.Errorf("missing key file: %v", err)
+	}
+}
+
+// The codec endpoint speaks the SDK's remote codec protocol (what the Web UI and tools use), and
+// answers CORS for the Web UI's origin only.
+func TestCodecHandler(t *testing.T) {
+	k := keyring(t, newLine(t))
+	srv := httptest.NewServer(CodecHandler(k, []string{"http://127.0.0.1:8233"}))
+	defer srv.Close()
+	remote := converter.NewRemotePayloadCodec(converter.RemotePayloadCodecOptions{Endpoint: srv.URL + "/codec"})
+	plain, _ := converter.GetDefaultDataConverter().ToPayload("hello from the phone")
+	enc, err := k.Encode([]*commonpb.Payload{plain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := remote.Decode(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s string
+	if err := converter.GetDefaultDataConverter().FromPayload(dec[0], &s); err != nil || s != "hello from the phone" {
+		t.Fatalf("decoded %q %v", s, err)
+	}
+	back, err := remote.Encode(dec)
+	if err != nil || string(back[0].GetMetadata()[converter.MetadataEncoding]) != Encoding {
+		t.Fatalf("encode: %v %v", back, err)
+	}
+
+	for origin, allowed := range map[string]bool{"http://127.0.0.1:8233": true, "http://evil.example": false} {
+		req, _ := http.NewRequest(http.MethodOptions, srv.URL+"/codec/decode", nil)
+		req.Header.Set("Origin", origin)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := resp.Header.Get("Access-Control-Allow-Origin") == origin; got != allowed {
+			t.Errorf("origin %s: allowed %v, want %v", origin, got, allowed)
+		}
+	}
+	resp, err := http.Post(srv.URL+"/codec/decode", "application/json", strings.NewReader("{not json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("malformed request: %d", resp.StatusCode)
+	}
+}
