@@ -102,7 +102,9 @@ func waitPane(t testing.TB, capture func() string, what string, timeout time.Dur
 	}
 }
 
-var deliveredRE = regexp.MustCompile(`新着メッセージ】msg_id=(\d+) chat=(-?\d+)`)
+// deliveredRE finds a delivered message or a reminder of one (a message typed before Claude Code
+// had connected its MCP servers is answered at its reminder).
+var deliveredRE = regexp.MustCompile(`(?:新着|未対応)メッセージ】msg_id=(\d+) chat=(-?\d+)`)
 
 // With the real Claude Code TUI: a Telegram message is typed into the pane, the model (the
 // stand-in) calls mcp__intentq__reply, the person's chat receives the answer as a reply, the
@@ -166,10 +168,12 @@ func TestClaudeCodeRepliesThroughMCP(t *testing.T) {
 	if out := starterRun(t, env, 0, "show", "42/7", "--json"); !strings.Contains(out, `"status": "closed"`) {
 		t.Errorf("intent 42/7 after the reply:\n%s", out)
 	}
-	// The first reminder was due 40 s after receipt: closed, nothing is typed.
+	// Closed: no reminder is typed any more (the first was due 40 s after receipt; on a loaded
+	// machine the message may have been answered at it).
+	reminders := strings.Count(starterRun(t, env, 0, "history", "secretary"), "未対応メッセージ")
 	time.Sleep(time.Until(received.Add(50 * time.Second)))
 	history := starterRun(t, env, 0, "history", "secretary")
-	if strings.Contains(history, "未対応メッセージ") || strings.Contains(capture(), "未対応メッセージ") {
+	if strings.Count(history, "未対応メッセージ") > reminders {
 		t.Errorf("a reminder was typed after the reply:\n%s", history)
 	}
 	if n := len(bot.Sent()); n != 1 {

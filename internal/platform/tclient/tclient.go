@@ -137,6 +137,9 @@ type NamespaceSpec struct {
 	SearchAttributes map[string]enumspb.IndexedValueType
 }
 
+// NamespaceReadyTimeout bounds the wait for a newly registered namespace to be served.
+const NamespaceReadyTimeout = time.Minute
+
 // EnsureNamespace registers the namespace when missing, sets its retention when asked and adds
 // missing custom search attributes. It is safe to call on every start.
 func EnsureNamespace(ctx context.Context, c client.Client, spec NamespaceSpec) error {
@@ -173,7 +176,22 @@ func EnsureNamespace(ctx context.Context, c client.Client, spec NamespaceSpec) e
 }
 
 func ensureSearchAttributes(ctx context.Context, c client.Client, spec NamespaceSpec) error {
-	missing, err := MissingSearchAttributes(ctx, c, spec.Name, spec.SearchAttributes)
+	// A namespace just registered reaches every service of a cluster within its namespace cache
+	// refresh (about 10 s): until then it is "not found".
+	var missing []string
+	var err error
+	for deadline := time.Now().Add(NamespaceReadyTimeout); ; {
+		missing, err = MissingSearchAttributes(ctx, c, spec.Name, spec.SearchAttributes)
+		var notFound *serviceerror.NamespaceNotFound
+		if err == nil || !errors.As(err, &notFound) || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 	if err != nil || len(missing) == 0 {
 		return err
 	}

@@ -66,3 +66,20 @@ func Claude(t testing.TB) string {
 	t.Fatal("Claude Code is not installed: npm install --no-save --prefix .tools/claude @anthropic-ai/claude-code@2.1.330 (.ci/run does), or set INTENTQ_CLAUDE")
 	return ""
 }
+
+// Postgres returns the folder of PostgreSQL's server programs (initdb, pg_ctl): $PG_BIN, else
+// the newest /usr/lib/postgresql/<version>/bin; or fails the test.
+func Postgres(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("PG_BIN"); p != "" && executable(filepath.Join(p, "initdb")) {
+		return p
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if executable(filepath.Join(dirs[i], "initdb")) {
+			return dirs[i]
+		}
+	}
+	t.Fatal("PostgreSQL is not installed (Debian: apt-get install postgresql; .ci/run installs it), or set PG_BIN")
+	return ""
+}
