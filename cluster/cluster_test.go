@@ -7,7 +7,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -29,17 +31,42 @@ type cluster struct {
 	Keys    string
 }
 
-// up runs scripts/cluster-up (no workers) on free ports in a fresh folder; the test's end runs
-// scripts/cluster-down and removes the folder. The built programs are kept in .cluster/bin.
+// shared is the cluster of this test binary: brought up by the first test that needs it, down
+// when all have run (TestMain).
+var (
+	sharedOnce sync.Once
+	shared     *cluster
+	sharedErr  error
+	sharedDown func()
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if sharedDown != nil {
+		sharedDown()
+	}
+	os.Exit(code)
+}
+
+// up returns the shared cluster, running scripts/cluster-up (no workers) on free ports in a
+// fresh folder the first time. The built programs are kept in .cluster/bin.
 func up(t testing.TB) *cluster {
 	t.Helper()
 	pg := peers.Postgres(t)
+	sharedOnce.Do(func() { shared, sharedErr = clusterUp(t, pg) })
+	if sharedErr != nil {
+		t.Fatal(sharedErr)
+	}
+	return shared
+}
+
+func clusterUp(t testing.TB, pg string) (*cluster, error) {
 	dir, err := os.MkdirTemp("", "iq-cluster")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if err := os.Chmod(dir, 0o755); err != nil { // PostgreSQL runs as postgres under root
-		t.Fatal(err)
+		return nil, err
 	}
 	root := procs.Root()
 	env := append(os.Environ(), "CLUSTER_DIR="+dir, "CLUSTER_BIN="+filepath.Join(root, ".cluster", "bin"), "PG_BIN="+pg, "WORKERS=0")
@@ -53,21 +80,26 @@ func up(t testing.TB) *cluster {
 		port(name)
 	}
 	c := &cluster{Dir: dir, Address: "127.0.0.1:" + port("TEMPORAL_PORT"), Keys: filepath.Join(dir, "encryption.keys")}
-	t.Cleanup(func() {
+	sharedDown = func() {
 		down := exec.Command(filepath.Join(root, "scripts", "cluster-down"))
 		down.Env = env
 		if out, err := down.CombinedOutput(); err != nil {
-			t.Logf("cluster-down: %v\n%s", err, out)
+			fmt.Fprintf(os.Stderr, "cluster-down: %v\n%s", err, out)
 		}
 		_ = os.RemoveAll(dir)
-	})
+	}
 	cmd := exec.Command(filepath.Join(root, "scripts", "cluster-up"))
 	cmd.Env = env
 	if out, err := cmd.CombinedOutput(); err != nil {
 		logs, _ := os.ReadFile(filepath.Join(dir, "logs", "temporal.log"))
-		t.Fatalf("cluster-up: %v\n%s\ntemporal.log (end):\n%s", err, out, tail(string(logs), 3000))
+		return nil, fmt.Errorf("cluster-up: %v\n%s\ntemporal.log (end):\n%s", err, out, tail(string(logs), 3000))
 	}
-	return c
+	keygen := exec.Command(filepath.Join(procs.Binaries(t), "starter"), "keygen")
+	keygen.Env = append(os.Environ(), "INTENTQ_TEMPORAL_ENCRYPTION_KEY_FILE="+c.Keys, "INTENTQ_DATA_DIR="+dir)
+	if out, err := keygen.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("keygen: %v %s", err, out)
+	}
+	return c, nil
 }
 
 func tail(s string, n int) string {
@@ -130,13 +162,8 @@ func TestClusterBurstSurvivesAWorkerKill(t *testing.T) {
 	if err := os.WriteFile(configFile, []byte(cfg.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	envA := c.workerEnv(t, home, configFile, "a", "INTENTQ_TELEGRAM_TOKEN=777:cluster")
-	envB := c.workerEnv(t, home, configFile, "b")
-	keygen := exec.Command(filepath.Join(bin, "starter"), "keygen")
-	keygen.Env = envA
-	if out, err := keygen.CombinedOutput(); err != nil {
-		t.Fatalf("keygen: %v %s", err, out)
-	}
+	envA := c.workerEnv(t, home, configFile, "a", "INTENTQ_TELEGRAM_TOKEN=777:cluster", "INTENTQ_TEMPORAL_TASK_QUEUE=burst")
+	envB := c.workerEnv(t, home, configFile, "b", "INTENTQ_TEMPORAL_TASK_QUEUE=burst")
 	for s := 1; s <= sessions; s++ {
 		tmux := exec.Command("tmux", "new-session", "-d", "-s", fmt.Sprintf("s%d", s), "-x", "250", "-y", "50",
 			"trap '' INT; while IFS= read -r l; do printf '%s\\n' \"$l\" >> "+panes[s]+"; done")
@@ -248,4 +275,105 @@ func TestClusterBurstSurvivesAWorkerKill(t *testing.T) {
 		t.Error("the restarted worker ran no task of any intent")
 	}
 	t.Logf("the restarted worker ran tasks of %d intents", took)
+}
+
+// Issue 13: the headless limit (scheduler.max_concurrent_sessions) holds across two worker
+// processes on the PostgreSQL cluster: 6 sessions x 3 prompts, limit 2, never more than 2 runs at
+// once (as the fake CLI records them, with the worker that ran each), each session's prompts in
+// order, runs on both workers.
+func TestClusterHeadlessLimitAcrossWorkers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a Temporal cluster on PostgreSQL")
+	}
+	c := up(t)
+	bin := procs.Binaries(t)
+	home := t.TempDir()
+	logPath := filepath.Join(home, "runs.log")
+	fake := filepath.Join(procs.Root(), "activities", "testdata", "fakeclaude.sh")
+	const sessions, prompts = 6, 3
+	var cfg strings.Builder
+	fmt.Fprintf(&cfg, "clis:\n  fake:\n    command: %q\n    headless_args: [\"-p\", \"--output-format\", \"json\"]\nscheduler:\n  max_concurrent_sessions: 2\nsessions:\n  secretary:\n    tmux_target: \"secretary:0\"\n    default: true\n", fake)
+	for i := 1; i <= sessions; i++ {
+		fmt.Fprintf(&cfg, "  h%d:\n    cli: fake\n    mode: headless\n", i)
+	}
+	configFile := filepath.Join(home, "config.yaml")
+	if err := os.WriteFile(configFile, []byte(cfg.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	envA := c.workerEnv(t, home, configFile, "a", "FAKE_LOG="+logPath, "INTENTQ_TEMPORAL_TASK_QUEUE=headless")
+	envB := c.workerEnv(t, home, configFile, "b", "FAKE_LOG="+logPath, "INTENTQ_TEMPORAL_TASK_QUEUE=headless")
+	a := procs.StartWorker(t, bin, envA)
+	a.WaitFor(t, "ready", 90*time.Second)
+	b := procs.StartWorker(t, bin, envB)
+	b.WaitFor(t, "ready", 90*time.Second)
+	for n := 1; n <= prompts; n++ {
+		for i := 1; i <= sessions; i++ {
+			cmd := exec.Command(filepath.Join(bin, "starter"), "prompt", "--session", fmt.Sprintf("h%d", i), "--key", fmt.Sprint(n), fmt.Sprintf("conc h%d %d", i, n))
+			cmd.Env = envA
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("prompt: %v %s", err, out)
+			}
+		}
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	var lines []string
+	for {
+		data, _ := os.ReadFile(logPath)
+		lines = strings.Split(strings.TrimSpace(string(data)), "\n")
+		if strings.Count(string(data), "end ") == sessions*prompts {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d runs ended:\n%s", strings.Count(string(data), "end "), sessions*prompts, data)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	type event struct {
+		at                 int64
+		start              bool
+		session, n, worker string
+	}
+	var events []event
+	for _, line := range lines {
+		f := strings.Fields(line) // start|end <ns> conc <session> <n> <worker pid>
+		if len(f) != 6 {
+			t.Fatalf("run log line %q", line)
+		}
+		var at int64
+		fmt.Sscan(f[1], &at)
+		events = append(events, event{at: at, start: f[0] == "start", session: f[3], n: f[4], worker: f[5]})
+	}
+	sort.SliceStable(events, func(i, j int) bool {
+		if events[i].at != events[j].at {
+			return events[i].at < events[j].at
+		}
+		return !events[i].start
+	})
+	running, most := 0, 0
+	order := map[string][]string{}
+	workers := map[string]bool{}
+	for _, e := range events {
+		if e.start {
+			running++
+			most = max(most, running)
+			order[e.session] = append(order[e.session], e.n)
+			workers[e.worker] = true
+		} else {
+			running--
+		}
+	}
+	if most > 2 {
+		t.Errorf("%d runs at once across the workers, limit 2", most)
+	}
+	for s, ns := range order {
+		if strings.Join(ns, ",") != "1,2,3" {
+			t.Errorf("session %s ran its prompts in the order %v", s, ns)
+		}
+	}
+	if len(order) != sessions {
+		t.Errorf("%d sessions ran, want %d", len(order), sessions)
+	}
+	if !workers[fmt.Sprint(a.Cmd.Process.Pid)] || !workers[fmt.Sprint(b.Cmd.Process.Pid)] {
+		t.Errorf("runs on workers %v, want both %d and %d", workers, a.Cmd.Process.Pid, b.Cmd.Process.Pid)
+	}
 }

@@ -277,6 +277,9 @@ func (h *headless) run(ctx workflow.Context, i int) {
 			StartToCloseTimeout: policy.Or(h.Config.Timeout, policy.DefaultRunTimeout) + time.Minute,
 			// A worker that dies mid-run stops heartbeating; the attempt fails over in 30 s.
 			HeartbeatTimeout: 30 * time.Second,
+			// A run goes to whichever worker polls (several workers share the runs), not eagerly
+			// to the one that holds this session's workflow.
+			DisableEagerExecution: true,
 			// Attempts are counted here, so each one is audited.
 			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
 		})

@@ -1,10 +1,13 @@
 package workflows
 
 import (
+	"strings"
 	"testing"
 
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/intentq/intentq/internal/platform/encryption"
 )
 
 // TestReplayRecordedHistories replays histories recorded from a real server (see writeHistory
@@ -13,7 +16,29 @@ import (
 // `WRITE_REPLAY_HISTORY=1 go test -run TestI2 ./internal/service/`, and keep old files for workflows
 // that may still be running (use workflow.GetVersion for such changes).
 func TestReplayRecordedHistories(t *testing.T) {
-	r := worker.NewWorkflowReplayer()
+	replayAll(t, worker.NewWorkflowReplayer())
+}
+
+// Histories recorded before payload encryption was turned on replay with it on: the codec
+// passes payloads it did not encrypt through (issue 13).
+func TestReplayRecordedHistoriesWithEncryption(t *testing.T) {
+	_, line, err := encryption.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := encryption.ParseKeyring(strings.NewReader(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: encryption.DataConverter(k)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayAll(t, r)
+}
+
+func replayAll(t *testing.T, r worker.WorkflowReplayer) {
+	t.Helper()
 	r.RegisterWorkflowWithOptions(IntentWorkflow, workflow.RegisterOptions{Name: IntentWorkflowName})
 	r.RegisterWorkflowWithOptions(SessionWorkflow, workflow.RegisterOptions{Name: SessionWorkflowName})
 	for _, file := range []string{

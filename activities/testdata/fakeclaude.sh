@@ -10,8 +10,8 @@ case "$prompt" in
   network*) echo "Error: connect ECONNRESET 1.2.3.4:443" >&2; exit 1 ;;
   deny*)    echo '{"type":"result","is_error":false,"result":"could not","session_id":"s","permission_denials":[{"tool_name":"Write","tool_use_id":"t1","tool_input":{}}]}' ;;
   invalid*) echo '{"type":"result","is_error":true,"result":"Invalid tool: Frobnicate","session_id":"s"}' ;;
-  conc*)    echo "start $(date +%s%N) $prompt" >> "$FAKE_LOG"; sleep 0.2
-            echo "end $(date +%s%N) $prompt" >> "$FAKE_LOG"
+  conc*)    echo "start $(date +%s%N) $prompt $PPID" >> "$FAKE_LOG"; sleep 0.2
+            echo "end $(date +%s%N) $prompt $PPID" >> "$FAKE_LOG"
             printf '{"type":"result","is_error":false,"result":"%s","session_id":"s","total_cost_usd":0.001}\n' "$prompt" ;;
   args*)    printf '{"type":"result","is_error":false,"result":"%s","session_id":"s"}\n' "$*" ;;
   flood*)   yes 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' | head -c 3000000; echo '{"type":"result","result":"late"}' ;;

@@ -114,6 +114,7 @@ const PollerFreshness = 2 * time.Minute
 // Run performs all checks against the deployment cfg describes.
 func Run(ctx context.Context, cfg *config.Config, logger *zap.Logger) Report {
 	r := Report{{Name: "config", OK: true, Detail: fmt.Sprintf("loaded; namespace %s, task queue %s", cfg.Temporal.Namespace, cfg.Temporal.TaskQueue)}}
+	r = append(r, checkEncryption(cfg))
 
 	dialCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	c, err := tclient.Dial(dialCtx, cfg, logger)
@@ -145,6 +146,23 @@ func Run(ctx context.Context, cfg *config.Config, logger *zap.Logger) Report {
 	r = append(r, checkHTTP(ctx, "ingest", "http://"+cfg.Ingest.Listen+"/healthz",
 		"the ingest endpoint runs inside the worker (ingest.listen): start it with make run"))
 	return append(r, Local(ctx, cfg)...)
+}
+
+// checkEncryption says whether payloads are encrypted and with which key; an external cluster
+// without encryption is a warning (message text reaches its database).
+func checkEncryption(cfg *config.Config) Result {
+	if !cfg.EncryptionOn() {
+		if !cfg.EmbeddedServer() {
+			return Result{Name: "encryption", Status: StatusWarn, Detail: "off: message text reaches the cluster's database",
+				Hint: "temporal.encryption.mode: auto or on, with a keyring (starter keygen)"}
+		}
+		return Result{Name: "encryption", OK: true, Detail: "off (embedded server: payloads stay in data_dir)"}
+	}
+	k, err := tclient.Keyring(cfg)
+	if err != nil {
+		return Result{Name: "encryption", Detail: err.Error(), Hint: "starter keygen makes a keyring; every worker needs the same one"}
+	}
+	return Result{Name: "encryption", OK: true, Detail: "on: payloads encrypted with key " + k.Current()}
 }
 
 func notChecked(reason string, names ...string) Report {
