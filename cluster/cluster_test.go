@@ -45,6 +45,7 @@ func TestMain(m *testing.M) {
 	if sharedDown != nil {
 		sharedDown()
 	}
+	procs.Cleanup()
 	os.Exit(code)
 }
 

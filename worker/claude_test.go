@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +16,6 @@ import (
 	"github.com/intentq/intentq/internal/testkit/fakebot"
 	"github.com/intentq/intentq/internal/testkit/fakentfy"
 	"github.com/intentq/intentq/internal/testkit/peers"
-	"github.com/intentq/intentq/internal/testkit/testenv"
 )
 
 // apiKey is the key Claude Code sends the Messages API stand-in.
@@ -130,15 +128,7 @@ func TestClaudeCodeRepliesThroughMCP(t *testing.T) {
 		return fakeanthropic.Turn{Text: "OK."}
 	})
 	t.Cleanup(api.Close)
-	home := t.TempDir()
-	env := []string{
-		"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMUX_TMPDIR=" + t.TempDir(),
-		"INTENTQ_METRICS_LISTEN=127.0.0.1:0", fmt.Sprintf("INTENTQ_INGEST_LISTEN=127.0.0.1:%d", testenv.FreePort(t)),
-		"INTENTQ_TELEGRAM_TOKEN=321:claude", "INTENTQ_TELEGRAM_API_ENDPOINT=" + bot.Endpoint(), "INTENTQ_TELEGRAM_ALLOWED_CHAT_IDS=42",
-		"INTENTQ_REMINDERS_FIRST_AFTER=40s",
-		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_PORT=%d", testenv.FreePort(t)),
-		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_UI_PORT=%d", testenv.FreePort(t)),
-	}
+	env, home := claudeEnv(t, bot, "321:claude", "INTENTQ_REMINDERS_FIRST_AFTER=40s")
 	_, lines := startWorker(t, bin, env)
 	waitFor(t, lines, "ready", 60*time.Second)
 	starterRun(t, env, 0, "setup")
@@ -225,16 +215,8 @@ func TestClaudeCodeDraftAndDialogAreNeverTyped(t *testing.T) {
 		return fakeanthropic.Turn{Text: "OK."}
 	})
 	t.Cleanup(api.Close)
-	home := t.TempDir()
-	env := []string{
-		"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMUX_TMPDIR=" + t.TempDir(),
-		"INTENTQ_METRICS_LISTEN=127.0.0.1:0", fmt.Sprintf("INTENTQ_INGEST_LISTEN=127.0.0.1:%d", testenv.FreePort(t)),
-		"INTENTQ_TELEGRAM_TOKEN=321:guard", "INTENTQ_TELEGRAM_API_ENDPOINT=" + bot.Endpoint(), "INTENTQ_TELEGRAM_ALLOWED_CHAT_IDS=42",
-		"INTENTQ_NTFY_URL=" + ntfy.URL(), "INTENTQ_NTFY_TOPIC=phone",
-		"INTENTQ_REMINDERS_FIRST_AFTER=10m", "INTENTQ_DELIVERY_BUSY_WAIT=1s", "INTENTQ_DELIVERY_WAITS_FOR_YOU_AFTER=3s",
-		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_PORT=%d", testenv.FreePort(t)),
-		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_UI_PORT=%d", testenv.FreePort(t)),
-	}
+	env, home := claudeEnv(t, bot, "321:guard", "INTENTQ_NTFY_URL="+ntfy.URL(), "INTENTQ_NTFY_TOPIC=phone",
+		"INTENTQ_REMINDERS_FIRST_AFTER=10m", "INTENTQ_DELIVERY_BUSY_WAIT=1s", "INTENTQ_DELIVERY_WAITS_FOR_YOU_AFTER=3s")
 	_, lines := startWorker(t, bin, env)
 	waitFor(t, lines, "ready", 60*time.Second)
 	starterRun(t, env, 0, "setup")
@@ -252,14 +234,7 @@ func TestClaudeCodeDraftAndDialogAreNeverTyped(t *testing.T) {
 	}
 	capture := claudeAgent(t, env, home, api)
 	waitPane(t, capture, "Claude Code's input line", 60*time.Second, func(p string) bool { return strings.Contains(p, "❯") })
-	keys := func(args ...string) {
-		t.Helper()
-		c := exec.Command("tmux", append([]string{"send-keys", "-t", "=secretary:"}, args...)...)
-		c.Env = env
-		if out, err := c.CombinedOutput(); err != nil {
-			t.Fatalf("send-keys: %v %s", err, out)
-		}
-	}
+	keys := func(args ...string) { t.Helper(); tmuxKeys(t, env, args...) }
 	waitAlert := func(n int) {
 		t.Helper()
 		deadline := time.Now().Add(60 * time.Second)

@@ -1,19 +1,16 @@
 package main_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,6 +22,7 @@ import (
 	"github.com/intentq/intentq/internal/testkit/fakebot"
 	"github.com/intentq/intentq/internal/testkit/fakentfy"
 	"github.com/intentq/intentq/internal/testkit/peers"
+	"github.com/intentq/intentq/internal/testkit/procs"
 	"github.com/intentq/intentq/internal/testkit/testenv"
 )
 
@@ -104,74 +102,68 @@ func TestWorkerProcess(t *testing.T) {
 	}
 }
 
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-)
-
 // binaries builds ./worker and ./starter once per test binary and returns their directory.
-func binaries(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "intentq-bin")
-		for _, name := range []string{"worker", "starter"} {
-			if buildErr != nil {
-				return
-			}
-			if out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, name), "../"+name).CombinedOutput(); err != nil {
-				buildErr = fmt.Errorf("build %s: %v\n%s", name, err, out)
-			}
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binDir
-}
+func binaries(t testing.TB) string { return procs.Binaries(t) }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
+	procs.Cleanup()
 	os.Exit(code)
 }
 
 // startWorker runs the worker binary with env and returns it with its log lines.
 func startWorker(t testing.TB, bin string, env []string) (*exec.Cmd, <-chan map[string]any) {
 	t.Helper()
-	worker := exec.Command(filepath.Join(bin, "worker"), "--log-format", "json")
-	worker.Env = env
-	stderr, err := worker.StderrPipe()
+	w := procs.StartWorker(t, bin, env)
+	return w.Cmd, w.Lines
+}
+
+// ingestEnv is the environment of a worker on its own embedded server, HOME and tmux server,
+// with an ingest endpoint (token "tok") at the returned address, plus extra.
+func ingestEnv(t testing.TB, extra ...string) (env []string, home, ingest string) {
+	t.Helper()
+	peers.Tmux(t)
+	home = t.TempDir()
+	tmuxDir, err := os.MkdirTemp("", "iq") // short: tmux sockets have a path limit
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := worker.Start(); err != nil {
-		t.Fatal(err)
+	t.Cleanup(func() { _ = os.RemoveAll(tmuxDir) })
+	ingest = fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	env = []string{
+		"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMUX_TMPDIR=" + tmuxDir,
+		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_PORT=%d", testenv.FreePort(t)),
+		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_UI_PORT=%d", testenv.FreePort(t)),
+		"INTENTQ_INGEST_LISTEN=" + ingest, "INTENTQ_INGEST_TOKEN=tok", "INTENTQ_METRICS_LISTEN=127.0.0.1:0",
 	}
-	t.Cleanup(func() { _ = worker.Process.Kill(); _ = worker.Wait() })
-	lines := make(chan map[string]any, 1000)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64<<10), 16<<20)
-		for sc.Scan() {
-			var entry map[string]any
-			if json.Unmarshal(sc.Bytes(), &entry) != nil {
-				entry = map[string]any{"msg": "non-JSON: " + sc.Text()}
-			}
-			select {
-			case lines <- entry:
-			default: // nobody reads any more; drop
-			}
+	return append(env, extra...), home, ingest
+}
+
+// tmuxSession starts a detached tmux session running shell on env's tmux server; the test's
+// end kills the server.
+func tmuxSession(t testing.TB, env []string, name, shell string) {
+	t.Helper()
+	tmux := exec.Command("tmux", "new-session", "-d", "-s", name, "-x", "250", "-y", "50", shell)
+	tmux.Env = env
+	if out, err := tmux.CombinedOutput(); err != nil {
+		t.Fatalf("tmux: %v %s", err, out)
+	}
+	t.Cleanup(func() { k := exec.Command("tmux", "kill-server"); k.Env = env; _ = k.Run() })
+}
+
+// recordBurst records n messages of chat through the ingest endpoint.
+func recordBurst(t testing.TB, ingest, chat string, n int) {
+	t.Helper()
+	for i := 1; i <= n; i++ {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+ingest+"/v1/intents",
+			strings.NewReader(fmt.Sprintf(`{"chat_id":%q,"message_id":%d,"text":"burst %d"}`, chat, i, i)))
+		req.Header.Set("Authorization", "Bearer tok")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusCreated {
+			t.Fatalf("record %d: %v %v", i, err, resp)
 		}
-		if err := sc.Err(); err != nil {
-			lines <- map[string]any{"msg": "reading the worker's log: " + err.Error()}
-			_, _ = io.Copy(io.Discard, stderr)
-		}
-	}()
-	return worker, lines
+		resp.Body.Close()
+	}
 }
 
 // H2: kill -9 of the worker during a burst of 100 reminders leaves a history file whose every
@@ -180,43 +172,15 @@ func TestH2HistoryAcrossKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the worker binary through a crash")
 	}
-	peers.Tmux(t)
 	bin := binaries(t)
-	home := t.TempDir()
-	tmuxDir, err := os.MkdirTemp("", "iq")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(tmuxDir)
-	ingest := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	env := []string{
-		"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMUX_TMPDIR=" + tmuxDir,
-		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_PORT=%d", testenv.FreePort(t)),
-		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_UI_PORT=%d", testenv.FreePort(t)),
-		"INTENTQ_INGEST_LISTEN=" + ingest, "INTENTQ_INGEST_TOKEN=tok", "INTENTQ_METRICS_LISTEN=127.0.0.1:0",
-		"INTENTQ_REMINDERS_FIRST_AFTER=1s", "INTENTQ_REMINDERS_REPEAT_EVERY=1h",
-	}
+	env, home, ingest := ingestEnv(t, "INTENTQ_REMINDERS_FIRST_AFTER=1s", "INTENTQ_REMINDERS_REPEAT_EVERY=1h")
 	// Like an agent, the reader survives the escalation's C-c.
-	tmux := exec.Command("tmux", "new-session", "-d", "-s", "secretary", "trap '' INT; stty -echo; exec cat > /dev/null")
-	tmux.Env = env
-	if out, err := tmux.CombinedOutput(); err != nil {
-		t.Fatalf("tmux: %v %s", err, out)
-	}
-	defer func() { k := exec.Command("tmux", "kill-server"); k.Env = env; _ = k.Run() }()
+	tmuxSession(t, env, "secretary", "trap '' INT; stty -echo; exec cat > /dev/null")
 
 	worker, lines := startWorker(t, bin, env)
 	waitFor(t, lines, "ready", 60*time.Second)
 	const n = 100
-	for i := 1; i <= n; i++ {
-		req, _ := http.NewRequest(http.MethodPost, "http://"+ingest+"/v1/intents",
-			strings.NewReader(fmt.Sprintf(`{"chat_id":"3","message_id":%d,"text":"burst %d"}`, i, i)))
-		req.Header.Set("Authorization", "Bearer tok")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil || resp.StatusCode != http.StatusCreated {
-			t.Fatalf("record %d: %v %v", i, err, resp)
-		}
-		resp.Body.Close()
-	}
+	recordBurst(t, ingest, "3", n)
 	history := filepath.Join(home, ".intentq", "history", "secretary.jsonl")
 	countLines := func() int {
 		data, _ := os.ReadFile(history)
@@ -272,22 +236,7 @@ func TestH2HistoryAcrossKill9(t *testing.T) {
 
 func waitFor(t testing.TB, lines <-chan map[string]any, msg string, timeout time.Duration) map[string]any {
 	t.Helper()
-	deadline := time.After(timeout)
-	var seen []string
-	for {
-		select {
-		case entry, ok := <-lines:
-			if !ok {
-				t.Fatalf("worker exited before %q; it logged:\n%s", msg, strings.Join(seen, "\n"))
-			}
-			if entry["msg"] == msg {
-				return entry
-			}
-			seen = append(seen, fmt.Sprint(entry))
-		case <-deadline:
-			t.Fatalf("no %q within %s; worker logged:\n%s", msg, timeout, strings.Join(seen, "\n"))
-		}
-	}
+	return procs.WaitFor(t, lines, msg, timeout)
 }
 
 // run runs the starter and returns its output and exit code.

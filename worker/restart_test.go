@@ -2,17 +2,12 @@ package main_test
 
 import (
 	"fmt"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/intentq/intentq/internal/testkit/peers"
-	"github.com/intentq/intentq/internal/testkit/testenv"
 )
 
 // Issue 10: 200 intents pending (recorded by the ingest door: the plugin handed the messages to
@@ -25,48 +20,20 @@ func TestN3RestartsWith200PendingTypeEachOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the worker binary through two restarts")
 	}
-	peers.Tmux(t)
 	bin := binaries(t)
-	home := t.TempDir()
-	tmuxDir, err := os.MkdirTemp("", "iq")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(tmuxDir)
-	ingest := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	env := []string{
-		"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMUX_TMPDIR=" + tmuxDir,
-		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_PORT=%d", testenv.FreePort(t)),
-		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_UI_PORT=%d", testenv.FreePort(t)),
-		"INTENTQ_INGEST_LISTEN=" + ingest, "INTENTQ_INGEST_TOKEN=tok", "INTENTQ_METRICS_LISTEN=127.0.0.1:0",
+	env, home, ingest := ingestEnv(t,
 		"INTENTQ_REMINDERS_FIRST_AFTER=10s", "INTENTQ_REMINDERS_REPEAT_EVERY=1h",
 		"INTENTQ_SESSIONS_SECRETARY_TMUX_TARGET=secretary:0", "INTENTQ_SESSIONS_SECRETARY_CLI=kimi",
 		"INTENTQ_SESSIONS_SECRETARY_DEFAULT=true", "INTENTQ_SESSIONS_SECRETARY_ESCALATION_INTERRUPT=false",
-		"INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET=false",
-	}
+		"INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET=false")
 	// A plain line reader with the terminal's echo on, as a shell's `read` loop is.
-	out := filepath.Join(t.TempDir(), "pane.txt")
-	tmux := exec.Command("tmux", "new-session", "-d", "-s", "secretary", "-x", "250", "-y", "50",
-		"trap '' INT; while IFS= read -r l; do printf '%s\\n' \"$l\" >> "+out+"; done")
-	tmux.Env = env
-	if b, err := tmux.CombinedOutput(); err != nil {
-		t.Fatalf("tmux: %v %s", err, b)
-	}
-	defer func() { k := exec.Command("tmux", "kill-server"); k.Env = env; _ = k.Run() }()
+	out := filepath.Join(home, "pane.txt")
+	tmuxSession(t, env, "secretary", "trap '' INT; while IFS= read -r l; do printf '%s\\n' \"$l\" >> "+out+"; done")
 
 	worker, lines := startWorker(t, bin, env)
 	waitFor(t, lines, "ready", 60*time.Second)
 	const n = 200
-	for i := 1; i <= n; i++ {
-		req, _ := http.NewRequest(http.MethodPost, "http://"+ingest+"/v1/intents",
-			strings.NewReader(fmt.Sprintf(`{"chat_id":"3","message_id":%d,"text":"burst %d"}`, i, i)))
-		req.Header.Set("Authorization", "Bearer tok")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil || resp.StatusCode != http.StatusCreated {
-			t.Fatalf("record %d: %v %v", i, err, resp)
-		}
-		resp.Body.Close()
-	}
+	recordBurst(t, ingest, "3", n)
 	reminders := func() int {
 		data, _ := os.ReadFile(out)
 		return strings.Count(string(data), "【未対応メッセージ】")

@@ -98,11 +98,18 @@ func StartWorker(t testing.TB, bin string, env []string) *Worker {
 // WaitFor waits for a log line with message msg and returns it.
 func (w *Worker) WaitFor(t testing.TB, msg string, timeout time.Duration) map[string]any {
 	t.Helper()
+	return WaitFor(t, w.Lines, msg, timeout)
+}
+
+// WaitFor waits for a log line with message msg among lines and returns it; it fails the test
+// with what was logged when the worker exits or timeout passes first.
+func WaitFor(t testing.TB, lines <-chan map[string]any, msg string, timeout time.Duration) map[string]any {
+	t.Helper()
 	deadline := time.After(timeout)
 	var seen []string
 	for {
 		select {
-		case entry, ok := <-w.Lines:
+		case entry, ok := <-lines:
 			if !ok {
 				t.Fatalf("worker exited before %q; it logged:\n%s", msg, strings.Join(seen, "\n"))
 			}
@@ -113,5 +120,12 @@ func (w *Worker) WaitFor(t testing.TB, msg string, timeout time.Duration) map[st
 		case <-deadline:
 			t.Fatalf("no %q within %s; worker logged:\n%s", msg, timeout, strings.Join(seen, "\n"))
 		}
+	}
+}
+
+// Cleanup removes the built binaries; TestMain calls it after the tests.
+func Cleanup() {
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
 	}
 }
