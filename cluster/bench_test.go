@@ -40,11 +40,11 @@ func BenchmarkN13Burst(b *testing.B) {
 				b.Fatal(err)
 			}
 			bot := fakebot.New("55:bench")
-			queue := "bench-" + run.name
+			namespace := fmt.Sprintf("bench%d-%d", i, r)
 			address := run.address
 			var envs [][]string
 			for w := 0; w < run.workers; w++ {
-				env := c.workerEnv(b, home, cfgFile, fmt.Sprintf("w%d", w), "INTENTQ_TEMPORAL_TASK_QUEUE="+queue)
+				env := c.workerEnv(b, home, cfgFile, fmt.Sprintf("w%d", w), "INTENTQ_TEMPORAL_NAMESPACE="+namespace)
 				if run.address == "" {
 					port := testenv.FreePort(b)
 					address = fmt.Sprintf("127.0.0.1:%d", port)
@@ -74,7 +74,7 @@ func BenchmarkN13Burst(b *testing.B) {
 			cancel()
 			elapsed := time.Since(began)
 
-			cl, err := client.Dial(client.Options{HostPort: address, Namespace: "default"})
+			cl, err := client.Dial(client.Options{HostPort: address, Namespace: namespace})
 			if err != nil {
 				b.Fatal(err)
 			}

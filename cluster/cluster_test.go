@@ -110,7 +110,9 @@ func tail(s string, n int) string {
 	return s
 }
 
-// workerEnv is the environment of one intentq worker on the cluster.
+// workerEnv is the environment of one intentq worker on the cluster. Tests keep apart by
+// namespace (workflow IDs such as session/<name> and semaphore/agent-runs are per namespace, not
+// per task queue).
 func (c *cluster) workerEnv(t testing.TB, home, configFile, name string, extra ...string) []string {
 	return append([]string{
 		"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMUX_TMPDIR=" + filepath.Join(home, "tmux"),
@@ -163,8 +165,8 @@ func TestClusterBurstSurvivesAWorkerKill(t *testing.T) {
 	if err := os.WriteFile(configFile, []byte(cfg.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	envA := c.workerEnv(t, home, configFile, "a", "INTENTQ_TELEGRAM_TOKEN=777:cluster", "INTENTQ_TEMPORAL_TASK_QUEUE=burst")
-	envB := c.workerEnv(t, home, configFile, "b", "INTENTQ_TEMPORAL_TASK_QUEUE=burst")
+	envA := c.workerEnv(t, home, configFile, "a", "INTENTQ_TELEGRAM_TOKEN=777:cluster", "INTENTQ_TEMPORAL_NAMESPACE=burst")
+	envB := c.workerEnv(t, home, configFile, "b", "INTENTQ_TEMPORAL_NAMESPACE=burst")
 	for s := 1; s <= sessions; s++ {
 		tmux := exec.Command("tmux", "new-session", "-d", "-s", fmt.Sprintf("s%d", s), "-x", "250", "-y", "50",
 			"trap '' INT; while IFS= read -r l; do printf '%s\\n' \"$l\" >> "+panes[s]+"; done")
@@ -248,7 +250,7 @@ func TestClusterBurstSurvivesAWorkerKill(t *testing.T) {
 
 	// The restarted worker took its share: tasks of the intents ran on it (a session's tasks
 	// stay with the worker that has it cached, sticky, with its activities run eagerly there).
-	cl, err := client.Dial(client.Options{HostPort: c.Address, Namespace: "default"})
+	cl, err := client.Dial(client.Options{HostPort: c.Address, Namespace: "burst"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,8 +303,8 @@ func TestClusterHeadlessLimitAcrossWorkers(t *testing.T) {
 	if err := os.WriteFile(configFile, []byte(cfg.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	envA := c.workerEnv(t, home, configFile, "a", "FAKE_LOG="+logPath, "INTENTQ_TEMPORAL_TASK_QUEUE=headless")
-	envB := c.workerEnv(t, home, configFile, "b", "FAKE_LOG="+logPath, "INTENTQ_TEMPORAL_TASK_QUEUE=headless")
+	envA := c.workerEnv(t, home, configFile, "a", "FAKE_LOG="+logPath, "INTENTQ_TEMPORAL_NAMESPACE=headless")
+	envB := c.workerEnv(t, home, configFile, "b", "FAKE_LOG="+logPath, "INTENTQ_TEMPORAL_NAMESPACE=headless")
 	a := procs.StartWorker(t, bin, envA)
 	a.WaitFor(t, "ready", 90*time.Second)
 	b := procs.StartWorker(t, bin, envB)

@@ -650,6 +650,7 @@ func TestHooksEndToEnd(t *testing.T) {
 
 	down := *cfg
 	down.Temporal.Address = fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	down.Temporal.Encryption.Mode = config.EncryptionOff // the cluster is down, not the keyring missing
 	deadDial := func(ctx context.Context) (hooks.Backend, func(), error) {
 		c, err := tclient.Dial(ctx, &down, zap.NewNop())
 		if err != nil {
@@ -926,6 +927,9 @@ func TestP2TwoWorkersGlobalLimit(t *testing.T) {
 	first, _ := startService(t, cfg)
 	second := *cfg
 	second.Temporal.Address = cfg.TemporalAddress()
+	// Both workers of one deployment agree on encryption: the first, on the embedded server, has
+	// it off.
+	second.Temporal.Encryption.Mode = config.EncryptionOff
 	second.Ingest.Listen = fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	startService(t, &second)
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/platform/doctor"
+	"github.com/intentq/intentq/internal/platform/encryption"
 	"github.com/intentq/intentq/internal/service"
 	"github.com/intentq/intentq/internal/testkit/testenv"
 )
@@ -68,6 +69,10 @@ func TestExternalAddress(t *testing.T) {
 	testenv.Agent(t, os.Environ(), cfg.Sessions[config.DefaultSessionName].TmuxTarget, cfg.Claude.Settings)
 	cfg.Temporal.Address = ts.GetFrontendHostPort()
 	cfg.Temporal.Namespace = ts.GetDefaultNamespace()
+	// An external cluster: payloads are encrypted (temporal.encryption.mode auto) with a keyring.
+	if _, err := encryption.AppendKey(cfg.EncryptionKeyFile()); err != nil {
+		t.Fatal(err)
+	}
 
 	held, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", cfg.Temporal.Embedded.Port))
 	if err != nil {
