@@ -78,6 +78,7 @@ func hookSettings(ctx context.Context, cfg *config.Config, session string, logge
 		RemindAfter:        h.RemindAfter,
 		RemindEvery:        h.RemindEvery,
 		Agent:              agent,
+		DataDir:            cfg.DataDir,
 		ExemptRoles:        h.ExemptRoles,
 		Coordinator:        h.Coordinator,
 		CompletionPatterns: append(append([]string{}, hooks.DefaultCompletionPatterns...), h.CompletionPatterns...),

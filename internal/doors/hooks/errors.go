@@ -67,3 +67,34 @@ func ClearError(dataDir string) error {
 	}
 	return nil
 }
+
+// TakeBackoff is how long the hooks stop asking the session for waiting messages after a take
+// found no worker (each would wait TakeBudget, after every tool call of the agent); they report
+// their events meanwhile, and the messages wait.
+const TakeBackoff = 30 * time.Second
+
+// takeBackoffFile marks when a take last found no worker.
+func takeBackoffFile(dataDir string) string { return filepath.Join(dataDir, "hooks", "take-unanswered") }
+
+// takeBackingOff reports whether a take found no worker less than TakeBackoff ago.
+func takeBackingOff(dataDir string, now time.Time) bool {
+	if dataDir == "" {
+		return false
+	}
+	info, err := os.Stat(takeBackoffFile(dataDir))
+	return err == nil && now.Sub(info.ModTime()) < TakeBackoff && !info.ModTime().After(now)
+}
+
+// markTakeUnanswered starts the back-off; clearTakeBackoff ends it once a take is answered.
+func markTakeUnanswered(dataDir string) error {
+	if dataDir == "" {
+		return nil
+	}
+	return private.WriteFile(takeBackoffFile(dataDir), nil)
+}
+
+func clearTakeBackoff(dataDir string) {
+	if dataDir != "" {
+		_ = os.Remove(takeBackoffFile(dataDir))
+	}
+}

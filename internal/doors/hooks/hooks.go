@@ -98,6 +98,8 @@ type Settings struct {
 	RemindEvery time.Duration
 	// Agent identifies the agent for the stop hook (empty: from tmux, else allow).
 	Agent string
+	// DataDir keeps the hooks' state between runs (the take back-off); empty: none.
+	DataDir string
 	// ExemptRoles are agents (or roles) the stop hook always allows.
 	ExemptRoles []string
 	// Coordinator receives report_completed and error_report messages.
@@ -387,6 +389,13 @@ func takeWaiting(ctx context.Context, b Backend, s Settings, in Input, event, de
 	if s.Session == "" {
 		return workflows.TakeResult{}
 	}
+	if takeBackingOff(s.DataDir, time.Now()) {
+		// A take found no worker moments ago: do not make the agent wait again.
+		if err := report(ctx, b, s, workflows.AgentEvent{Event: event, Detail: detail, Receipt: receipt}); err != nil {
+			s.logger().Warn("hook: event not reported", zap.String("session", s.Session), zap.String("hook", event), zap.Error(err))
+		}
+		return workflows.TakeResult{}
+	}
 	budget := TakeBudget
 	if d, ok := ctx.Deadline(); ok {
 		budget = min(budget, time.Until(d)/2)
@@ -397,7 +406,13 @@ func takeWaiting(ctx context.Context, b Backend, s Settings, in Input, event, de
 	req := workflows.TakeRequest{Key: runKey(event, in, s.now()), Event: event, Deadline: deadline, Detail: detail, Receipt: receipt}
 	res, err := b.Take(tctx, s.Session, req)
 	if err == nil {
+		clearTakeBackoff(s.DataDir)
 		return res
+	}
+	if tctx.Err() != nil { // unanswered in time: no worker runs (or it is far behind)
+		if err := markTakeUnanswered(s.DataDir); err != nil {
+			s.logger().Warn("hook: take back-off not kept", zap.Error(err))
+		}
 	}
 	s.logger().Warn("hook: the session did not hand over waiting messages; reporting the event only", zap.String("session", s.Session), zap.String("hook", event), zap.Error(err))
 	if err := report(ctx, b, s, workflows.AgentEvent{Event: event, Detail: detail, Receipt: receipt}); err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -427,4 +428,44 @@ func FuzzHookWrapperIntact(f *testing.F) {
 			}
 		}
 	})
+}
+
+// slowBackend's Take never answers (no worker runs): it waits for the hook's deadline.
+type slowBackend struct{ fakeBackend }
+
+func (f *slowBackend) Take(ctx context.Context, session string, req workflows.TakeRequest) (workflows.TakeResult, error) {
+	f.mu.Lock()
+	f.takes = append(f.takes, req)
+	f.mu.Unlock()
+	<-ctx.Done()
+	return workflows.TakeResult{}, ctx.Err()
+}
+
+// With no worker, one hook waits for its take; the hooks after it (within TakeBackoff) do not
+// make the agent wait again and only report their events; a take answered ends the back-off.
+func TestTakeBacksOffWithoutAWorker(t *testing.T) {
+	s := settings()
+	s.DataDir = t.TempDir()
+	slow := &slowBackend{}
+	input := `{"session_id":"s","tool_name":"Bash","tool_input":{},"tool_use_id":"toolu_1"}`
+	run(t, EventPostToolUse, slow, s, input)
+	run(t, EventPostToolUse, slow, s, strings.Replace(input, "toolu_1", "toolu_2", 1))
+	if len(slow.takes) != 1 {
+		t.Errorf("%d takes: the second hook waited for the absent worker again", len(slow.takes))
+	}
+	if len(slow.reports) != 2 {
+		t.Errorf("reports %+v, want both events reported", slow.reports)
+	}
+	old := time.Now().Add(-TakeBackoff - time.Second)
+	if err := os.Chtimes(takeBackoffFile(s.DataDir), old, old); err != nil {
+		t.Fatal(err)
+	}
+	ok := &fakeBackend{}
+	run(t, EventPostToolUse, ok, s, strings.Replace(input, "toolu_1", "toolu_3", 1))
+	if len(ok.takes) != 1 {
+		t.Errorf("after the back-off the hook did not take: %+v", ok.takes)
+	}
+	if _, err := os.Stat(takeBackoffFile(s.DataDir)); !os.IsNotExist(err) {
+		t.Errorf("the back-off was not cleared: %v", err)
+	}
 }
