@@ -193,8 +193,12 @@ func prepareDatabase(opts Options) (*serverconfig.SQL, error) {
 			"synchronous":  "full",
 			"busy_timeout": "10000",
 		},
-		MaxConns:     4,
-		MaxIdleConns: 4,
+		// One connection, as Temporal's own dev server: SQLite takes one writer at a time, and
+		// with four connections a transaction that begins reading and then writes meets another
+		// writer and fails with SQLITE_BUSY at once (busy_timeout cannot help a deadlock); the
+		// server logged dozens of those in its first minute.
+		MaxConns:     1,
+		MaxIdleConns: 1,
 	}
 	if _, err := os.Stat(dbPath); errors.Is(err, os.ErrNotExist) {
 		if err := sqlite.SetupSchema(sqlCfg); err != nil {
