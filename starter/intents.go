@@ -257,6 +257,8 @@ func newChange(use, short, update string, flags func(*cobra.Command) func(cmd *c
 		if err != nil {
 			return err
 		}
+		// Read your writes: the next `starter pending` shows the change.
+		intent.AwaitListed(cmd.Context(), c, id, st.Status, 5*time.Second)
 		if asJSON {
 			return printJSON(cmd.OutOrStdout(), map[string]any{"id": id, "status": st.Status, "reminders": st.Reminders})
 		}

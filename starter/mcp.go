@@ -157,6 +157,9 @@ func newReply() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if id, err := intent.ResolveID(a[0]); err == nil {
+				intent.AwaitListed(cmd.Context(), c, id, workflows.StatusClosed, 5*time.Second) // read your writes
+			}
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), rec)
 			}

@@ -306,6 +306,10 @@ func starterCommands(t testing.TB, starter string, env []string) {
 	if out, code = run(t, starter, env, "", "close", "--chat", "9", "--reply-to", "1"); code != 0 || !strings.Contains(out, "closed") {
 		t.Errorf("close: %d %s", code, out)
 	}
+	// Read your writes: the list right after the close no longer shows it.
+	if out, _ = run(t, starter, env, "", "pending"); strings.Contains(out, "intent/9/1 ") {
+		t.Errorf("pending right after the close still lists it:\n%s", out)
+	}
 	if out, code = run(t, starter, env, "", "close", "intent/9/1"); code != 1 || !strings.Contains(out, "already closed") {
 		t.Errorf("close twice: %d %s", code, out)
 	}

@@ -94,6 +94,26 @@ func List(ctx context.Context, c client.Client, f Filter) ([]Summary, error) {
 	return out, nil
 }
 
+// AwaitListed waits, up to timeout, until the list (visibility, which trails the workflow by a
+// moment) shows intent id with status: after a change, a person's next `starter pending` then
+// agrees with what they just did. It gives up quietly: the change itself is done.
+func AwaitListed(ctx context.Context, c client.Client, id, status string, timeout time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	query := fmt.Sprintf("WorkflowId = %s", quote(id))
+	for {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: 1})
+		if err == nil && len(resp.GetExecutions()) == 1 && summarize(resp.GetExecutions()[0]).Status == status {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 // older orders intents by receipt, then (for equal times) by chat and numeric message ID, which
 // Telegram assigns in order.
 func older(a, b Summary) bool {
