@@ -74,7 +74,9 @@ func ClearError(dataDir string) error {
 const TakeBackoff = 30 * time.Second
 
 // takeBackoffFile marks when a take last found no worker.
-func takeBackoffFile(dataDir string) string { return filepath.Join(dataDir, "hooks", "take-unanswered") }
+func takeBackoffFile(dataDir string) string {
+	return filepath.Join(dataDir, "hooks", "take-unanswered")
+}
 
 // takeBackingOff reports whether a take found no worker less than TakeBackoff ago.
 func takeBackingOff(dataDir string, now time.Time) bool {
