@@ -60,11 +60,12 @@ func claudeAgent(t testing.TB, env []string, home string, api *fakeanthropic.Ser
 	if out, err := tmux.CombinedOutput(); err != nil {
 		t.Fatalf("start claude in tmux: %v\n%s", err, out)
 	}
-	pidCmd := exec.Command("tmux", "display-message", "-p", "-t", "=secretary:", "#{pane_pid}")
-	pidCmd.Env = env
-	out, _ := pidCmd.Output()
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(out)))
 	t.Cleanup(func() {
+		// The pane's program now (a test may have restarted Claude Code in it).
+		pidCmd := exec.Command("tmux", "display-message", "-p", "-t", "=secretary:", "#{pane_pid}")
+		pidCmd.Env = env
+		out, _ := pidCmd.Output()
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(out)))
 		k := exec.Command("tmux", "kill-server")
 		k.Env = env
 		_ = k.Run()

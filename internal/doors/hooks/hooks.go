@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/intentq/intentq/internal/intent"
 	"github.com/intentq/intentq/workflows"
@@ -166,13 +167,18 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 		entries = append(entries, fmt.Sprintf("- id=%s\n%s\n", EscapeText(m.ReplyTo), EscapeText(text)))
 	}
 	now := s.now()
-	var listed strings.Builder
+	var rest []intent.Summary
 	for _, p := range list {
-		if presented[p.ID] {
-			continue
+		if !presented[p.ID] {
+			presented[p.ID] = true
+			rest = append(rest, p)
 		}
-		presented[p.ID] = true
-		e := fmt.Sprintf("- id=%s chat=%s age=%s\n%s\n", EscapeText(p.ID), EscapeText(p.ChatID), now.Sub(p.ReceivedAt).Round(time.Second), EscapeText(fullText(ctx, b, p.ID, p.Snippet)))
+	}
+	texts := make([]string, len(rest))
+	forEach(ctx, len(rest), func(ctx context.Context, i int) { texts[i] = fullText(ctx, b, rest[i].ID, rest[i].Snippet) })
+	var listed strings.Builder
+	for i, p := range rest {
+		e := fmt.Sprintf("- id=%s chat=%s age=%s\n%s\n", EscapeText(p.ID), EscapeText(p.ChatID), now.Sub(p.ReceivedAt).Round(time.Second), EscapeText(texts[i]))
 		entries = append(entries, e)
 		listed.WriteString(e)
 	}
@@ -188,6 +194,19 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 		}
 	}
 	return Answer{Output: addContext(workflows.EventSessionStart, block), Taken: takenKey(taken)}, nil
+}
+
+// hookParallel bounds the calls a hook makes at once (one per pending intent).
+const hookParallel = 16
+
+// forEach runs fn for 0..n-1, at most hookParallel at a time, and waits for all.
+func forEach(ctx context.Context, n int, fn func(ctx context.Context, i int)) {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(hookParallel)
+	for i := range n {
+		g.Go(func() error { fn(ctx, i); return nil })
+	}
+	_ = g.Wait()
 }
 
 // fullText is an intent's full text from its start event (no worker needed); should that fail
@@ -261,12 +280,21 @@ func afterTool(ctx context.Context, b Backend, s Settings, in Input) (string, er
 		if err != nil {
 			return "", err
 		}
-		var due []intent.Summary
+		var old []intent.Summary
 		for _, p := range list {
-			if s.now().Sub(p.ReceivedAt) < s.RemindAfter {
-				continue
+			if s.now().Sub(p.ReceivedAt) >= s.RemindAfter {
+				old = append(old, p)
 			}
-			if ok, err := b.HookRemind(ctx, p.ID, s.RemindEvery); err == nil && ok {
+		}
+		// Each intent keeps its own throttle: ask them at once, keep receipt order.
+		isDue := make([]bool, len(old))
+		forEach(ctx, len(old), func(ctx context.Context, i int) {
+			ok, err := b.HookRemind(ctx, old[i].ID, s.RemindEvery)
+			isDue[i] = err == nil && ok
+		})
+		var due []intent.Summary
+		for i, p := range old {
+			if isDue[i] {
 				due = append(due, p)
 			}
 		}
