@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +19,7 @@ import (
 	"github.com/intentq/intentq/internal/testkit/fakebot"
 	"github.com/intentq/intentq/internal/testkit/peers"
 	"github.com/intentq/intentq/internal/testkit/procs"
+	"github.com/intentq/intentq/internal/testkit/runlog"
 	"github.com/intentq/intentq/internal/testkit/testenv"
 	"github.com/intentq/intentq/workflows"
 )
@@ -319,10 +319,8 @@ func TestClusterHeadlessLimitAcrossWorkers(t *testing.T) {
 		}
 	}
 	deadline := time.Now().Add(3 * time.Minute)
-	var lines []string
 	for {
 		data, _ := os.ReadFile(logPath)
-		lines = strings.Split(strings.TrimSpace(string(data)), "\n")
 		if strings.Count(string(data), "end ") == sessions*prompts {
 			break
 		}
@@ -331,40 +329,8 @@ func TestClusterHeadlessLimitAcrossWorkers(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	type event struct {
-		at                 int64
-		start              bool
-		session, n, worker string
-	}
-	var events []event
-	for _, line := range lines {
-		f := strings.Fields(line) // start|end <ns> conc <session> <n> <worker pid>
-		if len(f) != 6 {
-			t.Fatalf("run log line %q", line)
-		}
-		var at int64
-		fmt.Sscan(f[1], &at)
-		events = append(events, event{at: at, start: f[0] == "start", session: f[3], n: f[4], worker: f[5]})
-	}
-	sort.SliceStable(events, func(i, j int) bool {
-		if events[i].at != events[j].at {
-			return events[i].at < events[j].at
-		}
-		return !events[i].start
-	})
-	running, most := 0, 0
-	order := map[string][]string{}
-	workers := map[string]bool{}
-	for _, e := range events {
-		if e.start {
-			running++
-			most = max(most, running)
-			order[e.session] = append(order[e.session], e.n)
-			workers[e.worker] = true
-		} else {
-			running--
-		}
-	}
+	runs := runlog.Summarize(runlog.Read(t, logPath))
+	most, order, workers := runs.MostAtOnce, runs.Order, runs.Workers
 	if most > 2 {
 		t.Errorf("%d runs at once across the workers, limit 2", most)
 	}

@@ -10,8 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +39,7 @@ import (
 	"github.com/intentq/intentq/internal/testkit/fakebot"
 	"github.com/intentq/intentq/internal/testkit/fakentfy"
 	"github.com/intentq/intentq/internal/testkit/peers"
+	"github.com/intentq/intentq/internal/testkit/runlog"
 	"github.com/intentq/intentq/internal/testkit/testenv"
 	"github.com/intentq/intentq/workflows"
 )
@@ -957,39 +956,8 @@ func TestP2TwoWorkersGlobalLimit(t *testing.T) {
 		return total == 50
 	})
 
-	data, err := os.ReadFile(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	type event struct {
-		at      int64
-		start   bool
-		session string
-		n       string
-	}
-	var events []event
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		f := strings.Fields(line) // start|end <ns> conc <session> <n>
-		at, _ := strconv.ParseInt(f[1], 10, 64)
-		events = append(events, event{at: at, start: f[0] == "start", session: f[3], n: f[4]})
-	}
-	sort.SliceStable(events, func(i, j int) bool {
-		if events[i].at != events[j].at {
-			return events[i].at < events[j].at
-		}
-		return !events[i].start // an end at the same instant comes first
-	})
-	running, maxRunning := 0, 0
-	order := map[string][]string{}
-	for _, e := range events {
-		if e.start {
-			running++
-			maxRunning = max(maxRunning, running)
-			order[e.session] = append(order[e.session], e.n)
-		} else {
-			running--
-		}
-	}
+	runs := runlog.Summarize(runlog.Read(t, logPath))
+	maxRunning, order := runs.MostAtOnce, runs.Order
 	if maxRunning > 2 {
 		t.Errorf("%d runs at once, limit 2", maxRunning)
 	}
