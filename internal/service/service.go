@@ -177,7 +177,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 			return nil, err
 		}
 		codec = encryption.CodecHandler(k, cfg.Temporal.Encryption.CodecOrigins)
-		logger.Info("payloads are encrypted; codec endpoint for the Web UI", zap.String("key_id", k.Current()), zap.String("endpoint", "http://"+cfg.Ingest.Listen+"/codec"))
+		logger.Info("payloads are encrypted; codec endpoint for the Web UI", zap.String("key_id", k.Current()), zap.String("endpoint", codecEndpoint(cfg)))
 	}
 	s.ingest, err = ingest.Listen(ingest.Options{
 		Codec:        codec,
@@ -441,8 +441,8 @@ func push(ctx context.Context, cfg *config.Config, p activities.Push) {
 	_ = (&activities.Ntfy{URL: cfg.Ntfy.URL, Token: cfg.Ntfy.Token.Reveal()}).Publish(ctx, p)
 }
 
-// codecEndpoint is where the embedded Web UI decrypts payloads: the worker's codec endpoint
-// when encryption is on, else none.
+// codecEndpoint is where the Web UI decrypts payloads: the worker's codec endpoint when
+// encryption is on, else none.
 func codecEndpoint(cfg *config.Config) string {
 	if !cfg.EncryptionOn() {
 		return ""

@@ -348,13 +348,8 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 		return Answer{}, report(ctx, b, s, workflows.AgentEvent{Event: workflows.EventStop})
 	}
 	taken := takeWaiting(ctx, b, s, in, workflows.EventStop, "", nil)
-	if in.StopHookActive || s.Agent == "" {
-		if len(taken.Messages) > 0 {
-			return Answer{Output: Output{Decision: "block", Reason: MessagesBlock(taken.Messages, "as you finished")}, Taken: takenKey(taken)}, nil
-		}
-		return Answer{}, nil
-	}
-	if kind := Classify(in.LastAssistantMessage, s.CompletionPatterns, s.ErrorPatterns); kind != "" && s.Coordinator != "" && s.Coordinator != s.Agent {
+	known := !in.StopHookActive && s.Agent != ""
+	if kind := Classify(in.LastAssistantMessage, s.CompletionPatterns, s.ErrorPatterns); known && kind != "" && s.Coordinator != "" && s.Coordinator != s.Agent {
 		msg := workflows.InboxSend{Key: kind + "/" + in.SessionID + "/" + s.now().UTC().Format(time.RFC3339), From: s.Agent, Type: kind,
 			Content: firstRunes(in.LastAssistantMessage, 500)}
 		if err := b.SendInbox(ctx, s.Coordinator, msg); err != nil {
@@ -363,6 +358,9 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 	}
 	if len(taken.Messages) > 0 {
 		return Answer{Output: Output{Decision: "block", Reason: MessagesBlock(taken.Messages, "as you finished")}, Taken: takenKey(taken)}, nil
+	}
+	if !known {
+		return Answer{}, nil
 	}
 	var items []string
 	unread, err := b.Inbox(ctx, s.Agent)
