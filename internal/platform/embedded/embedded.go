@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -18,6 +19,9 @@ import (
 	uiconfig "github.com/temporalio/ui-server/v2/server/config"
 	uioptions "github.com/temporalio/ui-server/v2/server/server_options"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/server/common/authorization"
 	"go.temporal.io/server/common/cluster"
 	serverconfig "go.temporal.io/server/common/config"
@@ -30,6 +34,8 @@ import (
 	"go.temporal.io/server/temporal"
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/intentq/intentq/internal/platform/tclient"
 )
 
 // DBFile is the SQLite database's name inside the data directory.
@@ -107,12 +113,13 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv, err := temporal.NewServer(serverOpts...)
+	srv, err := startServer(serverOpts, frontend)
 	if err != nil {
-		return nil, fmt.Errorf("embedded temporal: build server: %w", err)
+		return nil, err
 	}
-	if err := srv.Start(); err != nil {
-		return nil, fmt.Errorf("embedded temporal: start server on %s: %w", frontend, err)
+	if err := addSearchAttributes(ctx, opts, frontend); err != nil {
+		_ = srv.Stop()
+		return nil, err
 	}
 	s := &Server{server: srv, frontend: frontend, stopping: stopping}
 
@@ -142,6 +149,43 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		}
 	}
 	return s, nil
+}
+
+func startServer(serverOpts []temporal.ServerOption, frontend string) (temporal.Server, error) {
+	srv, err := temporal.NewServer(serverOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("embedded temporal: build server: %w", err)
+	}
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("embedded temporal: start server on %s: %w", frontend, err)
+	}
+	return srv, nil
+}
+
+// addSearchAttributes registers the search attributes an existing namespace lacks (a data_dir
+// from an older intentq; a new namespace got them all in prepareDatabase).
+func addSearchAttributes(ctx context.Context, opts Options, frontend string) error {
+	if len(opts.SearchAttributes) == 0 {
+		return nil
+	}
+	c, err := client.Dial(client.Options{HostPort: frontend, Namespace: opts.Namespace, Logger: sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
+	if err != nil {
+		return fmt.Errorf("embedded temporal: dial %s: %w", frontend, err)
+	}
+	defer c.Close()
+	missing, err := tclient.MissingSearchAttributes(ctx, c, opts.Namespace, opts.SearchAttributes)
+	if err != nil || len(missing) == 0 {
+		return err
+	}
+	add := map[string]enumspb.IndexedValueType{}
+	for _, name := range missing {
+		add[name] = opts.SearchAttributes[name]
+	}
+	if _, err := c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{Namespace: opts.Namespace, SearchAttributes: add}); err != nil {
+		return fmt.Errorf("embedded temporal: add search attributes %v: %w", missing, err)
+	}
+	opts.Logger.Info("search attributes added to an existing namespace", zap.Strings("added", missing))
+	return nil
 }
 
 // FrontendAddress is the gRPC address clients dial.
@@ -219,6 +263,11 @@ func prepareDatabase(opts Options) (*serverconfig.SQL, error) {
 	return sqlCfg, nil
 }
 
+// SingleNodePersistenceQPS is the embedded server's persistence rate limit per service, far
+// above what one SQLite connection serves (Temporal's defaults, 2000-9000 per host, are shares
+// of a cluster's database).
+const SingleNodePersistenceQPS = 100000
+
 func serverOptions(opts Options, sqlCfg *serverconfig.SQL) ([]temporal.ServerOption, error) {
 	ports, err := freePorts(3)
 	if err != nil {
@@ -267,9 +316,19 @@ func serverOptions(opts Options, sqlCfg *serverconfig.SQL) ([]temporal.ServerOpt
 	if err != nil {
 		return nil, fmt.Errorf("embedded temporal: claim mapper: %w", err)
 	}
-	dyn := dynamicconfig.StaticClient{
-		// Search attributes added at start are visible to the next query at once.
-		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): true,
+	// A single node on one SQLite connection: the database serialises every call itself, so the
+	// persistence rate limits meant to share a cluster's database only turn a burst into
+	// "Persistence Max QPS Reached" errors. Search attributes are registered with the namespace
+	// before the server starts (prepareDatabase), so nothing needs the debug-only
+	// system.forceSearchAttributesCacheRefreshOnRead (a metadata read on every visibility call).
+	dyn := dynamicconfig.StaticClient{}
+	for _, setting := range []dynamicconfig.GlobalIntSetting{
+		dynamicconfig.FrontendPersistenceMaxQPS,
+		dynamicconfig.HistoryPersistenceMaxQPS,
+		dynamicconfig.MatchingPersistenceMaxQPS,
+		dynamicconfig.WorkerPersistenceMaxQPS,
+	} {
+		dyn[setting.Key()] = SingleNodePersistenceQPS
 	}
 	return []temporal.ServerOption{
 		temporal.WithConfig(cfg),
