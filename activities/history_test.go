@@ -84,6 +84,41 @@ func TestHistoryTornLineRepaired(t *testing.T) {
 	}
 }
 
+// Messages typed together are committed in one write, each its own entry, exactly once: a retry
+// after a crash that wrote part of the batch (two whole lines and a torn one) writes the rest.
+func TestHistoryAppendAllExactlyOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.jsonl")
+	appendEntry(t, path, "before", "earlier")
+	var batch []HistoryEntry
+	for _, id := range []string{"m1", "m2", "m3", "m4"} {
+		batch = append(batch, HistoryEntry{Session: "secretary", Kind: "message", ID: id, Text: "text of " + id})
+	}
+	// A first try that died after two lines and part of the third.
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	_, _ = f.WriteString("{\"seq\":2,\"id\":\"m1\"}\n{\"seq\":3,\"id\":\"m2\"}\n{\"seq\":4,\"id\":\"m")
+	f.Close()
+	for range 2 { // the retry, and a retry of the retry
+		seq, err := History{}.AppendAll(context.Background(), AppendAllRequest{Path: path, Entries: batch})
+		if err != nil || seq != 5 {
+			t.Fatalf("AppendAll = %d, %v; want 5", seq, err)
+		}
+	}
+	entries, skipped := readAll(t, path)
+	var ids []string
+	for i, e := range entries {
+		ids = append(ids, e.ID)
+		if e.Seq != int64(i+1) {
+			t.Errorf("entry %d has seq %d", i, e.Seq)
+		}
+	}
+	if got := strings.Join(ids, " "); got != "before m1 m2 m3 m4" || skipped != 0 {
+		t.Errorf("entries %q (skipped %d), want before m1 m2 m3 m4", got, skipped)
+	}
+	if _, err := (History{}).AppendAll(context.Background(), AppendAllRequest{Path: path}); err == nil {
+		t.Error("AppendAll without entries succeeded")
+	}
+}
+
 func FuzzHistoryReader(f *testing.F) {
 	f.Add([]byte("{\"seq\":1,\"id\":\"a\"}\n{\"seq\":2,\"id\":\"b\"}\n"))
 	f.Add([]byte("garbage\n{\"seq\":"))

@@ -144,9 +144,14 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	}
 	workflow.Go(ctx, s.takeAlerts)
 	workflow.Go(ctx, s.pushAlerts)
+	coalesce := workflow.GetVersion(ctx, "coalesce-delivery", workflow.DefaultVersion, versionCoalesce) == versionCoalesce
 	for {
 		s.drain(ctx)
 		s.settleOffers(ctx)
+		if coalesce && len(s.Queue) > 0 && s.historyTooLong(ctx) {
+			// A queue that never empties (a long burst) must not grow the history to its limit.
+			return workflow.NewContinueAsNewError(ctx, SessionWorkflowName, s.SessionInput)
+		}
 		if len(s.Queue) == 0 {
 			if s.historyTooLong(ctx) {
 				return workflow.NewContinueAsNewError(ctx, SessionWorkflowName, s.SessionInput)
@@ -160,6 +165,10 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 				workflow.GetLogger(ctx).Warn("context not committed", "session", s.Config.Name, "request", req.ID, "error", err)
 			}
 			s.dequeue(req.ID)
+			continue
+		}
+		if coalesce && typedKind(req.Kind) && !s.typedBefore(ctx, req) {
+			s.deliverBatch(ctx)
 			continue
 		}
 		var result DeliveryResult

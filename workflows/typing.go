@@ -23,9 +23,9 @@ func (s *session) deliver(ctx workflow.Context, req DeliveryRequest) (_ Delivery
 	var err error
 	switch {
 	case s.Config.Human:
-		err = temporal.NewNonRetryableApplicationError(fmt.Sprintf("session %s is the human's pane (%s): intentq never types into it", s.Config.Name, s.Config.TmuxTarget), ErrTypeHumanPane, nil)
+		err = humanPaneError(s.Config)
 	case s.Config.TmuxTarget == "":
-		err = temporal.NewNonRetryableApplicationError(fmt.Sprintf("session %s has no tmux target", s.Config.Name), activities.ErrTypeTmuxTargetMissing, nil)
+		err = noTargetError(s.Config)
 	default:
 		// Sessions started before busy-awareness replay without reading the pane.
 		if workflow.GetVersion(ctx, "busy-aware-delivery", workflow.DefaultVersion, 1) == 1 {
@@ -51,6 +51,14 @@ func (s *session) deliver(ctx workflow.Context, req DeliveryRequest) (_ Delivery
 		return res, false
 	}
 	return s.result(ctx, req, err), false
+}
+
+func humanPaneError(c SessionConfig) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("session %s is the human's pane (%s): intentq never types into it", c.Name, c.TmuxTarget), ErrTypeHumanPane, nil)
+}
+
+func noTargetError(c SessionConfig) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("session %s has no tmux target", c.Name), activities.ErrTypeTmuxTargetMissing, nil)
 }
 
 // waitUntilIdle waits until the agent may be typed into (SPEC N2): its hooks do not say it

@@ -90,6 +90,15 @@ const (
 	ReceiptWait = 5 * time.Second
 )
 
+// Coalesced delivery (issue 15): what waits for a session is typed together, at most MaxBatch
+// requests and MaxBatchBytes of text per prompt; a reminder at the head of the queue waits
+// DigestGather for the others due at the same tick, so that they go out as one digest.
+const (
+	MaxBatch      = 50
+	MaxBatchBytes = 16 << 10
+	DigestGather  = 500 * time.Millisecond
+)
+
 // SubmitAttempts bounds how often a delivery is typed before it is reported failed.
 const SubmitAttempts = 3
 

@@ -308,6 +308,7 @@ func Register(r worker.Registry, deps Deps) {
 	r.RegisterActivityWithOptions(deps.Tmux.Capture, activity.RegisterOptions{Name: activities.TmuxCaptureName})
 	r.RegisterActivityWithOptions(deps.Tmux.SendKeys, activity.RegisterOptions{Name: activities.TmuxSendKeysName})
 	r.RegisterActivityWithOptions(activities.History{}.Append, activity.RegisterOptions{Name: activities.HistoryAppendName})
+	r.RegisterActivityWithOptions(activities.History{}.AppendAll, activity.RegisterOptions{Name: activities.HistoryAppendAllName})
 	r.RegisterActivityWithOptions(activities.AgentRunner{}.Run, activity.RegisterOptions{Name: activities.AgentRunName})
 	r.RegisterActivityWithOptions(deps.Telegram.Send, activity.RegisterOptions{Name: activities.TelegramSendName})
 	r.RegisterActivityWithOptions(deps.Telegram.React, activity.RegisterOptions{Name: activities.TelegramReactName})

@@ -1,0 +1,175 @@
+package workflows
+
+// Coalesced delivery (issue 15): what waits for a session is typed together, as one block and
+// one prompt, when the agent may be typed into; a burst of messages reaches the agent as a
+// handful of prompts, and the reminders due at one tick as one digest. Each message is still
+// committed to the history, counted and answered on its own, exactly once.
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/intentq/intentq/activities"
+	"github.com/intentq/intentq/internal/policy"
+)
+
+// versionCoalesce is the session workflow's version that types what waits together.
+const versionCoalesce = 1
+
+// typedKind reports whether a request of kind is typed into the pane (a context is only
+// committed to the history).
+func typedKind(kind string) bool { return kind == KindMessage || kind == KindReminder }
+
+// BatchText is how requests typed together read: each begins on its own line with its header
+// (the first one's header starts the prompt, so the agent's receipt names it), and the further
+// lines of a message are indented, so that no text can start a line that looks like another
+// message of the block.
+func BatchText(reqs []DeliveryRequest) string {
+	if len(reqs) == 1 {
+		return reqs[0].Text
+	}
+	var sb strings.Builder
+	for i, r := range reqs {
+		if i > 0 {
+			sb.WriteByte('\n')
+		}
+		sb.WriteString(strings.ReplaceAll(r.Text, "\n", "\n  "))
+	}
+	return sb.String()
+}
+
+// nextBatch takes from the queue, in order, the requests to type together: every message and
+// reminder up to policy.MaxBatch requests and policy.MaxBatchBytes of text (at least one).
+// Those typed before (a request repeated after its wait timed out) are answered at once and
+// not typed again; contexts stay queued.
+func (s *session) nextBatch(ctx workflow.Context) []DeliveryRequest {
+	var batch, rest []DeliveryRequest
+	size := 0
+	for _, r := range s.Queue {
+		switch {
+		case !typedKind(r.Kind):
+			rest = append(rest, r)
+		case s.typedBefore(ctx, r):
+			s.answer(ctx, []DeliveryRequest{r}, nil, 0, false)
+		case len(batch) > 0 && (len(batch) == policy.MaxBatch || size+len(r.Text) > policy.MaxBatchBytes):
+			rest = append(rest, r)
+		default:
+			batch = append(batch, r)
+			size += len(r.Text) + 1
+		}
+	}
+	s.Queue = rest
+	return batch
+}
+
+// deliverBatch types what waits, together, once the pane may be typed into. A reminder at the
+// head first waits policy.DigestGather for the other reminders due at the same tick.
+func (s *session) deliverBatch(ctx workflow.Context) {
+	head := s.Queue[0]
+	if head.Kind == KindReminder {
+		s.gather(ctx, policy.DigestGather)
+	}
+	actx := workflow.WithActivityOptions(ctx, tmuxActivityOptions)
+	err := s.typable()
+	if err == nil {
+		if err = s.waitUntilIdle(actx, head); errors.Is(err, errTaken) {
+			return // a hook took it (and whatever waited with it); its commit answers
+		}
+	}
+	batch := s.nextBatch(ctx)
+	if len(batch) == 0 {
+		return
+	}
+	phase, reset := PhaseNudge, false
+	if err == nil {
+		// Escalation follows the reminder the agent has had longest.
+		esc := batch[0]
+		for _, r := range batch {
+			if r.Kind == KindReminder && (esc.Kind != KindReminder || (!r.Since.IsZero() && (esc.Since.IsZero() || r.Since.Before(esc.Since)))) {
+				esc = r
+			}
+		}
+		s.typing = esc.ID
+		defer func() { s.typing = "" }()
+		phase, reset, err = s.escalate(actx, esc)
+	}
+	if err == nil {
+		err = s.commitAllToHistory(ctx, batch)
+	}
+	if err == nil {
+		first := batch[0]
+		err = s.submit(actx, DeliveryRequest{ID: first.ID, ReplyTo: first.ReplyTo, Kind: first.Kind, Text: BatchText(batch)})
+	}
+	if len(batch) > 1 {
+		workflow.GetLogger(ctx).Info("typed together", "session", s.Config.Name, "count", len(batch), "ok", err == nil)
+	}
+	s.answer(ctx, batch, err, phase, reset)
+}
+
+// typable refuses the person's own pane and a session without a pane.
+func (s *session) typable() error {
+	switch {
+	case s.Config.Human:
+		return humanPaneError(s.Config)
+	case s.Config.TmuxTarget == "":
+		return noTargetError(s.Config)
+	}
+	return nil
+}
+
+// gather takes the signals that arrive within d (more requests join the queue).
+func (s *session) gather(ctx workflow.Context, d time.Duration) {
+	timerCtx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	timer := workflow.NewTimer(timerCtx, d)
+	for !timer.IsReady() {
+		s.waitForSignal(ctx, timer)
+	}
+}
+
+// commitAllToHistory appends the batch's entries to the session's history in one write, before
+// they are typed (SPEC H1-H3).
+func (s *session) commitAllToHistory(ctx workflow.Context, batch []DeliveryRequest) error {
+	if s.Config.HistoryPath == "" {
+		return nil
+	}
+	if len(batch) == 1 {
+		return s.commitToHistory(ctx, batch[0])
+	}
+	ctx = workflow.WithActivityOptions(ctx, historyActivityOptions)
+	req := activities.AppendAllRequest{Path: s.Config.HistoryPath}
+	for _, r := range batch {
+		req.Entries = append(req.Entries, activities.HistoryEntry{Time: workflow.Now(ctx), Session: s.Config.Name, Kind: r.Kind, ID: r.ID, Text: r.Text})
+	}
+	if err := workflow.ExecuteActivity(ctx, activities.HistoryAppendAllName, req).Get(ctx, nil); err != nil {
+		return fmt.Errorf("commit %d entries to history %s: %w", len(batch), s.Config.HistoryPath, err)
+	}
+	return nil
+}
+
+// answer counts each request's outcome and tells its intent, all intents at once.
+func (s *session) answer(ctx workflow.Context, reqs []DeliveryRequest, err error, phase int, reset bool) {
+	var sent []workflow.Future
+	for _, r := range reqs {
+		res := s.result(ctx, r, err)
+		res.Phase, res.Reset = phase, reset
+		if res.OK {
+			s.rememberDelivered(r)
+			s.Delivered++
+		} else {
+			s.Failed++
+		}
+		count(ctx, metricDeliveries, map[string]string{"session": s.Config.Name, "kind": r.Kind, "ok": fmt.Sprint(res.OK)}, 1)
+		sent = append(sent, workflow.SignalExternalWorkflow(ctx, r.ReplyTo, "", SignalDeliveryResult, res))
+	}
+	for i, f := range sent {
+		// The intent may have ended meanwhile; then nobody needs the answer.
+		if err := f.Get(ctx, nil); err != nil {
+			workflow.GetLogger(ctx).Info("delivery result not taken", "session", s.Config.Name, "request", reqs[i].ID, "error", err)
+		}
+	}
+}
