@@ -25,6 +25,8 @@ type intent struct {
 	channels bool
 	// replying: a reply is being sent (one at a time).
 	replying bool
+	// digest: reminder pushes go through the session, as one digest per tick (versionDigest).
+	digest bool
 }
 
 // open refuses an action on an intent that has ended.
@@ -53,6 +55,7 @@ func IntentWorkflow(ctx workflow.Context, in IntentInput) (IntentState, error) {
 		w.react(ctx, in.AckReaction)
 	}
 	w.channels = workflow.GetVersion(ctx, "separate-reminder-channels", workflow.DefaultVersion, versionSeparateChannels) == versionSeparateChannels
+	w.digest = w.channels && workflow.GetVersion(ctx, "push-digest", workflow.DefaultVersion, 1) == 1
 	if w.channels && w.st.LastPushedAt == nil && w.st.LastRemindedAt != nil && w.pushes() {
 		// Carried over from the combined schedule, where every reminder was also pushed.
 		w.st.Pushes, w.st.LastPushedAt = w.st.Reminders, w.st.LastRemindedAt

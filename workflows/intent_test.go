@@ -33,6 +33,8 @@ type fakeSession struct {
 	at    []time.Duration
 	// alerts are the failure alerts intents handed to the session.
 	alerts []Alert
+	// ntfy takes the reminder pushes intents hand over, as the session's digest would.
+	ntfy *fakeNtfy
 }
 
 func (f *fakeSession) install(t *testing.T) {
@@ -41,6 +43,17 @@ func (f *fakeSession) install(t *testing.T) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.alerts = append(f.alerts, arg.(Alert))
+			return nil
+		})
+	f.env.OnSignalExternalWorkflow(mock.Anything, SessionWorkflowID("secretary"), "", SignalRemindPush, mock.Anything).Return(
+		func(_, _, _, _ string, arg interface{}) error {
+			req := arg.(PushRequest)
+			err := f.ntfy.publish(context.Background(), DigestPush("secretary", req.Topic, []PushRequest{req}))
+			res := DeliveryResult{ID: req.ID, Kind: KindPush, OK: err == nil, At: f.env.Now()}
+			if err != nil {
+				res.Error, res.ErrorType = err.Error(), "Test"
+			}
+			f.env.RegisterDelayedCallback(func() { f.env.SignalWorkflow(SignalPushResult, res) }, 100*time.Millisecond)
 			return nil
 		})
 	f.env.OnSignalExternalWorkflow(mock.Anything, SessionWorkflowID("secretary"), "", SignalDeliver, mock.Anything).Return(
@@ -113,7 +126,7 @@ func newHarness(t *testing.T) *harness {
 	h.ntfy = &fakeNtfy{}
 	h.env.RegisterActivityWithOptions(h.ntfy.publish, activity.RegisterOptions{Name: activities.NtfyPublishName})
 	h.env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: IntentID("42", "7")})
-	h.session = &fakeSession{env: h.env, start: h.env.Now()}
+	h.session = &fakeSession{env: h.env, start: h.env.Now(), ntfy: h.ntfy}
 	h.session.install(t)
 	return h
 }

@@ -35,7 +35,10 @@ func (w *intent) nextPushAt() time.Time {
 func (w *intent) remindChannels(ctx workflow.Context, now time.Time, pane, push, asked bool) {
 	snippet := redact.Snippet(w.in.Text, w.in.Policy.SnippetChars)
 	var pushed workflow.Future
-	if push {
+	switch {
+	case push && w.digest:
+		pushed = w.pushBySession(ctx, snippet)
+	case push:
 		pushed = workflow.ExecuteActivity(withNtfyOptions(ctx), activities.NtfyPublishName, w.reminderPush(snippet))
 	}
 	var paneErr error

@@ -72,6 +72,8 @@ type SessionInput struct {
 	// keys (a hook that runs twice takes once).
 	Offers   []Offer  `json:"offers,omitempty"`
 	TakeKeys []string `json:"take_keys,omitempty"`
+	// HeldPushes are reminder pushes intents handed over for the next digest.
+	HeldPushes []PushRequest `json:"held_pushes,omitempty"`
 }
 
 // recentDelivered bounds SessionInput.RecentlyDelivered.
@@ -144,6 +146,8 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	}
 	workflow.Go(ctx, s.takeAlerts)
 	workflow.Go(ctx, s.pushAlerts)
+	workflow.Go(ctx, s.takePushes)
+	workflow.Go(ctx, s.pushDigests)
 	coalesce := workflow.GetVersion(ctx, "coalesce-delivery", workflow.DefaultVersion, versionCoalesce) == versionCoalesce
 	for {
 		s.drain(ctx)

@@ -115,6 +115,14 @@ func newSessionHarness(t *testing.T) *sessionHarness {
 		}
 		return activities.InjectResult{Bottom: "> \n  ? for shortcuts"}, nil
 	}, activity.RegisterOptions{Name: activities.TmuxInjectName})
+	h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", SignalPushResult, mock.Anything).Return(
+		func(_, workflowID, _, _ string, arg interface{}) error {
+			res := arg.(DeliveryResult)
+			h.mu.Lock()
+			h.results[res.ID] = res
+			h.mu.Unlock()
+			return nil
+		})
 	h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", SignalDeliveryResult, mock.Anything).Return(
 		func(_, workflowID, _, _ string, arg interface{}) error {
 			res := arg.(DeliveryResult)
@@ -619,4 +627,31 @@ func TestBatchTextIndentsFurtherLines(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, IntentID("1", "1"), id, "the block's receipt names its first message")
 	require.Equal(t, "one", BatchText([]DeliveryRequest{{Text: "one"}}), "a single request is typed as it is")
+}
+
+// Issue 15: reminder pushes due together reach the phone as one digest (oldest first, IDs and
+// snippets only), each intent answered on its own; when ntfy fails, each is told so.
+func TestReminderPushesDigested(t *testing.T) {
+	h := newSessionHarness(t)
+	calls := 0
+	h.ntfyFails = func() bool { calls++; return calls > 1 } // the second digest fails
+	base := h.env.Now()
+	for i, at := range []time.Duration{time.Second, 1100 * time.Millisecond, 1200 * time.Millisecond} {
+		h.send(at, SignalRemindPush, PushRequest{ID: fmt.Sprintf("p%d", i), ReplyTo: fmt.Sprintf("intent/1/%d", i), Topic: "phone",
+			MessageID: fmt.Sprint(i), ChatID: "1", Snippet: fmt.Sprintf("snippet %d", i), ReceivedAt: base.Add(-time.Duration(i) * time.Minute)})
+	}
+	h.send(time.Minute, SignalRemindPush, PushRequest{ID: "late", ReplyTo: "intent/1/9", Topic: "phone", MessageID: "9", ChatID: "1", Snippet: "s"})
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 5*time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: claudeSession()})
+
+	require.Len(t, h.pushes, 2, "one push for the three due together, one for the late one")
+	first := h.pushes[0]
+	require.Equal(t, "intentq: 3 messages waiting for secretary", first.Title)
+	require.Equal(t, "3 messages waiting for secretary, oldest first:\nmsg_id=2 chat=1: snippet 2\nmsg_id=1 chat=1: snippet 1\nmsg_id=0 chat=1: snippet 0", first.Message)
+	for _, id := range []string{"p0", "p1", "p2"} {
+		require.True(t, h.results[id].OK, id)
+		require.Equal(t, KindPush, h.results[id].Kind)
+	}
+	require.False(t, h.results["late"].OK, "ntfy refused the second push")
+	require.Equal(t, "msg_id=9 chat=1: s", h.pushes[1].Message, "a single reminder reads as it always did")
 }

@@ -1,0 +1,168 @@
+package workflows
+
+// Digest pushes (issue 15): the reminders of a session's intents due at one tick reach the
+// person's phone as one ntfy push that lists them, not one push per intent. An intent hands its
+// push to its session (SignalRemindPush); the session gathers what arrives within
+// policy.DigestGather, pushes once per topic and answers each intent (SignalPushResult), whose
+// own push count and schedule move only when its push went out.
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/intentq/intentq/activities"
+	"github.com/intentq/intentq/internal/policy"
+)
+
+// Signals of digest pushes.
+const (
+	SignalRemindPush = "remind-push"
+	SignalPushResult = "push-result"
+)
+
+// KindPush is the kind of a push's DeliveryResult.
+const KindPush = "push"
+
+// PushRequest asks a session to push an intent's reminder with the others due.
+type PushRequest struct {
+	ID         string    `json:"id"`
+	ReplyTo    string    `json:"reply_to"`
+	Topic      string    `json:"topic"`
+	MessageID  string    `json:"message_id"`
+	ChatID     string    `json:"chat_id"`
+	Snippet    string    `json:"snippet"`
+	ReceivedAt time.Time `json:"received_at"`
+}
+
+// maxDigestBytes bounds a digest's message (ntfy takes 4096 bytes as a message).
+const maxDigestBytes = 3500
+
+// DigestPush is the push for reminders due together, oldest first: the single reminder as it
+// always read, or "N messages waiting for <session>" with one line per message (IDs and the
+// masked snippet only, SPEC I7), as many as fit.
+func DigestPush(session, topic string, reqs []PushRequest) activities.Push {
+	reqs = slices.Clone(reqs)
+	slices.SortStableFunc(reqs, func(a, b PushRequest) int { return a.ReceivedAt.Compare(b.ReceivedAt) })
+	line := func(r PushRequest) string { return fmt.Sprintf("msg_id=%s chat=%s: %s", r.MessageID, r.ChatID, r.Snippet) }
+	p := activities.Push{Topic: topic, Title: "Telegram pending", Priority: 3, Tags: []string{"envelope"}}
+	if len(reqs) == 1 {
+		p.Message = line(reqs[0])
+		return p
+	}
+	p.Title = fmt.Sprintf("intentq: %d messages waiting for %s", len(reqs), session)
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%d messages waiting for %s, oldest first:", len(reqs), session)
+	for i, r := range reqs {
+		l := "\n" + line(r)
+		if sb.Len()+len(l) > maxDigestBytes {
+			fmt.Fprintf(&sb, "\n… and %d more (starter pending)", len(reqs)-i)
+			break
+		}
+		sb.WriteString(l)
+	}
+	p.Message = sb.String()
+	return p
+}
+
+// takePushes moves the pushes intents hand over into HeldPushes.
+func (s *session) takePushes(ctx workflow.Context) {
+	signals := workflow.GetSignalChannel(ctx, SignalRemindPush)
+	for {
+		var r PushRequest
+		signals.Receive(ctx, &r)
+		s.HeldPushes = append(s.HeldPushes, r)
+	}
+}
+
+// pushDigests pushes what intents handed over, gathered for policy.DigestGather, one push per
+// topic, and answers each intent.
+func (s *session) pushDigests(ctx workflow.Context) {
+	for {
+		if err := workflow.Await(ctx, func() bool { return len(s.HeldPushes) > 0 }); err != nil {
+			return
+		}
+		if err := workflow.Sleep(ctx, policy.DigestGather); err != nil {
+			return
+		}
+		n := len(s.HeldPushes)
+		held := s.HeldPushes[:n:n]
+		var topics []string
+		byTopic := map[string][]PushRequest{}
+		for _, r := range held {
+			if _, ok := byTopic[r.Topic]; !ok {
+				topics = append(topics, r.Topic)
+			}
+			byTopic[r.Topic] = append(byTopic[r.Topic], r)
+		}
+		var answers []workflow.Future
+		for _, topic := range topics {
+			reqs := byTopic[topic]
+			err := workflow.ExecuteActivity(withNtfyOptions(ctx), activities.NtfyPublishName, DigestPush(s.Config.Name, topic, reqs)).Get(ctx, nil)
+			if err != nil {
+				workflow.GetLogger(ctx).Warn("reminder push failed", "session", s.Config.Name, "count", len(reqs), "error", err)
+			}
+			for _, r := range reqs {
+				res := DeliveryResult{ID: r.ID, Kind: KindPush, OK: err == nil, At: workflow.Now(ctx)}
+				if err != nil {
+					res.Error = err.Error()
+					if appErr, ok := asApplicationError(err); ok {
+						res.ErrorType = appErr.Type()
+					}
+				}
+				answers = append(answers, workflow.SignalExternalWorkflow(ctx, r.ReplyTo, "", SignalPushResult, res))
+			}
+		}
+		for _, f := range answers {
+			_ = f.Get(ctx, nil) // an intent that ended meanwhile needs no answer
+		}
+		s.HeldPushes = append([]PushRequest(nil), s.HeldPushes[n:]...)
+	}
+}
+
+// pushBySession hands the intent's reminder push to its session, for the digest, and settles
+// the returned future with the outcome (DeliveryTimeout when no answer comes in time). When the
+// session cannot be signalled, it pushes on its own.
+func (w *intent) pushBySession(ctx workflow.Context, snippet string) workflow.Future {
+	f, settle := workflow.NewFuture(ctx)
+	req := PushRequest{
+		ID:      fmt.Sprintf("%s#push-%d-%d", w.id, w.st.Pushes+1, w.st.PushFailures),
+		ReplyTo: w.id, Topic: w.in.Policy.NtfyTopic, MessageID: w.in.MessageID, ChatID: w.in.ChatID,
+		Snippet: snippet, ReceivedAt: w.in.ReceivedAt,
+	}
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		if err := workflow.SignalExternalWorkflow(ctx, SessionWorkflowID(w.in.Session), "", SignalRemindPush, req).Get(ctx, nil); err != nil {
+			settle.Chain(workflow.ExecuteActivity(withNtfyOptions(ctx), activities.NtfyPublishName, w.reminderPush(snippet)))
+			return
+		}
+		results := workflow.GetSignalChannel(ctx, SignalPushResult)
+		timerCtx, cancel := workflow.WithCancel(ctx)
+		defer cancel()
+		timer := workflow.NewTimer(timerCtx, policy.Or(w.in.Policy.DeliveryTimeout, policy.DeliveryTimeout))
+		for {
+			var res DeliveryResult
+			timedOut := false
+			sel := workflow.NewSelector(ctx)
+			sel.AddReceive(results, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &res) })
+			sel.AddFuture(timer, func(workflow.Future) { timedOut = true })
+			sel.Select(ctx)
+			switch {
+			case timedOut:
+				settle.Set(nil, temporal.NewApplicationError(fmt.Sprintf("session %s did not report push %s in time", w.in.Session, req.ID), ErrTypeDeliveryTimeout))
+				return
+			case res.ID != req.ID:
+				continue // an earlier attempt's late answer
+			case !res.OK:
+				settle.Set(nil, temporal.NewApplicationError(res.Error, res.ErrorType))
+			default:
+				settle.Set(nil, nil)
+			}
+			return
+		}
+	})
+	return f
+}
