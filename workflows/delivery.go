@@ -20,6 +20,9 @@ import (
 // session with the worker's current config.
 const (
 	SignalDeliver        = "deliver"
+	// SignalDeliverAll queues several requests at once, in order ([]DeliveryRequest): a door's
+	// batch of new messages in one signal.
+	SignalDeliverAll = "deliver-all"
 	SignalDeliveryResult = "delivery-result"
 	SignalConfigure      = "configure"
 	// SignalAlert hands the session an Alert to push, coalesced with others.

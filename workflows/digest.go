@@ -48,7 +48,9 @@ const maxDigestBytes = 3500
 func DigestPush(session, topic string, reqs []PushRequest) activities.Push {
 	reqs = slices.Clone(reqs)
 	slices.SortStableFunc(reqs, func(a, b PushRequest) int { return a.ReceivedAt.Compare(b.ReceivedAt) })
-	line := func(r PushRequest) string { return fmt.Sprintf("msg_id=%s chat=%s: %s", r.MessageID, r.ChatID, r.Snippet) }
+	line := func(r PushRequest) string {
+		return fmt.Sprintf("msg_id=%s chat=%s: %s", r.MessageID, r.ChatID, r.Snippet)
+	}
 	p := activities.Push{Topic: topic, Title: "Telegram pending", Priority: 3, Tags: []string{"envelope"}}
 	if len(reqs) == 1 {
 		p.Message = line(reqs[0])

@@ -133,6 +133,7 @@ const ErrTypeNotSubmitted = "NotSubmitted"
 func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	s := &session{SessionInput: in,
 		deliverCh:   workflow.GetSignalChannel(ctx, SignalDeliver),
+		deliverAll:  workflow.GetSignalChannel(ctx, SignalDeliverAll),
 		configureCh: workflow.GetSignalChannel(ctx, SignalConfigure),
 		agentCh:     workflow.GetSignalChannel(ctx, SignalAgentEvent),
 		takenCh:     workflow.GetSignalChannel(ctx, SignalTaken),
@@ -206,6 +207,7 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 type session struct {
 	SessionInput
 	deliverCh   workflow.ReceiveChannel
+	deliverAll  workflow.ReceiveChannel
 	configureCh workflow.ReceiveChannel
 	// agentCh and takenCh carry the hooks' reports and commits; wakeCh wakes the main loop after
 	// a take (an update, which no selector sees).
@@ -251,6 +253,15 @@ func (s *session) drain(ctx workflow.Context) {
 		s.enqueue(req)
 	}
 	for {
+		var reqs []DeliveryRequest
+		if !s.deliverAll.ReceiveAsync(&reqs) {
+			break
+		}
+		for _, r := range reqs {
+			s.enqueue(r)
+		}
+	}
+	for {
 		var ev AgentEvent
 		if !s.agentCh.ReceiveAsync(&ev) {
 			break
@@ -276,6 +287,13 @@ func (s *session) waitForSignal(ctx workflow.Context, timer workflow.Future) (ag
 		var req DeliveryRequest
 		c.Receive(ctx, &req)
 		s.enqueue(req)
+	})
+	sel.AddReceive(s.deliverAll, func(c workflow.ReceiveChannel, _ bool) {
+		var reqs []DeliveryRequest
+		c.Receive(ctx, &reqs)
+		for _, r := range reqs {
+			s.enqueue(r)
+		}
 	})
 	sel.AddReceive(s.configureCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &s.Config) })
 	sel.AddReceive(s.agentCh, func(c workflow.ReceiveChannel, _ bool) {

@@ -655,3 +655,17 @@ func TestReminderPushesDigested(t *testing.T) {
 	require.False(t, h.results["late"].OK, "ntfy refused the second push")
 	require.Equal(t, "msg_id=9 chat=1: s", h.pushes[1].Message, "a single reminder reads as it always did")
 }
+
+// A door's batch arrives as one signal and is queued in its order.
+func TestDeliverAllQueuesInOrder(t *testing.T) {
+	h := newSessionHarness(t)
+	h.send(time.Second, SignalDeliverAll, []DeliveryRequest{
+		{ID: "a#1", ReplyTo: "intent/1/a", Kind: KindMessage, Text: "a"},
+		{ID: "b#1", ReplyTo: "intent/1/b", Kind: KindMessage, Text: "b"},
+		{ID: "c#1", ReplyTo: "intent/1/c", Kind: KindMessage, Text: "c"},
+	})
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: claudeSession()})
+	require.Equal(t, []string{"a\nb\nc"}, h.typed)
+	require.Len(t, h.results, 3)
+}

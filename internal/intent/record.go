@@ -182,6 +182,34 @@ func (r *Recorder) QueueDelivery(ctx context.Context, res *Result) {
 	res.DeliveryQueued = session.Queue(ctx, r.client, res.Session, *res.delivery) == nil
 }
 
+// QueueDeliveries queues the first deliveries of newly started intents, in the order given,
+// with one signal per session: a door's batch reaches each session at once and in order.
+func (r *Recorder) QueueDeliveries(ctx context.Context, results []*Result) {
+	var sessions []string
+	bySession := map[string][]*Result{}
+	for _, res := range results {
+		if res.delivery == nil || res.DeliveryQueued {
+			continue
+		}
+		if _, ok := bySession[res.Session]; !ok {
+			sessions = append(sessions, res.Session)
+		}
+		bySession[res.Session] = append(bySession[res.Session], res)
+	}
+	for _, name := range sessions {
+		batch := bySession[name]
+		reqs := make([]workflows.DeliveryRequest, len(batch))
+		for i, res := range batch {
+			reqs[i] = *res.delivery
+		}
+		// Not queued: each intent asks its session itself once its wait runs out.
+		queued := session.QueueAll(ctx, r.client, name, reqs) == nil
+		for _, res := range batch {
+			res.DeliveryQueued = queued
+		}
+	}
+}
+
 func receivedAt(m Message, now func() time.Time) time.Time {
 	if m.ReceivedAt.IsZero() {
 		return now().UTC().Truncate(time.Microsecond)

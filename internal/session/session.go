@@ -25,6 +25,17 @@ func Queue(ctx context.Context, c client.Client, session string, req workflows.D
 	return nil
 }
 
+// QueueAll asks the session to deliver reqs, in order, with one signal (a door's batch).
+func QueueAll(ctx context.Context, c client.Client, session string, reqs []workflows.DeliveryRequest) error {
+	if len(reqs) == 0 {
+		return nil
+	}
+	if err := c.SignalWorkflow(ctx, workflows.SessionWorkflowID(session), "", workflows.SignalDeliverAll, reqs); err != nil {
+		return fmt.Errorf("queue %d deliveries on session %s: %w", len(reqs), session, err)
+	}
+	return nil
+}
+
 // View asks a typing session for its state: the agent's state from its hooks, what waits,
 // what hooks took and have not committed, and its counts.
 func View(ctx context.Context, c client.Client, session string) (workflows.SessionView, error) {

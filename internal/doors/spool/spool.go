@@ -23,6 +23,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/intentq/intentq/internal/intent"
 	"github.com/intentq/intentq/workflows"
@@ -111,6 +112,9 @@ type Stats struct {
 	Files    int // spool files finished and removed
 }
 
+// DrainConcurrency is how many spooled entries are recorded at once.
+const DrainConcurrency = 16
+
 // ErrNotRecorded: an entry could not be recorded now (Temporal down); its file stays for the
 // next drain.
 var ErrNotRecorded = errors.New("spool: entry not recorded yet")
@@ -173,23 +177,38 @@ func (d *Drainer) drainFile(ctx context.Context, path string, st *Stats) error {
 	if err != nil {
 		return fmt.Errorf("spool: read %s: %w", path, err)
 	}
-	offset := 0
-	for offset < len(data) {
+	type entry struct {
+		offset int
+		line   []byte
+		last   bool
+	}
+	var lines []entry
+	for offset := 0; offset < len(data); {
 		end := bytes.IndexByte(data[offset:], '\n')
-		line := data[offset:]
+		line, next := data[offset:], len(data)
 		if end >= 0 {
-			line = data[offset : offset+end]
-		}
-		next := len(data)
-		if end >= 0 {
-			next = offset + end + 1
+			line, next = data[offset:offset+end], offset+end+1
 		}
 		if len(bytes.TrimSpace(line)) > 0 {
-			if err := d.record(ctx, path, offset, line, end < 0, st); err != nil {
-				return err
-			}
+			lines = append(lines, entry{offset, line, end < 0})
 		}
 		offset = next
+	}
+	// Entries are recorded DrainConcurrency at a time (starting an intent is idempotent, and
+	// spooled messages are not typed, so their order does not matter); the file goes only when
+	// every entry is recorded.
+	stats := make([]Stats, len(lines))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(DrainConcurrency)
+	for i, e := range lines {
+		g.Go(func() error { return d.record(gctx, path, e.offset, e.line, e.last, &stats[i]) })
+	}
+	err = g.Wait()
+	for _, s := range stats {
+		st.Recorded, st.Invalid, st.Torn = st.Recorded+s.Recorded, st.Invalid+s.Invalid, st.Torn+s.Torn
+	}
+	if err != nil {
+		return err
 	}
 	if err := os.Remove(path); err != nil {
 		return fmt.Errorf("spool: remove %s: %w", path, err)

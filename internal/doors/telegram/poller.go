@@ -25,10 +25,10 @@ import (
 )
 
 // Recorder records messages; *intent.Recorder is the real one. Start runs for several
-// messages at once; QueueDelivery then runs in arrival order.
+// messages at once; QueueDeliveries then queues a batch's deliveries in arrival order.
 type Recorder interface {
 	Start(ctx context.Context, m intent.Message) (intent.Result, error)
-	QueueDelivery(ctx context.Context, res *intent.Result)
+	QueueDeliveries(ctx context.Context, results []*intent.Result)
 }
 
 // DefaultConcurrency is how many intents of one getUpdates batch are started at once.
@@ -309,16 +309,25 @@ func (p *Poller) handleBatch(ctx context.Context, updates []json.RawMessage) {
 		})
 	}
 	_ = g.Wait()
-	for _, it := range items {
-		if it.msg != nil {
-			if !it.recorded {
-				return
-			}
-			if it.res.ID != "" { // empty: the message could never be recorded (logged)
-				p.opts.Recorder.QueueDelivery(ctx, &it.res)
-			}
+	// The offset moves past the recorded prefix of the batch, whose deliveries are queued
+	// together, in arrival order; the rest is read again.
+	done := len(items)
+	var started []*intent.Result
+	for i, it := range items {
+		if it.msg == nil {
+			continue
 		}
-		p.offset = it.updateID + 1
+		if !it.recorded {
+			done = i
+			break
+		}
+		if it.res.ID != "" { // empty: the message could never be recorded (logged)
+			started = append(started, &it.res)
+		}
+	}
+	p.opts.Recorder.QueueDeliveries(ctx, started)
+	if done > 0 {
+		p.offset = items[done-1].updateID + 1
 	}
 }
 

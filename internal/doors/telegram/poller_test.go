@@ -64,11 +64,13 @@ type fakeRecorder struct {
 	confirmed func() int
 }
 
-// QueueDelivery keeps the messages in the order the poller queues them: arrival order.
-func (r *fakeRecorder) QueueDelivery(_ context.Context, res *intent.Result) {
+// QueueDeliveries keeps the messages in the order the poller queues them: arrival order.
+func (r *fakeRecorder) QueueDeliveries(_ context.Context, results []*intent.Result) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.recorded = append(r.recorded, r.started[res.ID])
+	for _, res := range results {
+		r.recorded = append(r.recorded, r.started[res.ID])
+	}
 }
 
 func (r *fakeRecorder) Start(_ context.Context, m intent.Message) (intent.Result, error) {
