@@ -97,12 +97,17 @@ type TakeRequest struct {
 	// Detail and Receipt report the event as AgentEvent does.
 	Detail  string   `json:"detail,omitempty"`
 	Receipt []string `json:"receipt,omitempty"`
+	// RemindEvery, when set, asks whether the hook's reminder of old intents is due: at most
+	// one per RemindEvery per session.
+	RemindEvery time.Duration `json:"remind_every,omitempty"`
 }
 
 // TakeResult is what a hook prints for the agent; Messages is empty when nothing waits.
 type TakeResult struct {
 	Key      string            `json:"key"`
 	Messages []DeliveryRequest `json:"messages,omitempty"`
+	// RemindDue says the hook's reminder of old intents is due (and now counted as sent).
+	RemindDue bool `json:"remind_due,omitempty"`
 }
 
 // TakenRequest commits a take once the hook has printed it.
@@ -144,6 +149,9 @@ func (s *session) take(ctx workflow.Context, req TakeRequest) (TakeResult, error
 		if k == req.Key {
 			return res, nil
 		}
+	}
+	if now := workflow.Now(ctx); req.RemindEvery > 0 && (s.LastHookRemindAt == nil || now.Sub(*s.LastHookRemindAt) >= req.RemindEvery) {
+		s.LastHookRemindAt, res.RemindDue = &now, true
 	}
 	s.TakeKeys = append(s.TakeKeys, req.Key)
 	if n := len(s.TakeKeys); n > recentTakeKeys {

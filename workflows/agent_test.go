@@ -228,3 +228,24 @@ func TestTypedTextsNeverAnswerADialog(t *testing.T) {
 		}
 	}
 }
+
+// Issue 15: the hooks' reminder of old intents is throttled per session, with the take: at most
+// one per RemindEvery, whatever the number of intents.
+func TestHookReminderDuePerSession(t *testing.T) {
+	h := newSessionHarness(t)
+	var due []bool
+	for i, at := range []time.Duration{time.Second, time.Minute, 6 * time.Minute} {
+		h.env.RegisterDelayedCallback(func() {
+			h.env.UpdateWorkflow(UpdateTake, "remind/"+at.String(), &testsuite.TestUpdateCallback{
+				OnAccept: func() {}, OnReject: func(err error) { t.Errorf("take refused: %v", err) },
+				OnComplete: func(v interface{}, err error) {
+					require.NoError(t, err)
+					due = append(due, v.(TakeResult).RemindDue)
+				},
+			}, TakeRequest{Key: "post-tool-use/t" + string(rune('0'+i)), Event: EventPostToolUse, RemindEvery: 5 * time.Minute})
+		}, at)
+	}
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 10*time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: hookSession()})
+	require.Equal(t, []bool{true, false, true}, due)
+}

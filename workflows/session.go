@@ -72,6 +72,8 @@ type SessionInput struct {
 	// keys (a hook that runs twice takes once).
 	Offers   []Offer  `json:"offers,omitempty"`
 	TakeKeys []string `json:"take_keys,omitempty"`
+	// LastHookRemindAt is when a hook last reminded the agent of old intents.
+	LastHookRemindAt *time.Time `json:"last_hook_remind_at,omitempty"`
 	// HeldPushes are reminder pushes intents handed over for the next digest.
 	HeldPushes []PushRequest `json:"held_pushes,omitempty"`
 }

@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/intentq/intentq/internal/platform/tclient"
 	"github.com/intentq/intentq/workflows"
@@ -46,6 +47,8 @@ type Filter struct {
 	Status  string
 	Session string
 	ChatID  string
+	// ReceivedBefore keeps the intents received before it; zero: any.
+	ReceivedBefore time.Time
 }
 
 // Query is the visibility query for f.
@@ -59,6 +62,9 @@ func (f Filter) Query() string {
 	add(workflows.IntentStatusKey.GetName(), f.Status)
 	add(workflows.IntentSessionKey.GetName(), f.Session)
 	add(workflows.IntentChatKey.GetName(), f.ChatID)
+	if !f.ReceivedBefore.IsZero() {
+		parts = append(parts, fmt.Sprintf("%s < %s", workflows.IntentReceivedAtKey.GetName(), quote(f.ReceivedBefore.UTC().Format(time.RFC3339Nano))))
+	}
 	return strings.Join(parts, " AND ")
 }
 
@@ -92,6 +98,49 @@ func List(ctx context.Context, c client.Client, f Filter) ([]Summary, error) {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return older(out[i], out[j]) })
 	return out, nil
+}
+
+// Page is one bounded look at a list: at most limit intents, the most recently received
+// first as visibility keeps them, returned oldest first, and how many match in all.
+type Page struct {
+	Intents []Summary
+	Total   int
+}
+
+// ListPage returns at most limit intents matching f and the number of all that match, with two
+// calls whatever that number (SQL visibility cannot order by receipt: the page holds the most
+// recent). Hooks use it so that they answer as fast with 10,000 pending intents as with 10.
+func ListPage(ctx context.Context, c client.Client, f Filter, limit int) (Page, error) {
+	var page Page
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		resp, err := c.ListWorkflow(gctx, &workflowservice.ListWorkflowExecutionsRequest{Query: f.Query(), PageSize: int32(limit)})
+		if err != nil {
+			return fmt.Errorf("list intents (%s): %w", f.Query(), err)
+		}
+		for _, info := range resp.GetExecutions() {
+			page.Intents = append(page.Intents, summarize(info))
+		}
+		return nil
+	})
+	var total int
+	g.Go(func() error {
+		resp, err := c.CountWorkflow(gctx, &workflowservice.CountWorkflowExecutionsRequest{Query: f.Query()})
+		if err != nil {
+			return fmt.Errorf("count intents (%s): %w", f.Query(), err)
+		}
+		total = int(resp.GetCount())
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return Page{}, err
+	}
+	if len(page.Intents) > limit {
+		page.Intents = page.Intents[:limit]
+	}
+	sort.SliceStable(page.Intents, func(i, j int) bool { return older(page.Intents[i], page.Intents[j]) })
+	page.Total = max(total, len(page.Intents)) // visibility may count a moment behind the list
+	return page, nil
 }
 
 // AwaitListed waits, up to timeout, until the list (visibility, which trails the workflow by a

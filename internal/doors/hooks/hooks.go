@@ -66,12 +66,13 @@ type HookSpecificOutput struct {
 
 // Backend is what the hooks need from Temporal; *Temporal is the real one.
 type Backend interface {
-	Pending(ctx context.Context, f intent.Filter) ([]intent.Summary, error)
+	// PendingPage lists at most limit intents matching f and counts them all: a hook's cost
+	// does not grow with the number of pending intents.
+	PendingPage(ctx context.Context, f intent.Filter, limit int) (intent.Page, error)
 	// Text is an intent's full text; it must not need a worker (SPEC S4).
 	Text(ctx context.Context, id string) (string, error)
 	Close(ctx context.Context, id string) error
 	CloseOldest(ctx context.Context, chat string) (string, error)
-	HookRemind(ctx context.Context, id string, every time.Duration) (bool, error)
 	Inbox(ctx context.Context, agent string) ([]workflows.InboxMessage, error)
 	SendInbox(ctx context.Context, agent string, msg workflows.InboxSend) error
 	CommitContext(ctx context.Context, session, id, text string) error
@@ -144,15 +145,18 @@ func Write(w io.Writer, out Output) error {
 	return json.NewEncoder(w).Encode(out)
 }
 
-// SessionStart presents every pending intent of the session once, oldest first, with its full
-// text, as one <system-reminder> block (SPEC I3, H1): the messages still waiting to be typed are
-// taken from the session (so they are not typed too), the rest are listed from visibility.
+// SessionStart presents the session's pending intents once, with their full text, as one
+// <system-reminder> block (SPEC I3, H1): the messages still waiting to be typed are taken from
+// the session (so they are not typed too), the most recent others are listed from visibility
+// (at most ListLimit), and the rest are counted with the command that lists them all.
 func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) {
-	taken := takeWaiting(ctx, b, s, in, workflows.EventSessionStart, in.Source, nil)
-	list, err := b.Pending(ctx, intent.Filter{Status: workflows.StatusPending, Session: s.Session})
+	taken := takeWaiting(ctx, b, s, in, workflows.EventSessionStart, in.Source, nil, 0)
+	page, err := b.PendingPage(ctx, intent.Filter{Status: workflows.StatusPending, Session: s.Session}, ListLimit)
 	if err != nil && len(taken.Messages) == 0 {
 		return Answer{}, err
 	}
+	list := page.Intents
+	texts := 0 // full texts fetched, at most ListLimit
 	presented := map[string]bool{}
 	var entries []string
 	for _, m := range taken.Messages {
@@ -161,7 +165,8 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 		}
 		presented[m.ReplyTo] = true
 		text := m.Text
-		if m.Kind == workflows.KindReminder { // the reminder carries a snippet: the whole text
+		if m.Kind == workflows.KindReminder && texts < ListLimit { // a reminder carries a snippet
+			texts++
 			text = fullText(ctx, b, m.ReplyTo, text)
 		}
 		entries = append(entries, fmt.Sprintf("- id=%s\n%s\n", EscapeText(m.ReplyTo), EscapeText(text)))
@@ -174,19 +179,24 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 			rest = append(rest, p)
 		}
 	}
-	texts := make([]string, len(rest))
-	forEach(ctx, len(rest), func(ctx context.Context, i int) { texts[i] = fullText(ctx, b, rest[i].ID, rest[i].Snippet) })
+	fulls := make([]string, len(rest))
+	forEach(ctx, len(rest), func(ctx context.Context, i int) { fulls[i] = fullText(ctx, b, rest[i].ID, rest[i].Snippet) })
 	var listed strings.Builder
 	for i, p := range rest {
-		e := fmt.Sprintf("- id=%s chat=%s age=%s\n%s\n", EscapeText(p.ID), EscapeText(p.ChatID), now.Sub(p.ReceivedAt).Round(time.Second), EscapeText(texts[i]))
+		e := fmt.Sprintf("- id=%s chat=%s age=%s\n%s\n", EscapeText(p.ID), EscapeText(p.ChatID), now.Sub(p.ReceivedAt).Round(time.Second), EscapeText(fulls[i]))
 		entries = append(entries, e)
 		listed.WriteString(e)
 	}
 	if len(entries) == 0 {
 		return Answer{}, nil
 	}
-	block := fmt.Sprintf("<system-reminder>\n%d pending message(s) for session %s, oldest first. Answer each, then close it (reply with reply_to, or `starter close ID`).\n\n%s</system-reminder>",
-		len(entries), s.Session, strings.Join(entries, "\n"))
+	more := ""
+	if unlisted := page.Total - len(presented); unlisted > 0 {
+		more = fmt.Sprintf("\n(and %d older pending message(s) not shown: `starter pending --session %s` lists them all)\n", unlisted, s.Session)
+		listed.WriteString(more)
+	}
+	block := fmt.Sprintf("<system-reminder>\n%d pending message(s) for session %s, oldest first. Answer each, then close it (reply with reply_to, or `starter close ID`).\n\n%s%s</system-reminder>",
+		len(entries), s.Session, strings.Join(entries, "\n"), more)
 	if listed.Len() > 0 {
 		// The taken messages are committed by their take; the listed ones as context.
 		if err := b.CommitContext(ctx, s.Session, "session-start/"+in.SessionID+"/"+now.UTC().Format(time.RFC3339Nano), listed.String()); err != nil {
@@ -196,7 +206,11 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 	return Answer{Output: addContext(workflows.EventSessionStart, block), Taken: takenKey(taken)}, nil
 }
 
-// hookParallel bounds the calls a hook makes at once (one per pending intent).
+// ListLimit bounds the intents a hook lists or reads in full (the rest are counted), so that a
+// hook's cost stays flat in the number of pending intents.
+const ListLimit = 10
+
+// hookParallel bounds the calls a hook makes at once.
 const hookParallel = 16
 
 // forEach runs fn for 0..n-1, at most hookParallel at a time, and waits for all.
@@ -229,18 +243,30 @@ type replyInput struct {
 // PostToolUse hands the agent the messages that arrived while it worked, as context after the
 // tool's result (no keystroke into a working agent). After a reply tool it closes the intent
 // the reply answers (reply_to, else the chat's oldest pending one), and after a reminder tool
-// it reminds of intents pending longer than RemindAfter, each at most once per RemindEvery
-// (the throttle lives in the intent workflow).
+// it reminds of intents pending longer than RemindAfter, at most once per RemindEvery per
+// session (the session keeps the throttle and says, with the take, when one is due): one call
+// per hook run whatever the number of pending intents, three when a reminder is due.
 func PostToolUse(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) {
 	var parts []string
-	reminder, err := afterTool(ctx, b, s, in)
+	err := afterReply(ctx, b, s, in)
 	if err != nil {
-		s.logger().Warn("post-tool-use: reply or reminder not handled", zap.String("session", s.Session), zap.String("tool", in.ToolName), zap.Error(err))
+		s.logger().Warn("post-tool-use: reply not handled", zap.String("session", s.Session), zap.String("tool", in.ToolName), zap.Error(err))
 	}
-	if reminder != "" {
-		parts = append(parts, reminder)
+	var every time.Duration
+	if contains(s.RemindTools, in.ToolName) {
+		every = s.RemindEvery
 	}
-	taken := takeWaiting(ctx, b, s, in, workflows.EventPostToolUse, in.ToolName, nil)
+	taken := takeWaiting(ctx, b, s, in, workflows.EventPostToolUse, in.ToolName, nil, every)
+	if taken.RemindDue {
+		reminder, rerr := remindOld(ctx, b, s)
+		if rerr != nil {
+			s.logger().Warn("post-tool-use: reminder not listed", zap.String("session", s.Session), zap.Error(rerr))
+			err = errors.Join(err, rerr)
+		}
+		if reminder != "" {
+			parts = append(parts, reminder)
+		}
+	}
 	if len(taken.Messages) > 0 {
 		parts = append(parts, MessagesBlock(taken.Messages, "while you worked"))
 	}
@@ -250,66 +276,51 @@ func PostToolUse(ctx context.Context, b Backend, s Settings, in Input) (Answer, 
 	return Answer{Output: addContext(workflows.EventPostToolUse, strings.Join(parts, "\n")), Taken: takenKey(taken)}, nil
 }
 
-// afterTool closes the intent a reply answers, or returns the reminder of old pending intents
-// after a reminder tool.
-func afterTool(ctx context.Context, b Backend, s Settings, in Input) (string, error) {
-	switch {
-	case contains(s.ReplyTools, in.ToolName):
-		var r replyInput
-		if err := json.Unmarshal(in.ToolInput, &r); err != nil {
-			return "", fmt.Errorf("reply tool input: %w", err)
-		}
-		chat, replyTo := intent.IDString(r.ChatID), intent.IDString(r.ReplyTo)
-		if chat == "" {
-			return "", errors.New("reply tool input has no chat_id")
-		}
-		if replyTo != "" {
-			err := b.Close(ctx, workflows.IntentID(chat, replyTo))
-			if err == nil || errors.Is(err, intent.ErrNotOpen) || errors.Is(err, intent.ErrNotFound) {
-				return "", nil // an answer to something closed or unknown changes nothing
-			}
-			return "", err
-		}
-		_, err := b.CloseOldest(ctx, chat)
-		if errors.Is(err, intent.ErrNotFound) {
-			return "", nil
-		}
-		return "", err
-	case contains(s.RemindTools, in.ToolName):
-		list, err := b.Pending(ctx, intent.Filter{Status: workflows.StatusPending, Session: s.Session})
-		if err != nil {
-			return "", err
-		}
-		var old []intent.Summary
-		for _, p := range list {
-			if s.now().Sub(p.ReceivedAt) >= s.RemindAfter {
-				old = append(old, p)
-			}
-		}
-		// Each intent keeps its own throttle: ask them at once, keep receipt order.
-		isDue := make([]bool, len(old))
-		forEach(ctx, len(old), func(ctx context.Context, i int) {
-			ok, err := b.HookRemind(ctx, old[i].ID, s.RemindEvery)
-			isDue[i] = err == nil && ok
-		})
-		var due []intent.Summary
-		for i, p := range old {
-			if isDue[i] {
-				due = append(due, p)
-			}
-		}
-		if len(due) == 0 {
-			return "", nil
-		}
-		var sb strings.Builder
-		sb.WriteString("<system-reminder>\nStill unanswered:\n")
-		for _, p := range due {
-			fmt.Fprintf(&sb, "- id=%s chat=%s age=%s: %s\n", EscapeText(p.ID), EscapeText(p.ChatID), s.now().Sub(p.ReceivedAt).Round(time.Second), EscapeText(p.Snippet))
-		}
-		sb.WriteString("</system-reminder>")
-		return sb.String(), nil
+// afterReply closes the intent a reply answers: reply_to, else the chat's oldest pending one.
+func afterReply(ctx context.Context, b Backend, s Settings, in Input) error {
+	if !contains(s.ReplyTools, in.ToolName) {
+		return nil
 	}
-	return "", nil
+	var r replyInput
+	if err := json.Unmarshal(in.ToolInput, &r); err != nil {
+		return fmt.Errorf("reply tool input: %w", err)
+	}
+	chat, replyTo := intent.IDString(r.ChatID), intent.IDString(r.ReplyTo)
+	if chat == "" {
+		return errors.New("reply tool input has no chat_id")
+	}
+	if replyTo != "" {
+		err := b.Close(ctx, workflows.IntentID(chat, replyTo))
+		if err == nil || errors.Is(err, intent.ErrNotOpen) || errors.Is(err, intent.ErrNotFound) {
+			return nil // an answer to something closed or unknown changes nothing
+		}
+		return err
+	}
+	_, err := b.CloseOldest(ctx, chat)
+	if errors.Is(err, intent.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// remindOld is the reminder of the session's intents pending longer than RemindAfter: the most
+// recent ListLimit of them, oldest first, and how many there are in all.
+func remindOld(ctx context.Context, b Backend, s Settings) (string, error) {
+	now := s.now()
+	page, err := b.PendingPage(ctx, intent.Filter{Status: workflows.StatusPending, Session: s.Session, ReceivedBefore: now.Add(-s.RemindAfter)}, ListLimit)
+	if err != nil || len(page.Intents) == 0 {
+		return "", err
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "<system-reminder>\nStill unanswered (%d):\n", page.Total)
+	for _, p := range page.Intents {
+		fmt.Fprintf(&sb, "- id=%s chat=%s age=%s: %s\n", EscapeText(p.ID), EscapeText(p.ChatID), now.Sub(p.ReceivedAt).Round(time.Second), EscapeText(p.Snippet))
+	}
+	if more := page.Total - len(page.Intents); more > 0 {
+		fmt.Fprintf(&sb, "(and %d older: `starter pending --session %s`)\n", more, s.Session)
+	}
+	sb.WriteString("</system-reminder>")
+	return sb.String(), nil
 }
 
 // UserPromptSubmit reports the turn that starts; when the prompt is a delivery intentq typed,
@@ -319,7 +330,7 @@ func UserPromptSubmit(ctx context.Context, b Backend, s Settings, in Input) (Ans
 	if id, ok := workflows.ReceiptOf(in.Prompt); ok {
 		receipt = []string{id}
 	}
-	taken := takeWaiting(ctx, b, s, in, workflows.EventUserPromptSubmit, "", receipt)
+	taken := takeWaiting(ctx, b, s, in, workflows.EventUserPromptSubmit, "", receipt, 0)
 	if len(taken.Messages) == 0 {
 		return Answer{}, nil
 	}
@@ -347,7 +358,7 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 	if exempt {
 		return Answer{}, report(ctx, b, s, workflows.AgentEvent{Event: workflows.EventStop})
 	}
-	taken := takeWaiting(ctx, b, s, in, workflows.EventStop, "", nil)
+	taken := takeWaiting(ctx, b, s, in, workflows.EventStop, "", nil, 0)
 	known := !in.StopHookActive && s.Agent != ""
 	if kind := Classify(in.LastAssistantMessage, s.CompletionPatterns, s.ErrorPatterns); known && kind != "" && s.Coordinator != "" && s.Coordinator != s.Agent {
 		msg := workflows.InboxSend{Key: kind + "/" + in.SessionID + "/" + s.now().UTC().Format(time.RFC3339), From: s.Agent, Type: kind,
@@ -372,17 +383,17 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 			items = append(items, fmt.Sprintf("inbox %s from %s (%s): %s", m.ID, m.From, m.Type, firstRunes(oneLine(m.Content), 80)))
 		}
 	}
-	pending, err := b.Pending(ctx, intent.Filter{Status: workflows.StatusPending, Session: s.Agent})
+	pending, err := b.PendingPage(ctx, intent.Filter{Status: workflows.StatusPending, Session: s.Agent}, 5)
 	if err != nil {
 		return Answer{}, err
 	}
-	for _, p := range pending {
+	for _, p := range pending.Intents {
 		items = append(items, fmt.Sprintf("intent %s (chat %s): %s", p.ID, p.ChatID, p.Snippet))
 	}
 	if len(items) == 0 {
 		return Answer{}, nil
 	}
-	total := len(items)
+	total := len(items) + pending.Total - len(pending.Intents)
 	if len(items) > 5 {
 		items = items[:5]
 	}
@@ -409,9 +420,10 @@ func MessagesBlock(msgs []workflows.DeliveryRequest, when string) string {
 }
 
 // takeWaiting asks the session for the messages waiting for the agent, within part of the
-// hook's time (the rest is for printing and committing). When the session cannot answer (no
-// worker), it reports the event instead and takes nothing: the messages stay waiting.
-func takeWaiting(ctx context.Context, b Backend, s Settings, in Input, event, detail string, receipt []string) workflows.TakeResult {
+// hook's time (the rest is for printing and committing), and, with remindEvery, whether the
+// hook's reminder of old intents is due. When the session cannot answer (no worker), it
+// reports the event instead and takes nothing: the messages stay waiting.
+func takeWaiting(ctx context.Context, b Backend, s Settings, in Input, event, detail string, receipt []string, remindEvery time.Duration) workflows.TakeResult {
 	if s.Session == "" {
 		return workflows.TakeResult{}
 	}
@@ -429,7 +441,7 @@ func takeWaiting(ctx context.Context, b Backend, s Settings, in Input, event, de
 	tctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	deadline, _ := tctx.Deadline()
-	req := workflows.TakeRequest{Key: runKey(event, in, s.now()), Event: event, Deadline: deadline, Detail: detail, Receipt: receipt}
+	req := workflows.TakeRequest{Key: runKey(event, in, s.now()), Event: event, Deadline: deadline, Detail: detail, Receipt: receipt, RemindEvery: remindEvery}
 	res, err := b.Take(tctx, s.Session, req)
 	if err == nil {
 		clearTakeBackoff(s.DataDir)

@@ -26,7 +26,8 @@ type fakeBackend struct {
 	sent      []workflows.InboxSend
 	sendErr   error
 	committed []string
-	remindOK  map[string]bool
+	// remindDue is the session's answer to a take that asks whether a reminder is due.
+	remindDue bool
 	// queue is what the session hands over; takes, keys, reports and taken what was asked.
 	queue   []workflows.DeliveryRequest
 	takes   []workflows.TakeRequest
@@ -49,7 +50,7 @@ func (f *fakeBackend) Take(_ context.Context, _ string, req workflows.TakeReques
 	if f.takeErr != nil {
 		return workflows.TakeResult{}, f.takeErr
 	}
-	res := workflows.TakeResult{Key: req.Key}
+	res := workflows.TakeResult{Key: req.Key, RemindDue: req.RemindEvery > 0 && f.remindDue}
 	if f.keys == nil {
 		f.keys = map[string]bool{}
 	}
@@ -66,14 +67,16 @@ func (f *fakeBackend) Taken(_ context.Context, _, key string) error {
 	return nil
 }
 
-func (f *fakeBackend) Pending(_ context.Context, flt intent.Filter) ([]intent.Summary, error) {
+func (f *fakeBackend) PendingPage(_ context.Context, flt intent.Filter, limit int) (intent.Page, error) {
 	var out []intent.Summary
 	for _, p := range f.pending {
-		if flt.Session == "" || p.Session == flt.Session {
+		if (flt.Session == "" || p.Session == flt.Session) && (flt.ReceivedBefore.IsZero() || p.ReceivedAt.Before(flt.ReceivedBefore)) {
 			out = append(out, p)
 		}
 	}
-	return out, nil
+	// As visibility: the most recent page, then oldest first.
+	page := intent.Page{Total: len(out), Intents: out[max(0, len(out)-limit):]}
+	return page, nil
 }
 func (f *fakeBackend) Text(_ context.Context, id string) (string, error) {
 	return f.texts[id], nil
@@ -92,9 +95,6 @@ func (f *fakeBackend) CloseOldest(_ context.Context, chat string) (string, error
 		}
 	}
 	return "", intent.ErrNotFound
-}
-func (f *fakeBackend) HookRemind(_ context.Context, id string, _ time.Duration) (bool, error) {
-	return f.remindOK[id], nil
 }
 func (f *fakeBackend) Inbox(context.Context, string) ([]workflows.InboxMessage, error) {
 	return f.inbox, nil
@@ -126,8 +126,8 @@ func backend() *fakeBackend {
 			{ID: "intent/5/1", ChatID: "5", MessageID: "1", Session: "secretary", ReceivedAt: now.Add(-10 * time.Minute), Snippet: "first…"},
 			{ID: "intent/5/2", ChatID: "5", MessageID: "2", Session: "secretary", ReceivedAt: now.Add(-time.Minute), Snippet: "second"},
 		},
-		texts:    map[string]string{"intent/5/1": "first message, in full\nwith a second line", "intent/5/2": "second"},
-		remindOK: map[string]bool{"intent/5/1": true},
+		texts:     map[string]string{"intent/5/1": "first message, in full\nwith a second line", "intent/5/2": "second"},
+		remindDue: true,
 	}
 }
 
@@ -286,14 +286,17 @@ func TestPostToolUseReplyCloses(t *testing.T) {
 	}
 }
 
-// After Bash, intents pending longer than 3 min are recalled, as the intent's throttle allows.
+// After Bash, intents pending longer than 3 min are recalled, as the session's throttle allows.
 func TestPostToolUseRemindsOldOnes(t *testing.T) {
 	b := backend()
 	out := run(t, EventPostToolUse, b, settings(), `{"tool_name":"Bash","tool_input":{"command":"ls"}}`)
 	if !strings.Contains(out, "intent/5/1") || strings.Contains(out, "intent/5/2") || !strings.Contains(out, "PostToolUse") {
 		t.Errorf("output %q: want only the 10-minute-old intent", out)
 	}
-	b.remindOK = nil // reminded within the last 5 min
+	if got := b.takes[0].RemindEvery; got != 5*time.Minute {
+		t.Errorf("take asked for a reminder every %s, want 5m", got)
+	}
+	b.remindDue = false // reminded within the last 5 min
 	if out := run(t, EventPostToolUse, b, settings(), `{"tool_name":"Bash","tool_input":{}}`); out != "" {
 		t.Errorf("throttled: output %q", out)
 	}
@@ -411,10 +414,10 @@ func FuzzHookWrapperIntact(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text, chat string) {
 		for event, blocks := range map[string]int{EventSessionStart: 1, EventPostToolUse: 2} {
 			b := &fakeBackend{
-				pending:  []intent.Summary{{ID: "intent/" + chat + "/1", ChatID: chat, MessageID: "1", Session: "secretary", ReceivedAt: now.Add(-time.Hour), Snippet: text}},
-				texts:    map[string]string{"intent/" + chat + "/1": text},
-				remindOK: map[string]bool{"intent/" + chat + "/1": true},
-				queue:    []workflows.DeliveryRequest{{ID: "m", ReplyTo: "intent/" + chat + "/2", Kind: workflows.KindMessage, Text: text}},
+				pending:   []intent.Summary{{ID: "intent/" + chat + "/1", ChatID: chat, MessageID: "1", Session: "secretary", ReceivedAt: now.Add(-time.Hour), Snippet: text}},
+				texts:     map[string]string{"intent/" + chat + "/1": text},
+				remindDue: true,
+				queue:     []workflows.DeliveryRequest{{ID: "m", ReplyTo: "intent/" + chat + "/2", Kind: workflows.KindMessage, Text: text}},
 			}
 			out := run(t, event, b, settings(), `{"session_id":"s","tool_name":"Bash","tool_input":{}}`)
 			var o Output
@@ -467,5 +470,28 @@ func TestTakeBacksOffWithoutAWorker(t *testing.T) {
 	}
 	if _, err := os.Stat(takeBackoffFile(s.DataDir)); !os.IsNotExist(err) {
 		t.Errorf("the back-off was not cleared: %v", err)
+	}
+}
+
+// Issue 15: a hook's cost stays flat in the number of pending intents: session-start lists the
+// most recent ListLimit with their text and counts the rest; the reminder after Bash lists
+// ListLimit and the total.
+func TestHooksListAPageAndCountTheRest(t *testing.T) {
+	b := &fakeBackend{texts: map[string]string{}, remindDue: true}
+	for i := range 25 {
+		id := fmt.Sprintf("intent/5/%d", i+1)
+		b.pending = append(b.pending, intent.Summary{ID: id, ChatID: "5", MessageID: fmt.Sprint(i + 1), Session: "secretary", ReceivedAt: now.Add(-time.Hour + time.Duration(i)*time.Second), Snippet: "s"})
+		b.texts[id] = "text " + id
+	}
+	out := run(t, EventSessionStart, b, settings(), `{"session_id":"s","source":"clear"}`)
+	if n := strings.Count(out, "- id=intent/5/"); n != ListLimit {
+		t.Errorf("session-start listed %d intents, want %d", n, ListLimit)
+	}
+	if !strings.Contains(out, "and 15 older pending message(s) not shown") || !strings.Contains(out, "text intent/5/25") {
+		t.Errorf("session-start output lacks the count of the rest or the newest text:\n%s", out)
+	}
+	out = run(t, EventPostToolUse, b, settings(), `{"tool_name":"Bash","tool_use_id":"t1","tool_input":{}}`)
+	if !strings.Contains(out, "Still unanswered (25)") || !strings.Contains(out, "and 15 older") {
+		t.Errorf("reminder after Bash:\n%s", out)
 	}
 }

@@ -3,7 +3,6 @@ package hooks
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"go.temporal.io/sdk/client"
 
@@ -20,9 +19,9 @@ type Temporal struct {
 	Config *config.Config
 }
 
-// Pending lists intents.
-func (t Temporal) Pending(ctx context.Context, f intent.Filter) ([]intent.Summary, error) {
-	return intent.List(ctx, t.Client, f)
+// PendingPage lists at most limit intents matching f, and counts them all.
+func (t Temporal) PendingPage(ctx context.Context, f intent.Filter, limit int) (intent.Page, error) {
+	return intent.ListPage(ctx, t.Client, f, limit)
 }
 
 // Text returns one intent's full text from its start event, without a worker.
@@ -40,19 +39,6 @@ func (t Temporal) Close(ctx context.Context, id string) error {
 func (t Temporal) CloseOldest(ctx context.Context, chat string) (string, error) {
 	id, _, err := intent.CloseOldestPending(ctx, t.Client, chat, workflows.CloseRequest{})
 	return id, err
-}
-
-// HookRemind asks the intent whether a hook reminder is due, recording it if so.
-func (t Temporal) HookRemind(ctx context.Context, id string, every time.Duration) (bool, error) {
-	handle, err := t.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: id, UpdateName: workflows.UpdateHookRemind, Args: []any{workflows.HookRemindRequest{Every: every}},
-		WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	if err != nil {
-		return false, err
-	}
-	var due bool
-	return due, handle.Get(ctx, &due)
 }
 
 // Inbox returns an agent's messages without marking them read.
