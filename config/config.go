@@ -47,6 +47,10 @@ type Temporal struct {
 	Address   string `mapstructure:"address"`
 	Namespace string `mapstructure:"namespace"`
 	TaskQueue string `mapstructure:"task_queue"`
+	// WorkflowCache is how many workflows a worker keeps in memory between their tasks (the
+	// sessions and the intents active lately); the others are replayed from their (short)
+	// histories when they wake. It bounds the worker's memory with thousands of pending intents.
+	WorkflowCache int `mapstructure:"workflow_cache"`
 	// APIKey authenticates to Temporal Cloud (or any cluster that takes API keys).
 	APIKey     Secret   `mapstructure:"api_key"`
 	APIKeyFile string   `mapstructure:"api_key_file"`

@@ -18,6 +18,7 @@ func defaults() map[string]any {
 		"temporal.address":                  "",
 		"temporal.namespace":                "default",
 		"temporal.task_queue":               "intentq",
+		"temporal.workflow_cache":           1000,
 		"temporal.api_key":                  "",
 		"temporal.api_key_file":             "",
 		"temporal.tls.enabled":              false,

@@ -44,6 +44,9 @@ func (c *Config) Validate() error {
 	if t.TaskQueue == "" {
 		bad("temporal.task_queue", "must not be empty")
 	}
+	if t.WorkflowCache < 1 {
+		bad("temporal.workflow_cache", "must be at least 1")
+	}
 	if t.Address != "" {
 		if _, _, err := net.SplitHostPort(t.Address); err != nil {
 			bad("temporal.address", "%q is not host:port", t.Address)

@@ -26,21 +26,21 @@ func typedKind(kind string) bool { return kind == KindMessage || kind == KindRem
 
 // BatchText is how requests typed together read: each begins on its own line with its header
 // (the first one's header starts the prompt, so the agent's receipt names it), and the further
-// lines of a message are indented, so that no text can start a line that looks like another
-// message of the block.
+// lines of each are indented (TypedForm), so that no text can start a line that looks like
+// another message.
 func BatchText(reqs []DeliveryRequest) string {
-	if len(reqs) == 1 {
-		return reqs[0].Text
-	}
 	var sb strings.Builder
 	for i, r := range reqs {
 		if i > 0 {
 			sb.WriteByte('\n')
 		}
-		sb.WriteString(strings.ReplaceAll(r.Text, "\n", "\n  "))
+		sb.WriteString(TypedForm(r.Text))
 	}
 	return sb.String()
 }
+
+// TypedForm is a request's text as typed among others: its further lines indented.
+func TypedForm(text string) string { return strings.ReplaceAll(text, "\n", "\n  ") }
 
 // nextBatch takes from the queue, in order, the requests to type together: every message and
 // reminder up to policy.MaxBatch requests and policy.MaxBatchBytes of text (at least one).
@@ -132,18 +132,15 @@ func (s *session) gather(ctx workflow.Context, d time.Duration) {
 }
 
 // commitAllToHistory appends the batch's entries to the session's history in one write, before
-// they are typed (SPEC H1-H3).
+// they are typed, each as typed (SPEC H1-H3).
 func (s *session) commitAllToHistory(ctx workflow.Context, batch []DeliveryRequest) error {
 	if s.Config.HistoryPath == "" {
 		return nil
 	}
-	if len(batch) == 1 {
-		return s.commitToHistory(ctx, batch[0])
-	}
 	ctx = workflow.WithActivityOptions(ctx, historyActivityOptions)
 	req := activities.AppendAllRequest{Path: s.Config.HistoryPath}
 	for _, r := range batch {
-		req.Entries = append(req.Entries, activities.HistoryEntry{Time: workflow.Now(ctx), Session: s.Config.Name, Kind: r.Kind, ID: r.ID, Text: r.Text})
+		req.Entries = append(req.Entries, activities.HistoryEntry{Time: workflow.Now(ctx), Session: s.Config.Name, Kind: r.Kind, ID: r.ID, Text: TypedForm(r.Text)})
 	}
 	if err := workflow.ExecuteActivity(ctx, activities.HistoryAppendAllName, req).Get(ctx, nil); err != nil {
 		return fmt.Errorf("commit %d entries to history %s: %w", len(batch), s.Config.HistoryPath, err)

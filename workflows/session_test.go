@@ -626,7 +626,7 @@ func TestBatchTextIndentsFurtherLines(t *testing.T) {
 	id, ok := ReceiptOf(got)
 	require.True(t, ok)
 	require.Equal(t, IntentID("1", "1"), id, "the block's receipt names its first message")
-	require.Equal(t, "one", BatchText([]DeliveryRequest{{Text: "one"}}), "a single request is typed as it is")
+	require.Equal(t, "one\n  two", BatchText([]DeliveryRequest{{Text: "one\ntwo"}}), "alone, the same form")
 }
 
 // Issue 15: reminder pushes due together reach the phone as one digest (oldest first, IDs and

@@ -354,8 +354,9 @@ func countReminders(pane string) int {
 	return strings.Count(string(b), "【未対応メッセージ】")
 }
 
-// I2: messages through the Telegram door are typed into the session's pane in full, in order,
-// and each closes when the agent answers it (here: by chat, oldest first, as the hook does).
+// I2: messages through the Telegram door are typed into the session's pane in full (further
+// lines indented), in order, and each closes when the agent answers it (here: by chat, oldest
+// first, as the hook does).
 func TestI2TelegramDeliveredAndClosed(t *testing.T) {
 	bot := fakebot.New(botToken)
 	defer bot.Close()
@@ -375,7 +376,7 @@ func TestI2TelegramDeliveredAndClosed(t *testing.T) {
 	var want strings.Builder
 	for i, text := range texts {
 		fmt.Fprintf(&want, "【新着メッセージ】msg_id=%d chat=%d from=@user%d (answer with mcp__intentq__reply chat_id=%d reply_to=%d): %s\n",
-			10+i, allowedChat, allowedUser, allowedChat, 10+i, text)
+			10+i, allowedChat, allowedUser, allowedChat, 10+i, workflows.TypedForm(text))
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {

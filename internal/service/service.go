@@ -126,6 +126,8 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 		logger.Warn("typing markers", zap.Error(err))
 	}
 	failures := &watchdog.FailureWindow{Window: 10 * time.Minute, Limit: 10}
+	// Process-wide; every worker of this process shares the cache.
+	worker.SetStickyWorkflowCacheSize(cfg.Temporal.WorkflowCache)
 	s.worker = worker.New(s.client, cfg.Temporal.TaskQueue, worker.Options{
 		Identity:          identity,
 		WorkerStopTimeout: 10 * time.Second,

@@ -268,6 +268,9 @@ func prepareDatabase(opts Options) (*serverconfig.SQL, error) {
 // of a cluster's database).
 const SingleNodePersistenceQPS = 100000
 
+// MaxInFlightUpdates is how many updates one workflow admits at once on the embedded server.
+const MaxInFlightUpdates = 100
+
 func serverOptions(opts Options, sqlCfg *serverconfig.SQL) ([]temporal.ServerOption, error) {
 	ports, err := freePorts(3)
 	if err != nil {
@@ -330,6 +333,10 @@ func serverOptions(opts Options, sqlCfg *serverconfig.SQL) ([]temporal.ServerOpt
 	} {
 		dyn[setting.Key()] = SingleNodePersistenceQPS
 	}
+	// Updates one workflow admits at once (Temporal's default is 10): agents that write to one
+	// inbox together, or hooks that take from one session, are refused above it and back off
+	// for seconds; 200 senders to one inbox took 20-60 s instead of 6 s.
+	dyn[dynamicconfig.WorkflowExecutionMaxInFlightUpdates.Key()] = MaxInFlightUpdates
 	return []temporal.ServerOption{
 		temporal.WithConfig(cfg),
 		temporal.ForServices(temporal.DefaultServices),
