@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -126,25 +127,37 @@ func (t *Tmux) Inject(ctx context.Context, req InjectRequest) (InjectResult, err
 			return InjectResult{}, err
 		}
 	}
-	if marker != "" && activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt > 1 {
-		// An earlier attempt may have typed the text without its Enter (the worker died in
-		// between): clear it from the input line rather than type it twice into one line, and
-		// only when the line the cursor is on shows its beginning (never a person's draft).
+	// Lines of the text an earlier attempt typed (a worker that died mid-typing): typing goes on
+	// after them, so that no line reaches the pane twice.
+	done := typedLines(marker)
+	if marker != "" && done == 0 && activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt > 1 {
+		// An earlier attempt may have typed part of a line without its Enter (the worker died
+		// in between): clear it from the input line rather than type it twice into one line,
+		// and only when the line the cursor is on shows its beginning (never a person's draft).
 		if err := t.clearEarlierAttempt(ctx, req, pane.id); err != nil {
 			return InjectResult{}, err
 		}
 	}
-	if err := t.typeText(ctx, req, pane.id); err != nil {
+	// Once begun, the typing and its Enter are not cut short by the worker's shutdown (SIGTERM
+	// cancels activities): half a typing is worse than a whole one. The activity's deadline
+	// still holds.
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(typingTimeout)
+	}
+	tctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	defer cancel()
+	if err := t.typeText(tctx, req, pane.id, done, func(n int) { noteTypedLines(marker, n) }); err != nil {
 		return InjectResult{}, err
 	}
 	delay := t.EnterDelay
 	if delay <= 0 {
 		delay = defaultTmuxEnterDelay
 	}
-	if err := sleepCtx(ctx, delay); err != nil {
+	if err := sleepCtx(tctx, delay); err != nil {
 		return InjectResult{}, fmt.Errorf("tmux send-keys to %s: waiting to press Enter: %w", req.Target, err)
 	}
-	if _, err = t.run(ctx, req.Target, "send-keys", "-t", pane.id, "Enter"); err != nil {
+	if _, err = t.run(tctx, req.Target, "send-keys", "-t", pane.id, "Enter"); err != nil {
 		return InjectResult{}, err
 	}
 	if marker != "" {
@@ -154,6 +167,7 @@ func (t *Tmux) Inject(ctx context.Context, req InjectRequest) (InjectResult, err
 		if err != nil {
 			return InjectResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("tmux inject to %q: typed, but the marker was not written: %v", req.Target, err), ErrTypeMarker, err)
 		}
+		_ = os.Remove(marker + typingSuffix)
 	}
 	if req.CheckLines <= 0 {
 		return InjectResult{}, nil
@@ -238,30 +252,71 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // typeText puts the text on the pane's input line: literally with send-keys -l; multi-line
 // text either as one bracketed paste (paste-buffer -p, newlines become carriage returns inside
-// the paste) or line by line with the CLI's newline key.
-func (t *Tmux) typeText(ctx context.Context, req InjectRequest, paneID string) error {
-	if !strings.Contains(req.Text, "\n") {
-		return t.sendLiteral(ctx, req.Target, paneID, req.Text)
-	}
-	if req.NewlineKey == "" {
+// the paste) or line by line with the CLI's newline key. The first done lines were typed before
+// (by an attempt that died); typed reports how many lines are typed so far.
+func (t *Tmux) typeText(ctx context.Context, req InjectRequest, paneID string, done int, typed func(int)) error {
+	lines := strings.Split(req.Text, "\n")
+	switch {
+	case done >= len(lines):
+		return nil
+	case len(lines) == 1:
+		if err := t.sendLiteral(ctx, req.Target, paneID, req.Text); err != nil {
+			return err
+		}
+	case req.NewlineKey == "":
 		buffer := fmt.Sprintf("intentq-%d-%d", os.Getpid(), bufferSeq.Add(1))
 		if _, err := t.runInput(ctx, req.Target, req.Text, "load-buffer", "-b", buffer, "-"); err != nil {
 			return err
 		}
-		_, err := t.run(ctx, req.Target, "paste-buffer", "-p", "-d", "-b", buffer, "-t", paneID)
-		return err
-	}
-	for i, line := range strings.Split(req.Text, "\n") {
-		if i > 0 {
-			if _, err := t.run(ctx, req.Target, "send-keys", "-t", paneID, req.NewlineKey); err != nil {
-				return err
-			}
-		}
-		if err := t.sendLiteral(ctx, req.Target, paneID, line); err != nil {
+		if _, err := t.run(ctx, req.Target, "paste-buffer", "-p", "-d", "-b", buffer, "-t", paneID); err != nil {
 			return err
 		}
+	default:
+		for i := done; i < len(lines); i++ {
+			if i > 0 {
+				if _, err := t.run(ctx, req.Target, "send-keys", "-t", paneID, req.NewlineKey); err != nil {
+					return err
+				}
+			}
+			if err := t.sendLiteral(ctx, req.Target, paneID, lines[i]); err != nil {
+				return err
+			}
+			typed(i + 1)
+		}
+		return nil
 	}
+	typed(len(lines))
 	return nil
+}
+
+// typingSuffix names the file beside a typing's marker that counts the lines typed so far.
+const typingSuffix = ".typing"
+
+// typingTimeout bounds one typing and its Enter outside an activity (which has its deadline).
+const typingTimeout = 30 * time.Second
+
+// typedLines is how many lines of a typing an earlier attempt typed (0: none, or no marker).
+func typedLines(marker string) int {
+	if marker == "" {
+		return 0
+	}
+	data, err := os.ReadFile(marker + typingSuffix)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	return n
+}
+
+// noteTypedLines records that n lines of a typing are typed; best effort (without it a retry
+// types those lines again).
+func noteTypedLines(marker string, n int) {
+	if marker == "" {
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(marker), 0o700); err == nil {
+		_ = os.WriteFile(marker+typingSuffix, []byte(strconv.Itoa(n)), 0o600)
+	}
 }
 
 // bufferSeq numbers paste buffers so concurrent activities never share one.

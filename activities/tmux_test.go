@@ -588,3 +588,42 @@ func TestVisibleControls(t *testing.T) {
 		}
 	}
 }
+
+// A worker's shutdown (its activities cancelled) does not cut a typing in half: the text and its
+// Enter go in, and the typing is marked done, so the retry after the restart types nothing.
+func TestTmuxInjectFinishesTypingWhenCancelled(t *testing.T) {
+	srv := newTmuxServer(t)
+	out := srv.reader("reader", "")
+	tm := &Tmux{Socket: srv.socket, EnterDelay: 500 * time.Millisecond, TypedDir: t.TempDir()}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel) // during the Enter delay
+	req := InjectRequest{Target: "reader", Text: "whole line", Key: "secretary/r#1/try-1"}
+	if err := discard(tm.Inject(ctx, req)); err != nil {
+		t.Fatalf("cancelled during the typing: %v", err)
+	}
+	if err := discard(tm.Inject(context.Background(), req)); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, out, "whole line\n")
+}
+
+// A typing line by line (a CLI's newline key) that an attempt left half done goes on after the
+// lines it typed: no line twice.
+func TestTmuxInjectResumesAfterTypedLines(t *testing.T) {
+	srv := newTmuxServer(t)
+	out := srv.reader("reader", "")
+	tm := &Tmux{Socket: srv.socket, TypedDir: t.TempDir()}
+	req := InjectRequest{Target: "reader", Text: "one\ntwo\nthree", NewlineKey: "C-j", Key: "secretary/r#2/try-1"}
+	// The attempt that died had typed "one" and "two" (a line reader took them already).
+	srv.tmux("send-keys", "-t", "reader", "-l", "one")
+	srv.tmux("send-keys", "-t", "reader", "C-j")
+	srv.tmux("send-keys", "-t", "reader", "-l", "two")
+	noteTypedLines(tm.marker(req.Key), 2)
+	if err := discard(tm.Inject(context.Background(), req)); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, out, "one\ntwo\nthree\n")
+	if _, err := os.Stat(tm.marker(req.Key) + typingSuffix); !os.IsNotExist(err) {
+		t.Errorf("the count of typed lines outlived the typing: %v", err)
+	}
+}

@@ -196,10 +196,21 @@ func workingAgentScenario(t testing.TB, n int) []time.Duration {
 		}
 		latencies = append(latencies, firstSeen[id].Sub(sentAt[id]))
 	}
-	history := starterRun(t, env, 0, "history", "secretary")
-	for i := 1; i <= n; i++ {
-		if c := strings.Count(history, fmt.Sprintf("msg_id=%d chat=42", 100+i)); c != 1 {
-			t.Errorf("message %d committed %d times to the history", 100+i, c)
+	// A hook's commit reaches the history a moment after the model has the message.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		history := starterRun(t, env, 0, "history", "secretary")
+		var wrong []string
+		for i := 1; i <= n; i++ {
+			if c := strings.Count(history, fmt.Sprintf("msg_id=%d chat=42", 100+i)); c != 1 {
+				wrong = append(wrong, fmt.Sprintf("message %d committed %d times to the history", 100+i, c))
+			}
+		}
+		if len(wrong) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%s", strings.Join(wrong, "\n"))
+			break
 		}
 	}
 	// The session knows the agent's state from its hooks, and counted each message once.

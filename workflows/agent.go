@@ -139,8 +139,9 @@ func (s *session) validateTake(ctx workflow.Context, req TakeRequest) error {
 	return nil
 }
 
-// take hands the hook every waiting message and reminder (not the one being typed), oldest
-// first, as an offer. The take is also the hook's report of its event.
+// take hands the hook the waiting messages and reminders (not the one being typed), oldest
+// first, as an offer: as many as one typed block holds (policy.MaxBatch, MaxBatchBytes), the
+// rest wait for the next hook or typing. The take is also the hook's report of its event.
 func (s *session) take(ctx workflow.Context, req TakeRequest) (TakeResult, error) {
 	s.noteEvent(ctx, AgentEvent{Event: req.Event, At: workflow.Now(ctx), Detail: req.Detail, Receipt: req.Receipt})
 	s.wakeCh.SendAsync(true) // the main loop may wait for this request or a receipt
@@ -158,9 +159,12 @@ func (s *session) take(ctx workflow.Context, req TakeRequest) (TakeResult, error
 		s.TakeKeys = append([]string(nil), s.TakeKeys[n-recentTakeKeys:]...)
 	}
 	var rest []DeliveryRequest
+	size, capped := 0, workflow.GetVersion(ctx, "take-capped", workflow.DefaultVersion, 1) == 1
 	for _, q := range s.Queue {
-		if (q.Kind == KindMessage || q.Kind == KindReminder) && q.ID != s.typing {
+		full := capped && len(res.Messages) > 0 && (len(res.Messages) == policy.MaxBatch || size+len(q.Text) > policy.MaxBatchBytes)
+		if typedKind(q.Kind) && q.ID != s.typing && !full {
 			res.Messages = append(res.Messages, q)
+			size += len(q.Text) + 1
 		} else {
 			rest = append(rest, q)
 		}

@@ -1,12 +1,15 @@
 package workflows
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
+
+	"github.com/intentq/intentq/internal/policy"
 )
 
 // take asks the session, at time at, for the waiting messages as hook event would; got receives
@@ -248,4 +251,31 @@ func TestHookReminderDuePerSession(t *testing.T) {
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 10*time.Minute)
 	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: hookSession()})
 	require.Equal(t, []bool{true, false, true}, due)
+}
+
+// Issue 15: a take hands over at most one block's worth (policy.MaxBatch); the rest wait for the
+// next hook, in order.
+func TestHookTakeCapped(t *testing.T) {
+	h := newSessionHarness(t)
+	h.send(0, SignalAgentEvent, AgentEvent{Event: EventUserPromptSubmit})
+	h.env.RegisterDelayedCallback(func() {
+		for i := range 120 {
+			h.env.SignalWorkflow(SignalDeliver, message(fmt.Sprint(i)))
+		}
+	}, time.Second)
+	var got [3]*TakeResult
+	for i := range got {
+		h.take(t, time.Duration(2+i)*time.Second, EventPostToolUse, fmt.Sprintf("post-tool-use/toolu_%d", i), time.Time{}, func(r *TakeResult) { got[i] = r })
+	}
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 10*time.Second)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: hookSession()})
+	next := 0
+	for i, want := range []int{policy.MaxBatch, policy.MaxBatch, 120 - 2*policy.MaxBatch} {
+		require.NotNil(t, got[i])
+		require.Len(t, got[i].Messages, want)
+		for _, m := range got[i].Messages {
+			require.Equal(t, message(fmt.Sprint(next)), m, "in order")
+			next++
+		}
+	}
 }

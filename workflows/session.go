@@ -153,10 +153,15 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	workflow.Go(ctx, s.pushDigests)
 	coalesce := workflow.GetVersion(ctx, "coalesce-delivery", workflow.DefaultVersion, versionCoalesce) == versionCoalesce
 	for {
+		if err := ctx.Err(); err != nil {
+			return err // cancelled: every timer fires at once, so the loop must end here
+		}
 		s.drain(ctx)
 		s.settleOffers(ctx)
-		if coalesce && len(s.Queue) > 0 && s.historyTooLong(ctx) {
-			// A queue that never empties (a long burst) must not grow the history to its limit.
+		if coalesce && len(s.Queue) > 0 && s.historyTooLong(ctx) && s.queueBytes() <= policy.MaxCarriedQueueBytes {
+			// A queue that never empties (a long burst) must not grow the history to its
+			// limit; it is carried over once it fits well within a payload (a 10,000-message
+			// burst drains to that size with the history far below Temporal's limits).
 			return workflow.NewContinueAsNewError(ctx, SessionWorkflowName, s.SessionInput)
 		}
 		if len(s.Queue) == 0 {
@@ -319,6 +324,15 @@ func (s *session) waitForSignal(ctx workflow.Context, timer workflow.Future) (ag
 	}
 	sel.Select(ctx)
 	return agent
+}
+
+// queueBytes is about how large the queue is as a payload.
+func (s *SessionInput) queueBytes() int {
+	n := 0
+	for _, r := range s.Queue {
+		n += len(r.Text) + len(r.ID) + len(r.ReplyTo) + 100
+	}
+	return n
 }
 
 // dequeue removes request id from the queue (a hook may have taken others meanwhile).

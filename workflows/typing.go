@@ -70,6 +70,9 @@ func (s *session) waitUntilIdle(ctx workflow.Context, req DeliveryRequest) error
 	defer func() { s.busySince, s.busyAlerted = nil, false }()
 	busy := s.Config.Busy.OrDefault()
 	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		s.settleOffers(ctx)
 		if s.typing != req.ID && !s.queued(req.ID) {
 			return errTaken

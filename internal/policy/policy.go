@@ -97,6 +97,9 @@ const (
 	MaxBatch      = 50
 	MaxBatchBytes = 16 << 10
 	DigestGather  = 500 * time.Millisecond
+	// MaxCarriedQueueBytes is the most of a queue a session carries over when it continues as
+	// new (Temporal refuses payloads over 2 MiB and warns from 512 KiB).
+	MaxCarriedQueueBytes = 256 << 10
 )
 
 // SubmitAttempts bounds how often a delivery is typed before it is reported failed.

@@ -34,6 +34,7 @@ import (
 
 	"github.com/intentq/intentq/internal/platform/plugin"
 	"github.com/intentq/intentq/internal/platform/tclient"
+	"github.com/intentq/intentq/internal/policy"
 	"github.com/intentq/intentq/internal/redact"
 	"github.com/intentq/intentq/internal/service"
 	"github.com/intentq/intentq/internal/testkit/fakebot"
@@ -1213,5 +1214,65 @@ func TestPluginSpoolWhileWorkerDown(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("%d alerts for one failed block, want 1", n)
+	}
+}
+
+// Issue 15: a burst of 200 Telegram messages (some delivered twice by Telegram) reaches an idle
+// line-reader pane within 60 s as a handful of prompts, each message typed once, in order, and
+// each intent counted delivered on its own; the session's history has one entry per message.
+func TestN15BurstTypedTogether(t *testing.T) {
+	const n = 200
+	bot := fakebot.New(botToken)
+	defer bot.Close()
+	cfg := testenv.Config(t)
+	pane := tmuxReader(t)
+	cfg.Telegram.Token = botToken
+	cfg.Telegram.APIEndpoint = bot.Endpoint()
+	cfg.Telegram.AllowedUserIDs = []int64{allowedUser}
+	cfg.Reminders.FirstAfter = time.Hour
+	svc, _ := startService(t, cfg)
+	ctx := context.Background()
+
+	for m := 1; m <= n; m++ {
+		upd := bot.AddMessage(allowedChat, allowedUser, m, fmt.Sprintf("burst %d", m))
+		if m%25 == 0 {
+			bot.Duplicate(upd)
+		}
+	}
+	header := regexp.MustCompile(`(?m)^【新着メッセージ】msg_id=(\d+) `)
+	waitUntil(t, "all 200 messages in the pane", 60*time.Second, func() bool {
+		b, _ := os.ReadFile(pane)
+		return len(header.FindAllString(string(b), -1)) >= n
+	})
+	b, _ := os.ReadFile(pane)
+	for i, m := range header.FindAllStringSubmatch(string(b), -1) {
+		if m[1] != fmt.Sprint(i+1) {
+			t.Fatalf("line %d of the pane is message %s: not in arrival order, or typed twice", i+1, m[1])
+		}
+	}
+	typed, err := os.ReadDir(filepath.Join(cfg.DataDir, "typed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(typed) == 0 || len(typed) > n/policy.MaxBatch+5 {
+		t.Errorf("%d prompts typed for %d messages, want a handful (at most %d a prompt)", len(typed), n, policy.MaxBatch)
+	}
+	waitUntil(t, "every intent to learn it was delivered", 30*time.Second, func() bool {
+		for m := 1; m <= n; m++ {
+			v, err := intent.Show(ctx, svc.Client(), workflows.IntentID(fmt.Sprint(allowedChat), fmt.Sprint(m)))
+			if err != nil || v.Delivered == nil {
+				return false
+			}
+		}
+		return true
+	})
+	f, err := os.Open(filepath.Join(cfg.DataDir, "history", config.DefaultSessionName+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	entries, _, err := activities.ReadHistory(f)
+	if err != nil || len(entries) != n {
+		t.Fatalf("history has %d entries (%v), want %d", len(entries), err, n)
 	}
 }
