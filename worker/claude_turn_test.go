@@ -439,4 +439,3 @@ func BenchmarkN10ClaudeDeliveryLatency(b *testing.B) {
 		b.ReportMetric(float64(idle[len(idle)-1].Milliseconds()), "idle-max-ms")
 	}
 }
-

@@ -19,10 +19,10 @@ import (
 // and the session answers the intent (SignalDeliveryResult). SignalConfigure updates a running
 // session with the worker's current config.
 const (
-	SignalDeliver        = "deliver"
+	SignalDeliver = "deliver"
 	// SignalDeliverAll queues several requests at once, in order ([]DeliveryRequest): a door's
 	// batch of new messages in one signal.
-	SignalDeliverAll = "deliver-all"
+	SignalDeliverAll     = "deliver-all"
 	SignalDeliveryResult = "delivery-result"
 	SignalConfigure      = "configure"
 	// SignalAlert hands the session an Alert to push, coalesced with others.
