@@ -91,6 +91,7 @@ func (s *session) pushDigests(ctx workflow.Context) {
 		if err := workflow.Sleep(ctx, policy.DigestGather); err != nil {
 			return
 		}
+		s.pushing = true
 		n := len(s.HeldPushes)
 		held := s.HeldPushes[:n:n]
 		var topics []string
@@ -123,6 +124,8 @@ func (s *session) pushDigests(ctx workflow.Context) {
 			_ = f.Get(ctx, nil) // an intent that ended meanwhile needs no answer
 		}
 		s.HeldPushes = append([]PushRequest(nil), s.HeldPushes[n:]...)
+		s.pushing = false
+		s.wakeCh.SendAsync(true) // the main loop may continue as new now
 	}
 }
 

@@ -158,14 +158,14 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 		}
 		s.drain(ctx)
 		s.settleOffers(ctx)
-		if coalesce && len(s.Queue) > 0 && s.historyTooLong(ctx) && s.queueBytes() <= policy.MaxCarriedQueueBytes {
+		if coalesce && len(s.Queue) > 0 && !s.pushing && s.historyTooLong(ctx) && s.queueBytes() <= policy.MaxCarriedQueueBytes {
 			// A queue that never empties (a long burst) must not grow the history to its
 			// limit; it is carried over once it fits well within a payload (a 10,000-message
 			// burst drains to that size with the history far below Temporal's limits).
 			return workflow.NewContinueAsNewError(ctx, SessionWorkflowName, s.SessionInput)
 		}
 		if len(s.Queue) == 0 {
-			if s.historyTooLong(ctx) {
+			if !s.pushing && s.historyTooLong(ctx) {
 				return workflow.NewContinueAsNewError(ctx, SessionWorkflowName, s.SessionInput)
 			}
 			s.waitForSignal(ctx, s.leaseTimer(ctx))
@@ -230,6 +230,9 @@ type session struct {
 	typing   string
 	// sessionStarts counts the agent's SessionStart reports (a reset is confirmed by one).
 	sessionStarts int
+	// pushing: a digest push is out and its intents not yet answered (no continue-as-new then,
+	// or it would go out twice).
+	pushing bool
 }
 
 // maxReceipts bounds session.receipts (a prompt a person typed may name an intent too).
