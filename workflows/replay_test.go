@@ -51,6 +51,8 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 		"testdata/intent_delivered_closed_v3.json", "testdata/session_v3.json",
 		// Before the agent's hooks (state, take and commit), reminder ticks and typing keys.
 		"testdata/intent_delivered_closed_v4.json", "testdata/session_v4.json",
+		// Before typing together, digest pushes, deliver-all and capped takes (issue 15).
+		"testdata/intent_delivered_closed_v5.json", "testdata/session_v5.json",
 		// Current.
 		"testdata/intent_delivered_closed.json", "testdata/session.json",
 	} {
