@@ -121,6 +121,9 @@ func newPending() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// Read your writes: rows whose workflow has moved on since (a close a moment ago)
+			// are left out.
+			list = intent.Confirm(cmd.Context(), c, list, f.Status)
 			if asJSON {
 				if list == nil {
 					list = []intent.Summary{}

@@ -254,6 +254,38 @@ func Status(ctx context.Context, c client.Client, id string) (string, error) {
 	return status, nil
 }
 
+// ConfirmLimit is the longest list Confirm checks row by row.
+const ConfirmLimit = 100
+
+// Confirm drops from list the intents whose status is no longer status, as each workflow's own
+// state says (visibility trails a change by a moment): a list taken right after a close, by
+// whoever closed it, agrees with the close. Rows that cannot be checked stay; a list longer
+// than ConfirmLimit is returned as it is.
+func Confirm(ctx context.Context, c client.Client, list []Summary, status string) []Summary {
+	if status == "" || len(list) == 0 || len(list) > ConfirmLimit {
+		return list
+	}
+	now := make([]string, len(list))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i, s := range list {
+		g.Go(func() error {
+			if st, err := Status(gctx, c, s.ID); err == nil {
+				now[i] = st
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	out := list[:0:0]
+	for i, s := range list {
+		if now[i] == "" || now[i] == status {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // Update sends one of the intent workflow's updates (close, link, ignore, remind-now) and
 // waits for its answer. An intent that does not exist or has ended says so in the error.
 func Update(ctx context.Context, c client.Client, id, name string, arg any) (workflows.IntentState, error) {

@@ -206,6 +206,8 @@ func TestI4IngestDoor(t *testing.T) {
 	if v.Text != "bad \uFFFD byte" {
 		t.Errorf("repaired text = %q", v.Text)
 	}
+	// Visibility trails the starts by a moment.
+	waitUntil(t, "2 intents listed", 20*time.Second, func() bool { return len(listAll(t, svc)) >= 2 })
 	if n := len(listAll(t, svc)); n != 2 {
 		t.Errorf("%d intents, want 2 (17 and 20)", n)
 	}
@@ -1274,5 +1276,32 @@ func TestN15BurstTypedTogether(t *testing.T) {
 	entries, _, err := activities.ReadHistory(f)
 	if err != nil || len(entries) != n {
 		t.Fatalf("history has %d entries (%v), want %d", len(entries), err, n)
+	}
+}
+
+// Issue 15, reads after writes: a list taken before a close (as visibility may still show it a
+// moment after) is confirmed against each workflow: the closed intent is left out.
+func TestConfirmLeavesOutWhatChanged(t *testing.T) {
+	cfg := testenv.Config(t)
+	svc, _ := startService(t, cfg)
+	ctx := context.Background()
+	rec := intent.New(svc.Client(), cfg)
+	for i := 1; i <= 2; i++ {
+		if _, err := rec.Record(ctx, intent.Message{ChatID: "31", MessageID: fmt.Sprint(i), Text: "t", Source: workflows.SourceIngest}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var before []intent.Summary
+	waitUntil(t, "both listed", 20*time.Second, func() bool {
+		var err error
+		before, err = intent.List(ctx, svc.Client(), intent.Filter{Status: workflows.StatusPending, ChatID: "31"})
+		return err == nil && len(before) == 2
+	})
+	if err := intent.Close(ctx, svc.Client(), "intent/31/1", workflows.CloseRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	got := intent.Confirm(ctx, svc.Client(), before, workflows.StatusPending)
+	if len(got) != 1 || got[0].ID != "intent/31/2" {
+		t.Errorf("confirmed %+v, want only intent/31/2", got)
 	}
 }
