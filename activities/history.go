@@ -52,18 +52,11 @@ type History struct{}
 // mid-write) is cut off first: it can only be an entry whose append was never acknowledged, and
 // which is being retried now. Every line is fsynced.
 func (History) Append(ctx context.Context, req AppendRequest) (int64, error) {
-	if err := os.MkdirAll(filepath.Dir(req.Path), 0o700); err != nil {
-		return 0, fmt.Errorf("history %s: %w", req.Path, err)
-	}
-	f, err := os.OpenFile(req.Path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, last, end, err := openHistory(req.Path)
 	if err != nil {
-		return 0, fmt.Errorf("history %s: %w", req.Path, err)
+		return 0, err
 	}
 	defer f.Close()
-	last, end, err := lastEntry(f)
-	if err != nil {
-		return 0, fmt.Errorf("history %s: %w", req.Path, err)
-	}
 	if req.Entry.ID == "" {
 		return 0, temporal.NewNonRetryableApplicationError("history entry without an ID", "HistoryEntryInvalid", nil)
 	}
@@ -111,18 +104,11 @@ func (History) AppendAll(ctx context.Context, req AppendAllRequest) (int64, erro
 			return 0, temporal.NewNonRetryableApplicationError("history entry without an ID", "HistoryEntryInvalid", nil)
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(req.Path), 0o700); err != nil {
-		return 0, fmt.Errorf("history %s: %w", req.Path, err)
-	}
-	f, err := os.OpenFile(req.Path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, last, end, err := openHistory(req.Path)
 	if err != nil {
-		return 0, fmt.Errorf("history %s: %w", req.Path, err)
+		return 0, err
 	}
 	defer f.Close()
-	last, end, err := lastEntry(f)
-	if err != nil {
-		return 0, fmt.Errorf("history %s: %w", req.Path, err)
-	}
 	todo, seq := req.Entries, int64(0)
 	if last != nil {
 		seq = last.Seq
@@ -156,6 +142,24 @@ func (History) AppendAll(ctx context.Context, req AppendAllRequest) (int64, erro
 		return 0, fmt.Errorf("history %s: sync: %w", req.Path, err)
 	}
 	return seq, nil
+}
+
+// openHistory opens (creating) the history file at path, privately, with its last entry and the
+// offset after it.
+func openHistory(path string) (*os.File, *HistoryEntry, int64, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, nil, 0, fmt.Errorf("history %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("history %s: %w", path, err)
+	}
+	last, end, err := lastEntry(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, 0, fmt.Errorf("history %s: %w", path, err)
+	}
+	return f, last, end, nil
 }
 
 // tailWindow is how much of the file's end lastEntry reads; entries are far smaller.

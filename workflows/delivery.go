@@ -109,7 +109,20 @@ func RequestDelivery(ctx workflow.Context, session string, req DeliveryRequest, 
 			return DeliveryResult{}, fmt.Errorf("session %s is not running: %w", session, err)
 		}
 	}
-	results := workflow.GetSignalChannel(ctx, SignalDeliveryResult)
+	res, ok := awaitResult(ctx, SignalDeliveryResult, timeout, func(r DeliveryResult) bool { return r.Kind == req.Kind })
+	switch {
+	case !ok:
+		return DeliveryResult{}, temporal.NewApplicationError(fmt.Sprintf("session %s did not report delivery %s within %s", session, req.ID, timeout), ErrTypeDeliveryTimeout)
+	case !res.OK:
+		return res, temporal.NewApplicationError(res.Error, res.ErrorType)
+	}
+	return res, nil
+}
+
+// awaitResult waits up to timeout for a result on signal that matches (others are passed
+// over); ok is false when none came in time.
+func awaitResult(ctx workflow.Context, signal string, timeout time.Duration, matches func(DeliveryResult) bool) (_ DeliveryResult, ok bool) {
+	results := workflow.GetSignalChannel(ctx, signal)
 	timerCtx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
 	timer := workflow.NewTimer(timerCtx, timeout)
@@ -121,15 +134,11 @@ func RequestDelivery(ctx workflow.Context, session string, req DeliveryRequest, 
 		sel.AddFuture(timer, func(workflow.Future) { timedOut = true })
 		sel.Select(ctx)
 		if timedOut {
-			return DeliveryResult{}, temporal.NewApplicationError(fmt.Sprintf("session %s did not report delivery %s within %s", session, req.ID, timeout), ErrTypeDeliveryTimeout)
+			return DeliveryResult{}, false
 		}
-		if res.Kind != req.Kind {
-			continue
+		if matches(res) {
+			return res, true
 		}
-		if !res.OK {
-			return res, temporal.NewApplicationError(res.Error, res.ErrorType)
-		}
-		return res, nil
 	}
 }
 

@@ -144,29 +144,16 @@ func (w *intent) pushBySession(ctx workflow.Context, snippet string) workflow.Fu
 			settle.Chain(workflow.ExecuteActivity(withNtfyOptions(ctx), activities.NtfyPublishName, w.reminderPush(snippet)))
 			return
 		}
-		results := workflow.GetSignalChannel(ctx, SignalPushResult)
-		timerCtx, cancel := workflow.WithCancel(ctx)
-		defer cancel()
-		timer := workflow.NewTimer(timerCtx, policy.Or(w.in.Policy.DeliveryTimeout, policy.DeliveryTimeout))
-		for {
-			var res DeliveryResult
-			timedOut := false
-			sel := workflow.NewSelector(ctx)
-			sel.AddReceive(results, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &res) })
-			sel.AddFuture(timer, func(workflow.Future) { timedOut = true })
-			sel.Select(ctx)
-			switch {
-			case timedOut:
-				settle.Set(nil, temporal.NewApplicationError(fmt.Sprintf("session %s did not report push %s in time", w.in.Session, req.ID), ErrTypeDeliveryTimeout))
-				return
-			case res.ID != req.ID:
-				continue // an earlier attempt's late answer
-			case !res.OK:
-				settle.Set(nil, temporal.NewApplicationError(res.Error, res.ErrorType))
-			default:
-				settle.Set(nil, nil)
-			}
-			return
+		// An earlier attempt's late answer is passed over.
+		timeout := policy.Or(w.in.Policy.DeliveryTimeout, policy.DeliveryTimeout)
+		res, ok := awaitResult(ctx, SignalPushResult, timeout, func(r DeliveryResult) bool { return r.ID == req.ID })
+		switch {
+		case !ok:
+			settle.Set(nil, temporal.NewApplicationError(fmt.Sprintf("session %s did not report push %s in time", w.in.Session, req.ID), ErrTypeDeliveryTimeout))
+		case !res.OK:
+			settle.Set(nil, temporal.NewApplicationError(res.Error, res.ErrorType))
+		default:
+			settle.Set(nil, nil)
 		}
 	})
 	return f

@@ -115,22 +115,16 @@ func newSessionHarness(t *testing.T) *sessionHarness {
 		}
 		return activities.InjectResult{Bottom: "> \n  ? for shortcuts"}, nil
 	}, activity.RegisterOptions{Name: activities.TmuxInjectName})
-	h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", SignalPushResult, mock.Anything).Return(
-		func(_, workflowID, _, _ string, arg interface{}) error {
-			res := arg.(DeliveryResult)
-			h.mu.Lock()
-			h.results[res.ID] = res
-			h.mu.Unlock()
-			return nil
-		})
-	h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", SignalDeliveryResult, mock.Anything).Return(
-		func(_, workflowID, _, _ string, arg interface{}) error {
-			res := arg.(DeliveryResult)
-			h.mu.Lock()
-			h.results[res.ID] = res
-			h.mu.Unlock()
-			return nil
-		})
+	for _, signal := range []string{SignalDeliveryResult, SignalPushResult} {
+		h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", signal, mock.Anything).Return(
+			func(_, workflowID, _, _ string, arg interface{}) error {
+				res := arg.(DeliveryResult)
+				h.mu.Lock()
+				h.results[res.ID] = res
+				h.mu.Unlock()
+				return nil
+			})
+	}
 	return h
 }
 

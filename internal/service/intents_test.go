@@ -351,6 +351,22 @@ func TestI6RemindersEndToEnd(t *testing.T) {
 	}
 }
 
+// telegramToPane runs the service with the Telegram door (allowed user allowedUser) into the
+// default session, whose pane is a line reader (its file returned); reminders are an hour away.
+func telegramToPane(t *testing.T) (*fakebot.Server, *config.Config, string, *service.Service) {
+	t.Helper()
+	bot := fakebot.New(botToken)
+	t.Cleanup(bot.Close)
+	cfg := testenv.Config(t)
+	pane := tmuxReader(t)
+	cfg.Telegram.Token = botToken
+	cfg.Telegram.APIEndpoint = bot.Endpoint()
+	cfg.Telegram.AllowedUserIDs = []int64{allowedUser}
+	cfg.Reminders.FirstAfter = time.Hour
+	svc, _ := startService(t, cfg)
+	return bot, cfg, pane, svc
+}
+
 // countReminders counts the reminders a reader pane has received.
 func countReminders(pane string) int {
 	b, _ := os.ReadFile(pane)
@@ -361,15 +377,7 @@ func countReminders(pane string) int {
 // lines indented), in order, and each closes when the agent answers it (here: by chat, oldest
 // first, as the hook does).
 func TestI2TelegramDeliveredAndClosed(t *testing.T) {
-	bot := fakebot.New(botToken)
-	defer bot.Close()
-	cfg := testenv.Config(t)
-	pane := tmuxReader(t)
-	cfg.Telegram.Token = botToken
-	cfg.Telegram.APIEndpoint = bot.Endpoint()
-	cfg.Telegram.AllowedUserIDs = []int64{allowedUser}
-	cfg.Reminders.FirstAfter = time.Hour
-	svc, _ := startService(t, cfg)
+	bot, cfg, pane, svc := telegramToPane(t)
 	ctx := context.Background()
 
 	texts := []string{"first; C-c", "second $(echo no)\nwith a second line", "third 🙂"}
@@ -1224,15 +1232,7 @@ func TestPluginSpoolWhileWorkerDown(t *testing.T) {
 // each intent counted delivered on its own; the session's history has one entry per message.
 func TestN15BurstTypedTogether(t *testing.T) {
 	const n = 200
-	bot := fakebot.New(botToken)
-	defer bot.Close()
-	cfg := testenv.Config(t)
-	pane := tmuxReader(t)
-	cfg.Telegram.Token = botToken
-	cfg.Telegram.APIEndpoint = bot.Endpoint()
-	cfg.Telegram.AllowedUserIDs = []int64{allowedUser}
-	cfg.Reminders.FirstAfter = time.Hour
-	svc, _ := startService(t, cfg)
+	bot, cfg, pane, svc := telegramToPane(t)
 	ctx := context.Background()
 
 	for m := 1; m <= n; m++ {
