@@ -150,8 +150,17 @@ func Write(w io.Writer, out Output) error {
 // the session (so they are not typed too), the most recent others are listed from visibility
 // (at most ListLimit), and the rest are counted with the command that lists them all.
 func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) {
-	taken := takeWaiting(ctx, b, s, in, workflows.EventSessionStart, in.Source, nil, 0)
-	page, err := b.PendingPage(ctx, intent.Filter{Status: workflows.StatusPending, Session: s.Session}, ListLimit)
+	// The take and the list at once: neither waits for the other.
+	var taken workflows.TakeResult
+	paged := make(chan struct{})
+	var page intent.Page
+	var err error
+	go func() {
+		defer close(paged)
+		page, err = b.PendingPage(ctx, intent.Filter{Status: workflows.StatusPending, Session: s.Session}, ListLimit)
+	}()
+	taken = takeWaiting(ctx, b, s, in, workflows.EventSessionStart, in.Source, nil, 0)
+	<-paged
 	if err != nil && len(taken.Messages) == 0 {
 		return Answer{}, err
 	}
@@ -358,8 +367,24 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 	if exempt {
 		return Answer{}, report(ctx, b, s, workflows.AgentEvent{Event: workflows.EventStop})
 	}
-	taken := takeWaiting(ctx, b, s, in, workflows.EventStop, "", nil, 0)
 	known := !in.StopHookActive && s.Agent != ""
+	// What waits for the agent besides the session's queue, asked while the session answers.
+	var unread []workflows.InboxMessage
+	var pending intent.Page
+	var inboxErr, pendingErr error
+	asked := make(chan struct{})
+	go func() {
+		defer close(asked)
+		if !known {
+			return
+		}
+		unread, inboxErr = b.Inbox(ctx, s.Agent)
+		if inboxErr == nil {
+			pending, pendingErr = b.PendingPage(ctx, intent.Filter{Status: workflows.StatusPending, Session: s.Agent}, 5)
+		}
+	}()
+	taken := takeWaiting(ctx, b, s, in, workflows.EventStop, "", nil, 0)
+	<-asked
 	if kind := Classify(in.LastAssistantMessage, s.CompletionPatterns, s.ErrorPatterns); known && kind != "" && s.Coordinator != "" && s.Coordinator != s.Agent {
 		msg := workflows.InboxSend{Key: kind + "/" + in.SessionID + "/" + s.now().UTC().Format(time.RFC3339), From: s.Agent, Type: kind,
 			Content: firstRunes(in.LastAssistantMessage, 500)}
@@ -374,18 +399,16 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 		return Answer{}, nil
 	}
 	var items []string
-	unread, err := b.Inbox(ctx, s.Agent)
-	if err != nil {
-		return Answer{}, err
+	if inboxErr != nil {
+		return Answer{}, inboxErr
 	}
 	for _, m := range unread {
 		if !m.Read {
 			items = append(items, fmt.Sprintf("inbox %s from %s (%s): %s", m.ID, m.From, m.Type, firstRunes(oneLine(m.Content), 80)))
 		}
 	}
-	pending, err := b.PendingPage(ctx, intent.Filter{Status: workflows.StatusPending, Session: s.Agent}, 5)
-	if err != nil {
-		return Answer{}, err
+	if pendingErr != nil {
+		return Answer{}, pendingErr
 	}
 	for _, p := range pending.Intents {
 		items = append(items, fmt.Sprintf("intent %s (chat %s): %s", p.ID, p.ChatID, p.Snippet))
