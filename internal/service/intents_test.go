@@ -1305,3 +1305,43 @@ func TestConfirmLeavesOutWhatChanged(t *testing.T) {
 		t.Errorf("confirmed %+v, want only intent/31/2", got)
 	}
 }
+
+// Issue 15: an intent the door started with its search attributes and memo writes them again
+// only when something changes (two visibility writes fewer per intent of a burst).
+func TestIntentPublishesOnlyChanges(t *testing.T) {
+	cfg := testenv.Config(t)
+	svc, _ := startService(t, cfg)
+	ctx := context.Background()
+	if _, err := intent.New(svc.Client(), cfg).Record(ctx, intent.Message{ChatID: "32", MessageID: "1", Text: "t", Source: workflows.SourceIngest}); err != nil {
+		t.Fatal(err)
+	}
+	id := "intent/32/1"
+	count := func() (tasks, upserts, memos int) {
+		iter := svc.Client().GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for iter.HasNext() {
+			e, err := iter.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch e.GetEventType() {
+			case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+				tasks++
+			case enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
+				upserts++
+			case enumspb.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
+				memos++
+			}
+		}
+		return
+	}
+	waitUntil(t, "the intent's first task", 20*time.Second, func() bool { tasks, _, _ := count(); return tasks > 0 })
+	if _, upserts, memos := count(); upserts+memos != 0 {
+		t.Errorf("first task wrote %d search attribute and %d memo upserts, want none", upserts, memos)
+	}
+	if err := intent.Close(ctx, svc.Client(), id, workflows.CloseRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, upserts, memos := count(); upserts != 1 || memos != 1 {
+		t.Errorf("after the close: %d upserts, %d memo changes, want 1 each", upserts, memos)
+	}
+}

@@ -271,6 +271,9 @@ const SingleNodePersistenceQPS = 100000
 // MaxInFlightUpdates is how many updates one workflow admits at once on the embedded server.
 const MaxInFlightUpdates = 100
 
+// HistoryCacheSize bounds the workflows whose state the embedded server keeps in memory.
+const HistoryCacheSize = 2000
+
 func serverOptions(opts Options, sqlCfg *serverconfig.SQL) ([]temporal.ServerOption, error) {
 	ports, err := freePorts(3)
 	if err != nil {
@@ -337,6 +340,10 @@ func serverOptions(opts Options, sqlCfg *serverconfig.SQL) ([]temporal.ServerOpt
 	// inbox together, or hooks that take from one session, are refused above it and back off
 	// for seconds; 200 senders to one inbox took 20-60 s instead of 6 s.
 	dyn[dynamicconfig.WorkflowExecutionMaxInFlightUpdates.Key()] = MaxInFlightUpdates
+	// Workflows whose state the history service keeps in memory (Temporal's default, 128,000,
+	// holds every pending intent of a big backlog for an hour); the rest are read from SQLite
+	// when they wake.
+	dyn[dynamicconfig.HistoryCacheHostLevelMaxSize.Key()] = HistoryCacheSize
 	return []temporal.ServerOption{
 		temporal.WithConfig(cfg),
 		temporal.ForServices(temporal.DefaultServices),
