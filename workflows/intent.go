@@ -54,8 +54,11 @@ func IntentWorkflow(ctx workflow.Context, in IntentInput) (IntentState, error) {
 		// The sender sees it arrived; fire and forget, it never holds up the intent.
 		w.react(ctx, in.AckReaction)
 	}
-	w.channels = workflow.GetVersion(ctx, "separate-reminder-channels", workflow.DefaultVersion, versionSeparateChannels) == versionSeparateChannels
-	w.digest = w.channels && workflow.GetVersion(ctx, "push-digest", workflow.DefaultVersion, 1) == 1
+	// Started with IntentVersion: every rule below holds without markers; else each is decided
+	// by its marker (intents from before the version travelled in the input).
+	current := w.in.Version >= IntentVersion
+	w.channels = current || workflow.GetVersion(ctx, "separate-reminder-channels", workflow.DefaultVersion, versionSeparateChannels) == versionSeparateChannels
+	w.digest = current || (w.channels && workflow.GetVersion(ctx, "push-digest", workflow.DefaultVersion, 1) == 1)
 	if w.channels && w.st.LastPushedAt == nil && w.st.LastRemindedAt != nil && w.pushes() {
 		// Carried over from the combined schedule, where every reminder was also pushed.
 		w.st.Pushes, w.st.LastPushedAt = w.st.Reminders, w.st.LastRemindedAt
@@ -263,7 +266,7 @@ func (w *intent) publish(ctx workflow.Context) error {
 // intent costs the server one visibility write instead of three. Intents from before this rule
 // replay publishing.
 func (w *intent) startedPublished(ctx workflow.Context) bool {
-	if w.in.State != nil || w.st.Runs > 0 || workflow.GetVersion(ctx, "publish-once", workflow.DefaultVersion, 1) != 1 {
+	if w.st.Runs > 0 || (w.in.Version < IntentVersion && workflow.GetVersion(ctx, "publish-once", workflow.DefaultVersion, 1) != 1) {
 		return false
 	}
 	sa := workflow.GetTypedSearchAttributes(ctx)

@@ -64,8 +64,16 @@ type ReminderPolicy struct {
 	MaxHistoryEvents int `json:"max_history_events"`
 }
 
+// IntentVersion is the intent workflow's current behaviour: separate reminder channels, pushes
+// through the session's digest, no republishing at the first task.
+const IntentVersion = 1
+
 // IntentInput starts an intent workflow: the message, where it goes, and the policy.
 type IntentInput struct {
+	// Version is the intent workflow's behaviour this intent was started with (IntentVersion
+	// when a door of this build started it): a new intent needs no version markers, each of
+	// which would cost the server a search-attribute write. 0: decided by markers, as before.
+	Version    int       `json:"version,omitempty"`
 	ChatID     string    `json:"chat_id"`
 	MessageID  string    `json:"message_id"`
 	Text       string    `json:"text"`

@@ -226,6 +226,7 @@ func (r *Recorder) input(m Message, session string) workflows.IntentInput {
 	}
 	deliver := m.Source == workflows.SourceTelegram && r.cfg.Sessions[session].Mode == config.ModeTmux
 	return workflows.IntentInput{
+		Version:    workflows.IntentVersion,
 		ChatID:     m.ChatID,
 		MessageID:  m.MessageID,
 		Text:       m.Text,
