@@ -66,17 +66,19 @@ func procStat(t testing.TB, pid int) (rss int64, cpu time.Duration) {
 }
 
 // BenchmarkN15PendingScale grows one worker's pending intents to 10, 1,000 and 10,000 (ingest
-// door) and measures at each size: every hook's wall time as Claude Code runs it (`starter hook
-// EVENT`, a new process each time, p50 and max of 20; post-tool-use after Bash with the reminder
-// of old intents due every time), `starter pending` listing them all, the worker's resident
-// memory and its idle CPU over 30 s (reminders are an hour away: nothing is due).
+// door) and measures at each size, once the burst's work is done: every hook's wall time as
+// Claude Code runs it (`starter hook EVENT`, a new process each time, p50 and max of 20;
+// post-tool-use after Read, and after Bash with the reminder of old intents due every time),
+// `starter pending` listing them all, the worker's resident memory and its idle CPU over 30 s
+// (reminders are an hour away: nothing is due).
 func BenchmarkN15PendingScale(b *testing.B) {
 	bin := binaries(b)
 	inputs := map[string]string{
 		"session-start":      `{"session_id":"s","source":"startup"}`,
 		"user-prompt-submit": `{"session_id":"s","prompt":"hello","prompt_id":"p%d"}`,
 		"pre-tool-use":       `{"session_id":"s","tool_name":"Bash","tool_input":{"command":"ls"}}`,
-		"post-tool-use":      `{"session_id":"s","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_%d"}`,
+		"post-tool-use":      `{"session_id":"s","tool_name":"Read","tool_input":{"file_path":"x"},"tool_use_id":"toolu_%d"}`,
+		"post-tool-use-bash": `{"session_id":"s","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_b%d"}`,
 		"stop":               `{"session_id":"s","stop_hook_active":false,"last_assistant_message":"done"}`,
 		"notification":       `{"session_id":"s","notification_type":"idle_prompt"}`,
 	}
@@ -89,6 +91,18 @@ func BenchmarkN15PendingScale(b *testing.B) {
 		for _, pending := range []int{10, 1000, 10000} {
 			recordRange(b, ingest, "3", recorded+1, pending)
 			recorded = pending
+			// Steady state: once the burst's work is done (the server writes visibility for
+			// minutes after a big one), at most 5 minutes.
+			_, last := procStat(b, w.Process.Pid)
+			for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); {
+				time.Sleep(10 * time.Second)
+				_, now := procStat(b, w.Process.Pid)
+				busy := (now - last).Seconds() / 10
+				last = now
+				if busy < 0.05 {
+					break
+				}
+			}
 			// starter pending lists them all once visibility has caught up.
 			var listed time.Duration
 			for deadline := time.Now().Add(2 * time.Minute); ; {
@@ -104,7 +118,7 @@ func BenchmarkN15PendingScale(b *testing.B) {
 				time.Sleep(time.Second)
 			}
 			b.ReportMetric(float64(listed.Milliseconds()), fmt.Sprintf("pending-list-ms@%d", pending))
-			for _, event := range []string{"session-start", "user-prompt-submit", "pre-tool-use", "post-tool-use", "stop", "notification"} {
+			for _, event := range []string{"session-start", "user-prompt-submit", "pre-tool-use", "post-tool-use", "post-tool-use-bash", "stop", "notification"} {
 				var times []time.Duration
 				for i := 0; i < 20; i++ {
 					input := inputs[event]
@@ -112,7 +126,7 @@ func BenchmarkN15PendingScale(b *testing.B) {
 						input = fmt.Sprintf(input, pending*100+i)
 					}
 					start := time.Now()
-					cmd := exec.Command(filepath.Join(bin, "starter"), "hook", event)
+					cmd := exec.Command(filepath.Join(bin, "starter"), "hook", strings.TrimSuffix(event, "-bash"))
 					cmd.Env, cmd.Stdin = env, strings.NewReader(input)
 					if out, err := cmd.CombinedOutput(); err != nil {
 						b.Fatalf("hook %s: %v %s", event, err, out)
@@ -122,18 +136,6 @@ func BenchmarkN15PendingScale(b *testing.B) {
 				slices.Sort(times)
 				b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, fmt.Sprintf("%s-p50-ms@%d", event, pending))
 				b.ReportMetric(float64(times[len(times)-1].Microseconds())/1000, fmt.Sprintf("%s-max-ms@%d", event, pending))
-			}
-			// Idle: once the burst's work is done (the server writes visibility for minutes
-			// after a big one), at most 5 minutes.
-			_, last := procStat(b, w.Process.Pid)
-			for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); {
-				time.Sleep(10 * time.Second)
-				_, now := procStat(b, w.Process.Pid)
-				busy := (now - last).Seconds() / 10
-				last = now
-				if busy < 0.05 {
-					break
-				}
 			}
 			_, cpu0 := procStat(b, w.Process.Pid)
 			time.Sleep(30 * time.Second)
