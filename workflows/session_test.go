@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/intentq/intentq/activities"
+	"github.com/intentq/intentq/internal/policy"
 )
 
 type sessionHarness struct {
@@ -218,7 +219,7 @@ func TestN2BusyPaneWaits(t *testing.T) {
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
 	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: claudeSession()})
 	require.Equal(t, []string{"first\nsecond"}, h.typed, "what waited goes in together, in order")
-	require.Equal(t, 32*time.Second, h.typedAt[0].Round(time.Second), "gathered until 1.5 s, looked at 1.5 s, 11.5 s, 21.5 s (busy), 31.5 s (idle)")
+	require.Equal(t, 31*time.Second+policy.DigestGather, h.typedAt[0], "gathered the reminders due together, then looked every 10 s until idle (busy until 25 s)")
 	require.True(t, h.results["a"].OK)
 	require.True(t, h.results["b"].OK)
 	require.Empty(t, h.pushes, "no alert for a short busy spell")

@@ -96,7 +96,7 @@ const (
 const (
 	MaxBatch      = 50
 	MaxBatchBytes = 16 << 10
-	DigestGather  = 500 * time.Millisecond
+	DigestGather  = 250 * time.Millisecond
 	// MaxCarriedQueueBytes is the most of a queue a session carries over when it continues as
 	// new (Temporal refuses payloads over 2 MiB and warns from 512 KiB).
 	MaxCarriedQueueBytes = 256 << 10
