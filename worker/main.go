@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -19,9 +18,6 @@ import (
 	"github.com/intentq/intentq/internal/platform/private"
 	"github.com/intentq/intentq/internal/service"
 )
-
-// MemoryLimit is the worker's soft memory limit unless GOMEMLIMIT sets another.
-const MemoryLimit = 512 << 20
 
 func main() {
 	if err := run(); err != nil {
@@ -49,11 +45,6 @@ func run() error {
 		return err
 	}
 	defer func() { _ = logger.Sync() }()
-	if os.Getenv("GOMEMLIMIT") == "" {
-		// A soft limit: the garbage collector works harder near it instead of letting the heap
-		// grow to twice what is live (thousands of pending intents held 0.9 GB otherwise).
-		debug.SetMemoryLimit(MemoryLimit)
-	}
 
 	// The first SIGINT/SIGTERM cancels ctx and starts a graceful shutdown; stop() then restores
 	// the default handlers, so a second signal ends the process at once.
