@@ -61,6 +61,18 @@ func startTimes(b *testing.B, svc *service.Service, query string) map[string]tim
 	}
 }
 
+// telegramConfig is a config with the Telegram door on a fake Bot API (chat 77 allowed) and
+// reminders an hour away.
+func telegramConfig(b *testing.B) (*fakebot.Server, *config.Config) {
+	bot := fakebot.New(botToken)
+	cfg := testenv.Config(b)
+	cfg.Telegram.Token = botToken
+	cfg.Telegram.APIEndpoint = bot.Endpoint()
+	cfg.Telegram.AllowedChatIDs = []int64{77}
+	cfg.Reminders.FirstAfter = time.Hour
+	return bot, cfg
+}
+
 func percentile(d []time.Duration, p float64) time.Duration {
 	if len(d) == 0 {
 		return 0
@@ -77,13 +89,8 @@ func percentile(d []time.Duration, p float64) time.Duration {
 func BenchmarkI1TelegramBurst1000(b *testing.B) {
 	const n = 1000
 	for i := 0; i < b.N; i++ {
-		bot := fakebot.New(botToken)
-		cfg := testenv.Config(b)
-		cfg.Telegram.Token = botToken
-		cfg.Telegram.APIEndpoint = bot.Endpoint()
-		cfg.Telegram.AllowedChatIDs = []int64{77}
+		bot, cfg := telegramConfig(b)
 		cfg.Sessions = map[string]config.Session{"bench": {CLI: "claude", Mode: config.ModeHeadless, Default: true}}
-		cfg.Reminders.FirstAfter = time.Hour
 		svc := start(b, cfg)
 
 		updates := make(map[string]int, n) // intent ID -> update ID
@@ -265,12 +272,7 @@ func BenchmarkN15DoorVsRawStarts(b *testing.B) {
 	peers.Tmux(b)
 	const n, pairs = 1000, 3
 	for i := 0; i < b.N; i++ {
-		bot := fakebot.New(botToken)
-		cfg := testenv.Config(b)
-		cfg.Telegram.Token = botToken
-		cfg.Telegram.APIEndpoint = bot.Endpoint()
-		cfg.Telegram.AllowedChatIDs = []int64{77}
-		cfg.Reminders.FirstAfter = time.Hour
+		bot, cfg := telegramConfig(b)
 		pane := filepath.Join(os.Getenv("TMUX_TMPDIR"), "pane.out")
 		if out, err := exec.Command("tmux", "new-session", "-d", "-s", "secretary", "cat > "+pane).CombinedOutput(); err != nil {
 			b.Fatalf("tmux: %v %s", err, out)
