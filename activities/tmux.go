@@ -127,8 +127,8 @@ func (t *Tmux) Inject(ctx context.Context, req InjectRequest) (InjectResult, err
 			return InjectResult{}, err
 		}
 	}
-	// Lines of the text an earlier attempt typed (a worker that died mid-typing): typing goes on
-	// after them, so that no line reaches the pane twice.
+	// Pieces of the text an earlier attempt typed (a worker that died mid-typing): typing goes
+	// on after them, so that nothing reaches the pane twice.
 	done := typedLines(marker)
 	if marker != "" && done == 0 && activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt > 1 {
 		// An earlier attempt may have typed part of a line without its Enter (the worker died
@@ -252,50 +252,65 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // typeText puts the text on the pane's input line: literally with send-keys -l; multi-line
 // text either as one bracketed paste (paste-buffer -p, newlines become carriage returns inside
-// the paste) or line by line with the CLI's newline key. The first done lines were typed before
-// (by an attempt that died); typed reports how many lines are typed so far.
+// the paste) or line by line with the CLI's newline key. It goes in pieces (a paste, a chunk of
+// literal text, a newline key); the first done pieces went in before (an attempt that died), and
+// typed is told how many are in after each one.
 func (t *Tmux) typeText(ctx context.Context, req InjectRequest, paneID string, done int, typed func(int)) error {
-	lines := strings.Split(req.Text, "\n")
-	switch {
-	case done >= len(lines):
-		return nil
-	case len(lines) == 1:
-		if err := t.sendLiteral(ctx, req.Target, paneID, req.Text); err != nil {
-			return err
+	for i, p := range typingPieces(req) {
+		if i < done {
+			continue
 		}
-	case req.NewlineKey == "":
-		buffer := fmt.Sprintf("intentq-%d-%d", os.Getpid(), bufferSeq.Add(1))
-		if _, err := t.runInput(ctx, req.Target, req.Text, "load-buffer", "-b", buffer, "-"); err != nil {
-			return err
-		}
-		if _, err := t.run(ctx, req.Target, "paste-buffer", "-p", "-d", "-b", buffer, "-t", paneID); err != nil {
-			return err
-		}
-	default:
-		for i := done; i < len(lines); i++ {
-			if i > 0 {
-				if _, err := t.run(ctx, req.Target, "send-keys", "-t", paneID, req.NewlineKey); err != nil {
-					return err
-				}
+		var err error
+		switch {
+		case p.paste:
+			buffer := fmt.Sprintf("intentq-%d-%d", os.Getpid(), bufferSeq.Add(1))
+			if _, err = t.runInput(ctx, req.Target, p.text, "load-buffer", "-b", buffer, "-"); err == nil {
+				_, err = t.run(ctx, req.Target, "paste-buffer", "-p", "-d", "-b", buffer, "-t", paneID)
 			}
-			if err := t.sendLiteral(ctx, req.Target, paneID, lines[i]); err != nil {
-				return err
-			}
-			typed(i + 1)
+		case p.key != "":
+			_, err = t.run(ctx, req.Target, "send-keys", "-t", paneID, p.key)
+		default:
+			_, err = t.run(ctx, req.Target, "send-keys", "-t", paneID, "-l", "--", escapeTrailingSemicolon(p.text))
 		}
-		return nil
+		if err != nil {
+			return err
+		}
+		typed(i + 1)
 	}
-	typed(len(lines))
 	return nil
 }
 
-// typingSuffix names the file beside a typing's marker that counts the lines typed so far.
+// piece is one step of a typing: a paste, literal text or a key.
+type piece struct {
+	text  string
+	key   string
+	paste bool
+}
+
+// typingPieces splits a typing into the steps typeText takes, the same for every attempt.
+func typingPieces(req InjectRequest) []piece {
+	if strings.Contains(req.Text, "\n") && req.NewlineKey == "" {
+		return []piece{{text: req.Text, paste: true}}
+	}
+	var out []piece
+	for i, line := range strings.Split(req.Text, "\n") {
+		if i > 0 {
+			out = append(out, piece{key: req.NewlineKey})
+		}
+		for _, chunk := range splitUTF8(line, tmuxChunkBytes) {
+			out = append(out, piece{text: chunk})
+		}
+	}
+	return out
+}
+
+// typingSuffix names the file beside a typing's marker that counts the pieces typed so far.
 const typingSuffix = ".typing"
 
 // typingTimeout bounds one typing and its Enter outside an activity (which has its deadline).
 const typingTimeout = 30 * time.Second
 
-// typedLines is how many lines of a typing an earlier attempt typed (0: none, or no marker).
+// typedLines is how many pieces of a typing an earlier attempt typed (0: none, or no marker).
 func typedLines(marker string) int {
 	if marker == "" {
 		return 0
@@ -308,8 +323,8 @@ func typedLines(marker string) int {
 	return n
 }
 
-// noteTypedLines records that n lines of a typing are typed; best effort (without it a retry
-// types those lines again).
+// noteTypedLines records that n pieces of a typing are typed; best effort (without it a retry
+// types those pieces again).
 func noteTypedLines(marker string, n int) {
 	if marker == "" {
 		return
@@ -321,15 +336,6 @@ func noteTypedLines(marker string, n int) {
 
 // bufferSeq numbers paste buffers so concurrent activities never share one.
 var bufferSeq atomic.Int64
-
-func (t *Tmux) sendLiteral(ctx context.Context, target, paneID, text string) error {
-	for _, chunk := range splitUTF8(text, tmuxChunkBytes) {
-		if _, err := t.run(ctx, target, "send-keys", "-t", paneID, "-l", "--", escapeTrailingSemicolon(chunk)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // CaptureRequest asks for the bottom of a pane's visible content.
 type CaptureRequest struct {

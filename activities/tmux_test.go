@@ -608,7 +608,7 @@ func TestTmuxInjectFinishesTypingWhenCancelled(t *testing.T) {
 }
 
 // A typing line by line (a CLI's newline key) that an attempt left half done goes on after the
-// lines it typed: no line twice.
+// pieces it typed: nothing twice.
 func TestTmuxInjectResumesAfterTypedLines(t *testing.T) {
 	srv := newTmuxServer(t)
 	out := srv.reader("reader", "")
@@ -618,7 +618,7 @@ func TestTmuxInjectResumesAfterTypedLines(t *testing.T) {
 	srv.tmux("send-keys", "-t", "reader", "-l", "one")
 	srv.tmux("send-keys", "-t", "reader", "C-j")
 	srv.tmux("send-keys", "-t", "reader", "-l", "two")
-	noteTypedLines(tm.marker(req.Key), 2)
+	noteTypedLines(tm.marker(req.Key), 3) // "one", the newline key, "two"
 	if err := discard(tm.Inject(context.Background(), req)); err != nil {
 		t.Fatal(err)
 	}

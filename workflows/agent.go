@@ -159,10 +159,15 @@ func (s *session) take(ctx workflow.Context, req TakeRequest) (TakeResult, error
 		s.TakeKeys = append([]string(nil), s.TakeKeys[n-recentTakeKeys:]...)
 	}
 	var rest []DeliveryRequest
-	size, capped := 0, workflow.GetVersion(ctx, "take-capped", workflow.DefaultVersion, 1) == 1
+	// Capped (1), and (2) ending at the first message that does not fit, so none overtakes another.
+	v := workflow.GetVersion(ctx, "take-capped", workflow.DefaultVersion, 2)
+	size, full := 0, false
 	for _, q := range s.Queue {
-		full := capped && len(res.Messages) > 0 && (len(res.Messages) == policy.MaxBatch || size+len(q.Text) > policy.MaxBatchBytes)
-		if typedKind(q.Kind) && q.ID != s.typing && !full {
+		over := v >= 1 && len(res.Messages) > 0 && (len(res.Messages) == policy.MaxBatch || size+len(q.Text) > policy.MaxBatchBytes)
+		if typedKind(q.Kind) && q.ID != s.typing && over && v >= 2 {
+			full = true
+		}
+		if typedKind(q.Kind) && q.ID != s.typing && !over && !full {
 			res.Messages = append(res.Messages, q)
 			size += len(q.Text) + 1
 		} else {

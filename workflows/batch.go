@@ -17,8 +17,13 @@ import (
 	"github.com/intentq/intentq/internal/policy"
 )
 
-// versionCoalesce is the session workflow's version that types what waits together.
-const versionCoalesce = 1
+// Versions of the session workflow's coalesced delivery: typing what waits together, then (2) a
+// block that ends at the first request that does not fit, so that none overtakes another, and a
+// session that continues as new while it waits on a busy pane.
+const (
+	versionCoalesce        = 1
+	versionCoalesceInOrder = 2
+)
 
 // typedKind reports whether a request of kind is typed into the pane (a context is only
 // committed to the history).
@@ -47,22 +52,28 @@ func TypedForm(text string) string { return strings.ReplaceAll(text, "\n", "\n  
 // Those typed before (a request repeated after its wait timed out) are answered at once and
 // not typed again; contexts stay queued.
 func (s *session) nextBatch(ctx workflow.Context) []DeliveryRequest {
-	var batch, rest []DeliveryRequest
-	size := 0
+	var batch, rest, again []DeliveryRequest
+	size, full := 0, false
 	for _, r := range s.Queue {
 		switch {
 		case !typedKind(r.Kind):
 			rest = append(rest, r)
 		case s.typedBefore(ctx, r):
-			s.answer(ctx, []DeliveryRequest{r}, nil, 0, false)
-		case len(batch) > 0 && (len(batch) == policy.MaxBatch || size+len(r.Text) > policy.MaxBatchBytes):
+			again = append(again, r)
+		case full || (len(batch) > 0 && (len(batch) == policy.MaxBatch || size+len(r.Text) > policy.MaxBatchBytes)):
 			rest = append(rest, r)
+			full = s.inOrder // what comes after waits too: none overtakes another
 		default:
 			batch = append(batch, r)
 			size += len(r.Text) + 1
 		}
 	}
+	// The queue is settled before anything blocks: a take while the answers go out must not
+	// hand over what this block types.
 	s.Queue = rest
+	for _, r := range again {
+		s.answer(ctx, []DeliveryRequest{r}, nil, 0, false)
+	}
 	return batch
 }
 
@@ -76,8 +87,8 @@ func (s *session) deliverBatch(ctx workflow.Context) {
 	actx := workflow.WithActivityOptions(ctx, tmuxActivityOptions)
 	err := s.typable()
 	if err == nil {
-		if err = s.waitUntilIdle(actx, head); errors.Is(err, errTaken) {
-			return // a hook took it (and whatever waited with it); its commit answers
+		if err = s.waitUntilIdle(actx, head); errors.Is(err, errTaken) || errors.Is(err, errContinueAsNew) {
+			return // a hook took it (its commit answers), or the main loop continues as new
 		}
 	}
 	batch := s.nextBatch(ctx)

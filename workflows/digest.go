@@ -77,8 +77,20 @@ func (s *session) takePushes(ctx workflow.Context) {
 	for {
 		var r PushRequest
 		signals.Receive(ctx, &r)
-		s.HeldPushes = append(s.HeldPushes, r)
+		s.holdPush(r)
 	}
+}
+
+// holdPush keeps r for the next digest; a push of the same intent still held (its intent waited
+// too long and asked again) is replaced, not pushed twice, unless it is already out.
+func (s *session) holdPush(r PushRequest) {
+	for i := range s.HeldPushes {
+		if i >= s.pushingN && s.HeldPushes[i].ReplyTo == r.ReplyTo {
+			s.HeldPushes[i] = r
+			return
+		}
+	}
+	s.HeldPushes = append(s.HeldPushes, r)
 }
 
 // pushDigests pushes what intents handed over, gathered for policy.DigestGather, one push per
@@ -93,6 +105,7 @@ func (s *session) pushDigests(ctx workflow.Context) {
 		}
 		s.pushing = true
 		n := len(s.HeldPushes)
+		s.pushingN = n
 		held := s.HeldPushes[:n:n]
 		var topics []string
 		byTopic := map[string][]PushRequest{}
@@ -124,7 +137,7 @@ func (s *session) pushDigests(ctx workflow.Context) {
 			_ = f.Get(ctx, nil) // an intent that ended meanwhile needs no answer
 		}
 		s.HeldPushes = append([]PushRequest(nil), s.HeldPushes[n:]...)
-		s.pushing = false
+		s.pushing, s.pushingN = false, 0
 		s.wakeCh.SendAsync(true) // the main loop may continue as new now
 	}
 }
@@ -144,9 +157,10 @@ func (w *intent) pushBySession(ctx workflow.Context, snippet string) workflow.Fu
 			settle.Chain(workflow.ExecuteActivity(withNtfyOptions(ctx), activities.NtfyPublishName, w.reminderPush(snippet)))
 			return
 		}
-		// An earlier attempt's late answer is passed over.
+		// The answer to an earlier attempt of this intent counts too: the session replaces a
+		// push it still holds, and one that went out did go out.
 		timeout := policy.Or(w.in.Policy.DeliveryTimeout, policy.DeliveryTimeout)
-		res, ok := awaitResult(ctx, SignalPushResult, timeout, func(r DeliveryResult) bool { return r.ID == req.ID })
+		res, ok := awaitResult(ctx, SignalPushResult, timeout, func(DeliveryResult) bool { return true })
 		switch {
 		case !ok:
 			settle.Set(nil, temporal.NewApplicationError(fmt.Sprintf("session %s did not report push %s in time", w.in.Session, req.ID), ErrTypeDeliveryTimeout))

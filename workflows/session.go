@@ -151,7 +151,9 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	workflow.Go(ctx, s.pushAlerts)
 	workflow.Go(ctx, s.takePushes)
 	workflow.Go(ctx, s.pushDigests)
-	coalesce := workflow.GetVersion(ctx, "coalesce-delivery", workflow.DefaultVersion, versionCoalesce) == versionCoalesce
+	coalesceV := workflow.GetVersion(ctx, "coalesce-delivery", workflow.DefaultVersion, versionCoalesceInOrder)
+	coalesce := coalesceV >= versionCoalesce
+	s.inOrder = coalesceV >= versionCoalesceInOrder
 	for {
 		if err := ctx.Err(); err != nil {
 			return err // cancelled: every timer fires at once, so the loop must end here
@@ -162,11 +164,11 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 			// A queue that never empties (a long burst) must not grow the history to its
 			// limit; it is carried over once it fits well within a payload (a 10,000-message
 			// burst drains to that size with the history far below Temporal's limits).
-			return workflow.NewContinueAsNewError(ctx, SessionWorkflowName, s.SessionInput)
+			return s.continueAsNew(ctx)
 		}
 		if len(s.Queue) == 0 {
 			if !s.pushing && s.historyTooLong(ctx) {
-				return workflow.NewContinueAsNewError(ctx, SessionWorkflowName, s.SessionInput)
+				return s.continueAsNew(ctx)
 			}
 			s.waitForSignal(ctx, s.leaseTimer(ctx))
 			continue
@@ -231,8 +233,11 @@ type session struct {
 	// sessionStarts counts the agent's SessionStart reports (a reset is confirmed by one).
 	sessionStarts int
 	// pushing: a digest push is out and its intents not yet answered (no continue-as-new then,
-	// or it would go out twice).
-	pushing bool
+	// or it would go out twice); pushingN is how many of HeldPushes it carries.
+	pushing  bool
+	pushingN int
+	// inOrder: a block ends at the first request that does not fit (versionCoalesceInOrder).
+	inOrder bool
 }
 
 // maxReceipts bounds session.receipts (a prompt a person typed may name an intent too).
@@ -251,9 +256,10 @@ func (s *session) view() (SessionView, error) {
 	return v, nil
 }
 
-// drain takes every signal that has arrived without blocking.
-func (s *session) drain(ctx workflow.Context) {
+// drain takes every signal that has arrived without blocking, and reports whether there was one.
+func (s *session) drain(ctx workflow.Context) (took bool) {
 	for s.configureCh.ReceiveAsync(&s.Config) {
+		took = true
 	}
 	for {
 		var req DeliveryRequest
@@ -261,6 +267,7 @@ func (s *session) drain(ctx workflow.Context) {
 			break
 		}
 		s.enqueue(req)
+		took = true
 	}
 	for {
 		var reqs []DeliveryRequest
@@ -270,6 +277,7 @@ func (s *session) drain(ctx workflow.Context) {
 		for _, r := range reqs {
 			s.enqueue(r)
 		}
+		took = true
 	}
 	for {
 		var ev AgentEvent
@@ -277,6 +285,7 @@ func (s *session) drain(ctx workflow.Context) {
 			break
 		}
 		s.noteEvent(ctx, ev)
+		took = true
 	}
 	for {
 		var t TakenRequest
@@ -284,9 +293,48 @@ func (s *session) drain(ctx workflow.Context) {
 			break
 		}
 		s.commits = append(s.commits, t.Key)
+		took = true
 	}
 	for s.wakeCh.ReceiveAsync(nil) {
 	}
+	return took
+}
+
+// continueAsNew hands the session's state to a new run. Every signal that arrived meanwhile is
+// taken first (and the commits among them settled), also the pushes and alerts the desks have
+// not picked up: the new run's input is fixed here, and what is left unread would be lost.
+func (s *session) continueAsNew(ctx workflow.Context) error {
+	for {
+		took := s.drain(ctx)
+		if s.drainDesks(ctx) || took {
+			s.settleOffers(ctx)
+			continue
+		}
+		return workflow.NewContinueAsNewError(ctx, SessionWorkflowName, s.SessionInput)
+	}
+}
+
+// drainDesks takes the pushes and alerts that arrived and that the desks' goroutines have not
+// taken yet.
+func (s *session) drainDesks(ctx workflow.Context) (took bool) {
+	pushes, alerts := workflow.GetSignalChannel(ctx, SignalRemindPush), workflow.GetSignalChannel(ctx, SignalAlert)
+	for {
+		var r PushRequest
+		if !pushes.ReceiveAsync(&r) {
+			break
+		}
+		s.holdPush(r)
+		took = true
+	}
+	for {
+		var a Alert
+		if !alerts.ReceiveAsync(&a) {
+			break
+		}
+		s.HeldAlerts = append(s.HeldAlerts, a)
+		took = true
+	}
+	return took
 }
 
 // waitForSignal blocks until a signal arrives or timer (if any) fires, taking the signal. It

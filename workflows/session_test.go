@@ -664,3 +664,46 @@ func TestDeliverAllQueuesInOrder(t *testing.T) {
 	require.Equal(t, []string{"a\nb\nc"}, h.typed)
 	require.Len(t, h.results, 3)
 }
+
+// Issue 15: a block ends at the first request that does not fit, so that none overtakes another.
+func TestBlockKeepsArrivalOrder(t *testing.T) {
+	h := newSessionHarness(t)
+	a, b, c := strings.Repeat("a", 2<<10), strings.Repeat("b", 15<<10), "c"
+	h.env.RegisterDelayedCallback(func() {
+		for i, text := range []string{a, b, c} {
+			h.env.SignalWorkflow(SignalDeliver, DeliveryRequest{ID: fmt.Sprint(i), ReplyTo: fmt.Sprintf("intent/1/%d", i), Kind: KindMessage, Text: text})
+		}
+	}, time.Second)
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: claudeSession()})
+	require.Equal(t, []string{a, b + "\n" + c}, h.typed)
+}
+
+// A push asked for again by the same intent while the first still waits is pushed once.
+func TestHeldPushReplacedBySameIntent(t *testing.T) {
+	h := newSessionHarness(t)
+	h.send(time.Second, SignalRemindPush, PushRequest{ID: "a1", ReplyTo: "intent/1/a", Topic: "phone", MessageID: "a", ChatID: "1", Snippet: "x"})
+	h.send(time.Second+100*time.Millisecond, SignalRemindPush, PushRequest{ID: "a2", ReplyTo: "intent/1/a", Topic: "phone", MessageID: "a", ChatID: "1", Snippet: "x"})
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: claudeSession()})
+	require.Len(t, h.pushes, 1)
+	require.Equal(t, "msg_id=a chat=1: x", h.pushes[0].Message)
+	require.True(t, h.results["a2"].OK)
+}
+
+// A pane busy for hours does not grow the history to its limit: the session continues as new
+// while the delivery waits, carrying it.
+func TestBusyPaneContinuesAsNew(t *testing.T) {
+	h := newSessionHarness(t)
+	h.busyTill = time.Hour
+	h.send(time.Second, SignalDeliver, DeliveryRequest{ID: "w#1", ReplyTo: "intent/1/w", Kind: KindMessage, Text: "waits"})
+	h.env.RegisterDelayedCallback(func() { h.env.SetContinueAsNewSuggested(true) }, 5*time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: claudeSession()})
+	var can *workflow.ContinueAsNewError
+	require.True(t, errors.As(h.env.GetWorkflowError(), &can), "got %v", h.env.GetWorkflowError())
+	var next SessionInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	require.Len(t, next.Queue, 1)
+	require.Equal(t, "w#1", next.Queue[0].ID)
+	require.Empty(t, h.typed)
+}

@@ -53,6 +53,9 @@ func (s *session) deliver(ctx workflow.Context, req DeliveryRequest) (_ Delivery
 	return s.result(ctx, req, err), false
 }
 
+// errContinueAsNew ends a wait so that the main loop continues as new.
+var errContinueAsNew = errors.New("continue as new")
+
 func humanPaneError(c SessionConfig) error {
 	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("session %s is the human's pane (%s): intentq never types into it", c.Name, c.TmuxTarget), ErrTypeHumanPane, nil)
 }
@@ -76,6 +79,11 @@ func (s *session) waitUntilIdle(ctx workflow.Context, req DeliveryRequest) error
 		s.settleOffers(ctx)
 		if s.typing != req.ID && !s.queued(req.ID) {
 			return errTaken
+		}
+		if s.inOrder && s.queued(req.ID) && !s.pushing && s.historyTooLong(ctx) && s.queueBytes() <= policy.MaxCarriedQueueBytes {
+			// A pane busy for hours (a dialog left open overnight) must not grow the history
+			// to its limit: the main loop continues as new, the request keeps its place.
+			return errContinueAsNew
 		}
 		pattern, working := s.agentBusy(workflow.Now(ctx))
 		if !working {

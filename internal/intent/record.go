@@ -197,18 +197,30 @@ func (r *Recorder) QueueDeliveries(ctx context.Context, results []*Result) {
 		bySession[res.Session] = append(bySession[res.Session], res)
 	}
 	for _, name := range sessions {
+		// In order, in signals well under Temporal's payload limit (long texts escape to more).
 		batch := bySession[name]
-		reqs := make([]workflows.DeliveryRequest, len(batch))
-		for i, res := range batch {
-			reqs[i] = *res.delivery
-		}
-		// Not queued: each intent asks its session itself once its wait runs out.
-		queued := session.QueueAll(ctx, r.client, name, reqs) == nil
-		for _, res := range batch {
-			res.DeliveryQueued = queued
+		for len(batch) > 0 {
+			n, size := 0, 0
+			for n < len(batch) && (n == 0 || size+len(batch[n].delivery.Text) <= maxSignalText) {
+				size += len(batch[n].delivery.Text)
+				n++
+			}
+			reqs := make([]workflows.DeliveryRequest, n)
+			for i, res := range batch[:n] {
+				reqs[i] = *res.delivery
+			}
+			// Not queued: each intent asks its session itself once its wait runs out.
+			queued := session.QueueAll(ctx, r.client, name, reqs) == nil
+			for _, res := range batch[:n] {
+				res.DeliveryQueued = queued
+			}
+			batch = batch[n:]
 		}
 	}
 }
+
+// maxSignalText bounds the text of the deliveries one deliver-all signal carries.
+const maxSignalText = 256 << 10
 
 func receivedAt(m Message, now func() time.Time) time.Time {
 	if m.ReceivedAt.IsZero() {

@@ -373,17 +373,23 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 	var pending intent.Page
 	var inboxErr, pendingErr error
 	asked := make(chan struct{})
+	sideCtx, cancelSide := context.WithCancel(ctx)
+	defer cancelSide()
 	go func() {
 		defer close(asked)
 		if !known {
 			return
 		}
-		unread, inboxErr = b.Inbox(ctx, s.Agent)
+		unread, inboxErr = b.Inbox(sideCtx, s.Agent)
 		if inboxErr == nil {
-			pending, pendingErr = b.PendingPage(ctx, intent.Filter{Status: workflows.StatusPending, Session: s.Agent}, 5)
+			pending, pendingErr = b.PendingPage(sideCtx, intent.Filter{Status: workflows.StatusPending, Session: s.Agent}, 5)
 		}
 	}()
 	taken := takeWaiting(ctx, b, s, in, workflows.EventStop, "", nil, 0)
+	if len(taken.Messages) > 0 {
+		// What was taken is printed at once (the commit needs the time left); the rest is moot.
+		cancelSide()
+	}
 	<-asked
 	if kind := Classify(in.LastAssistantMessage, s.CompletionPatterns, s.ErrorPatterns); known && kind != "" && s.Coordinator != "" && s.Coordinator != s.Agent {
 		msg := workflows.InboxSend{Key: kind + "/" + in.SessionID + "/" + s.now().UTC().Format(time.RFC3339), From: s.Agent, Type: kind,
