@@ -51,37 +51,8 @@ type History struct{}
 // last entry has the same ID, and returns the entry's sequence number. A torn last line (a crash
 // mid-write) is cut off first: it can only be an entry whose append was never acknowledged, and
 // which is being retried now. Every line is fsynced.
-func (History) Append(ctx context.Context, req AppendRequest) (int64, error) {
-	f, last, end, err := openHistory(req.Path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	if req.Entry.ID == "" {
-		return 0, temporal.NewNonRetryableApplicationError("history entry without an ID", "HistoryEntryInvalid", nil)
-	}
-	entry := req.Entry
-	entry.Seq = 1
-	if last != nil {
-		if last.ID == entry.ID {
-			return last.Seq, nil // already appended
-		}
-		entry.Seq = last.Seq + 1
-	}
-	line, err := json.Marshal(entry)
-	if err != nil {
-		return 0, fmt.Errorf("history %s: encode entry %s: %w", req.Path, entry.ID, err)
-	}
-	if err := f.Truncate(end); err != nil {
-		return 0, fmt.Errorf("history %s: cut torn line: %w", req.Path, err)
-	}
-	if _, err := f.WriteAt(append(line, '\n'), end); err != nil {
-		return 0, fmt.Errorf("history %s: append seq %d: %w", req.Path, entry.Seq, err)
-	}
-	if err := f.Sync(); err != nil {
-		return 0, fmt.Errorf("history %s: sync: %w", req.Path, err)
-	}
-	return entry.Seq, nil
+func (h History) Append(ctx context.Context, req AppendRequest) (int64, error) {
+	return h.AppendAll(ctx, AppendAllRequest{Path: req.Path, Entries: []HistoryEntry{req.Entry}})
 }
 
 // AppendAllRequest asks for entries to be appended in order, as one write: the entries of
@@ -104,11 +75,18 @@ func (History) AppendAll(ctx context.Context, req AppendAllRequest) (int64, erro
 			return 0, temporal.NewNonRetryableApplicationError("history entry without an ID", "HistoryEntryInvalid", nil)
 		}
 	}
-	f, last, end, err := openHistory(req.Path)
+	if err := os.MkdirAll(filepath.Dir(req.Path), 0o700); err != nil {
+		return 0, fmt.Errorf("history %s: %w", req.Path, err)
+	}
+	f, err := os.OpenFile(req.Path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("history %s: %w", req.Path, err)
 	}
 	defer f.Close()
+	last, end, err := lastEntry(f)
+	if err != nil {
+		return 0, fmt.Errorf("history %s: %w", req.Path, err)
+	}
 	todo, seq := req.Entries, int64(0)
 	if last != nil {
 		seq = last.Seq
@@ -142,24 +120,6 @@ func (History) AppendAll(ctx context.Context, req AppendAllRequest) (int64, erro
 		return 0, fmt.Errorf("history %s: sync: %w", req.Path, err)
 	}
 	return seq, nil
-}
-
-// openHistory opens (creating) the history file at path, privately, with its last entry and the
-// offset after it.
-func openHistory(path string) (*os.File, *HistoryEntry, int64, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, nil, 0, fmt.Errorf("history %s: %w", path, err)
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, nil, 0, fmt.Errorf("history %s: %w", path, err)
-	}
-	last, end, err := lastEntry(f)
-	if err != nil {
-		f.Close()
-		return nil, nil, 0, fmt.Errorf("history %s: %w", path, err)
-	}
-	return f, last, end, nil
 }
 
 // tailWindow is how much of the file's end lastEntry reads; entries are far smaller.

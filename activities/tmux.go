@@ -129,7 +129,7 @@ func (t *Tmux) Inject(ctx context.Context, req InjectRequest) (InjectResult, err
 	}
 	// Pieces of the text an earlier attempt typed (a worker that died mid-typing): typing goes
 	// on after them, so that nothing reaches the pane twice.
-	done := typedLines(marker)
+	done := typedPieces(marker)
 	if marker != "" && done == 0 && activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt > 1 {
 		// An earlier attempt may have typed part of a line without its Enter (the worker died
 		// in between): clear it from the input line rather than type it twice into one line,
@@ -147,7 +147,7 @@ func (t *Tmux) Inject(ctx context.Context, req InjectRequest) (InjectResult, err
 	}
 	tctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer cancel()
-	if err := t.typeText(tctx, req, pane.id, done, func(n int) { noteTypedLines(marker, n) }); err != nil {
+	if err := t.typeText(tctx, req, pane.id, done, func(n int) { noteTypedPieces(marker, n) }); err != nil {
 		return InjectResult{}, err
 	}
 	delay := t.EnterDelay
@@ -310,8 +310,8 @@ const typingSuffix = ".typing"
 // typingTimeout bounds one typing and its Enter outside an activity (which has its deadline).
 const typingTimeout = 30 * time.Second
 
-// typedLines is how many pieces of a typing an earlier attempt typed (0: none, or no marker).
-func typedLines(marker string) int {
+// typedPieces is how many pieces of a typing an earlier attempt typed (0: none, or no marker).
+func typedPieces(marker string) int {
 	if marker == "" {
 		return 0
 	}
@@ -323,9 +323,9 @@ func typedLines(marker string) int {
 	return n
 }
 
-// noteTypedLines records that n pieces of a typing are typed; best effort (without it a retry
+// noteTypedPieces records that n pieces of a typing are typed; best effort (without it a retry
 // types those pieces again).
-func noteTypedLines(marker string, n int) {
+func noteTypedPieces(marker string, n int) {
 	if marker == "" {
 		return
 	}

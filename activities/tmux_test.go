@@ -618,7 +618,7 @@ func TestTmuxInjectResumesAfterTypedLines(t *testing.T) {
 	srv.tmux("send-keys", "-t", "reader", "-l", "one")
 	srv.tmux("send-keys", "-t", "reader", "C-j")
 	srv.tmux("send-keys", "-t", "reader", "-l", "two")
-	noteTypedLines(tm.marker(req.Key), 3) // "one", the newline key, "two"
+	noteTypedPieces(tm.marker(req.Key), 3) // "one", the newline key, "two"
 	if err := discard(tm.Inject(context.Background(), req)); err != nil {
 		t.Fatal(err)
 	}

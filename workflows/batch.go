@@ -121,17 +121,6 @@ func (s *session) deliverBatch(ctx workflow.Context) {
 	s.answer(ctx, batch, err, phase, reset)
 }
 
-// typable refuses the person's own pane and a session without a pane.
-func (s *session) typable() error {
-	switch {
-	case s.Config.Human:
-		return humanPaneError(s.Config)
-	case s.Config.TmuxTarget == "":
-		return noTargetError(s.Config)
-	}
-	return nil
-}
-
 // gather takes the signals that arrive within d (more requests join the queue).
 func (s *session) gather(ctx workflow.Context, d time.Duration) {
 	timerCtx, cancel := workflow.WithCancel(ctx)

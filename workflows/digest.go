@@ -123,13 +123,7 @@ func (s *session) pushDigests(ctx workflow.Context) {
 				workflow.GetLogger(ctx).Warn("reminder push failed", "session", s.Config.Name, "count", len(reqs), "error", err)
 			}
 			for _, r := range reqs {
-				res := DeliveryResult{ID: r.ID, Kind: KindPush, OK: err == nil, At: workflow.Now(ctx)}
-				if err != nil {
-					res.Error = err.Error()
-					if appErr, ok := asApplicationError(err); ok {
-						res.ErrorType = appErr.Type()
-					}
-				}
+				res := s.result(ctx, DeliveryRequest{ID: r.ID, Kind: KindPush}, err)
 				answers = append(answers, workflow.SignalExternalWorkflow(ctx, r.ReplyTo, "", SignalPushResult, res))
 			}
 		}
@@ -142,16 +136,21 @@ func (s *session) pushDigests(ctx workflow.Context) {
 	}
 }
 
+// pushRequest is the intent's reminder push, as its session gathers it for a digest.
+func (w *intent) pushRequest(snippet string) PushRequest {
+	return PushRequest{
+		ID:      fmt.Sprintf("%s#push-%d-%d", w.id, w.st.Pushes+1, w.st.PushFailures),
+		ReplyTo: w.id, Topic: w.in.Policy.NtfyTopic, MessageID: w.in.MessageID, ChatID: w.in.ChatID,
+		Snippet: snippet, ReceivedAt: w.in.ReceivedAt,
+	}
+}
+
 // pushBySession hands the intent's reminder push to its session, for the digest, and settles
 // the returned future with the outcome (DeliveryTimeout when no answer comes in time). When the
 // session cannot be signalled, it pushes on its own.
 func (w *intent) pushBySession(ctx workflow.Context, snippet string) workflow.Future {
 	f, settle := workflow.NewFuture(ctx)
-	req := PushRequest{
-		ID:      fmt.Sprintf("%s#push-%d-%d", w.id, w.st.Pushes+1, w.st.PushFailures),
-		ReplyTo: w.id, Topic: w.in.Policy.NtfyTopic, MessageID: w.in.MessageID, ChatID: w.in.ChatID,
-		Snippet: snippet, ReceivedAt: w.in.ReceivedAt,
-	}
+	req := w.pushRequest(snippet)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		if err := workflow.SignalExternalWorkflow(ctx, SessionWorkflowID(w.in.Session), "", SignalRemindPush, req).Get(ctx, nil); err != nil {
 			settle.Chain(workflow.ExecuteActivity(withNtfyOptions(ctx), activities.NtfyPublishName, w.reminderPush(snippet)))

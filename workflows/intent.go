@@ -25,7 +25,7 @@ type intent struct {
 	channels bool
 	// replying: a reply is being sent (one at a time).
 	replying bool
-	// digest: reminder pushes go through the session, as one digest per tick (versionDigest).
+	// digest: reminder pushes go through the session, as one digest per tick.
 	digest bool
 }
 

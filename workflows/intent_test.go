@@ -477,4 +477,3 @@ func TestReactionsAndReplyHint(t *testing.T) {
 	require.Equal(t, []string{"42/7 👀", "42/7 ✅"}, reactions)
 	require.Equal(t, "【新着メッセージ】msg_id=7 chat=42 from=kento (answer with mcp__intentq__reply chat_id=42 reply_to=7): hi", h.session.reqs[0].Text)
 }
-

@@ -7,7 +7,6 @@ package workflows
 // this rule keep the combined schedule of remindBoth.
 
 import (
-	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -90,13 +89,7 @@ func (w *intent) remindChannels(ctx workflow.Context, now time.Time, pane, push,
 
 // reminderPush is the push of a reminder: IDs and the masked snippet (SPEC I7).
 func (w *intent) reminderPush(snippet string) activities.Push {
-	return activities.Push{
-		Topic:    w.in.Policy.NtfyTopic,
-		Title:    "Telegram pending",
-		Message:  fmt.Sprintf("msg_id=%s chat=%s: %s", w.in.MessageID, w.in.ChatID, snippet),
-		Priority: 3,
-		Tags:     []string{"envelope"},
-	}
+	return DigestPush(w.in.Session, w.in.Policy.NtfyTopic, []PushRequest{w.pushRequest(snippet)})
 }
 
 // escalationSince is when the agent got the message, from which a reminder escalates: when

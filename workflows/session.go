@@ -160,14 +160,14 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 		}
 		s.drain(ctx)
 		s.settleOffers(ctx)
-		if coalesce && len(s.Queue) > 0 && !s.pushing && s.historyTooLong(ctx) && s.queueBytes() <= policy.MaxCarriedQueueBytes {
+		if coalesce && len(s.Queue) > 0 && s.mayContinueAsNew(ctx) {
 			// A queue that never empties (a long burst) must not grow the history to its
 			// limit; it is carried over once it fits well within a payload (a 10,000-message
 			// burst drains to that size with the history far below Temporal's limits).
 			return s.continueAsNew(ctx)
 		}
 		if len(s.Queue) == 0 {
-			if !s.pushing && s.historyTooLong(ctx) {
+			if s.mayContinueAsNew(ctx) {
 				return s.continueAsNew(ctx)
 			}
 			s.waitForSignal(ctx, s.leaseTimer(ctx))
@@ -274,9 +274,7 @@ func (s *session) drain(ctx workflow.Context) (took bool) {
 		if !s.deliverAll.ReceiveAsync(&reqs) {
 			break
 		}
-		for _, r := range reqs {
-			s.enqueue(r)
-		}
+		s.enqueueAll(reqs)
 		took = true
 	}
 	for {
@@ -298,6 +296,12 @@ func (s *session) drain(ctx workflow.Context) (took bool) {
 	for s.wakeCh.ReceiveAsync(nil) {
 	}
 	return took
+}
+
+// mayContinueAsNew reports whether the history is long enough to continue as new, and the state
+// can be handed on: no digest push out (it would go out twice) and a queue that fits a payload.
+func (s *session) mayContinueAsNew(ctx workflow.Context) bool {
+	return !s.pushing && s.historyTooLong(ctx) && s.queueBytes() <= policy.MaxCarriedQueueBytes
 }
 
 // continueAsNew hands the session's state to a new run. Every signal that arrived meanwhile is
@@ -349,9 +353,7 @@ func (s *session) waitForSignal(ctx workflow.Context, timer workflow.Future) (ag
 	sel.AddReceive(s.deliverAll, func(c workflow.ReceiveChannel, _ bool) {
 		var reqs []DeliveryRequest
 		c.Receive(ctx, &reqs)
-		for _, r := range reqs {
-			s.enqueue(r)
-		}
+		s.enqueueAll(reqs)
 	})
 	sel.AddReceive(s.configureCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &s.Config) })
 	sel.AddReceive(s.agentCh, func(c workflow.ReceiveChannel, _ bool) {
@@ -415,6 +417,13 @@ func (s *SessionInput) enqueue(req DeliveryRequest) {
 		}
 	}
 	s.Queue = append(s.Queue, req)
+}
+
+// enqueueAll enqueues reqs in order (a door's batch).
+func (s *SessionInput) enqueueAll(reqs []DeliveryRequest) {
+	for _, r := range reqs {
+		s.enqueue(r)
+	}
 }
 
 func (s *SessionInput) historyTooLong(ctx workflow.Context) bool {

@@ -20,49 +20,47 @@ import (
 // taken says a hook took the request while it waited (the hook's commit reports it).
 func (s *session) deliver(ctx workflow.Context, req DeliveryRequest) (_ DeliveryResult, taken bool) {
 	ctx = workflow.WithActivityOptions(ctx, tmuxActivityOptions)
+	if err := s.typable(); err != nil {
+		return s.result(ctx, req, err), false
+	}
 	var err error
+	// Sessions started before busy-awareness replay without reading the pane.
+	if workflow.GetVersion(ctx, "busy-aware-delivery", workflow.DefaultVersion, 1) == 1 {
+		err = s.waitUntilIdle(ctx, req)
+	}
+	if errors.Is(err, errTaken) {
+		return DeliveryResult{}, true
+	}
+	s.typing = req.ID
+	defer func() { s.typing = "" }()
+	phase, reset := PhaseNudge, false
+	if err == nil && workflow.GetVersion(ctx, "escalation", workflow.DefaultVersion, 1) == 1 {
+		phase, reset, err = s.escalate(ctx, req)
+	}
+	if err == nil && workflow.GetVersion(ctx, "history-commit", workflow.DefaultVersion, 1) == 1 {
+		err = s.commitToHistory(ctx, req)
+	}
+	if err == nil {
+		err = s.submit(ctx, req)
+	}
+	res := s.result(ctx, req, err)
+	res.Phase, res.Reset = phase, reset
+	return res, false
+}
+
+// typable refuses the person's own pane and a session without a pane.
+func (s *session) typable() error {
 	switch {
 	case s.Config.Human:
-		err = humanPaneError(s.Config)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("session %s is the human's pane (%s): intentq never types into it", s.Config.Name, s.Config.TmuxTarget), ErrTypeHumanPane, nil)
 	case s.Config.TmuxTarget == "":
-		err = noTargetError(s.Config)
-	default:
-		// Sessions started before busy-awareness replay without reading the pane.
-		if workflow.GetVersion(ctx, "busy-aware-delivery", workflow.DefaultVersion, 1) == 1 {
-			err = s.waitUntilIdle(ctx, req)
-		}
-		if errors.Is(err, errTaken) {
-			return DeliveryResult{}, true
-		}
-		s.typing = req.ID
-		defer func() { s.typing = "" }()
-		phase, reset := PhaseNudge, false
-		if err == nil && workflow.GetVersion(ctx, "escalation", workflow.DefaultVersion, 1) == 1 {
-			phase, reset, err = s.escalate(ctx, req)
-		}
-		if err == nil && workflow.GetVersion(ctx, "history-commit", workflow.DefaultVersion, 1) == 1 {
-			err = s.commitToHistory(ctx, req)
-		}
-		if err == nil {
-			err = s.submit(ctx, req)
-		}
-		res := s.result(ctx, req, err)
-		res.Phase, res.Reset = phase, reset
-		return res, false
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("session %s has no tmux target", s.Config.Name), activities.ErrTypeTmuxTargetMissing, nil)
 	}
-	return s.result(ctx, req, err), false
+	return nil
 }
 
 // errContinueAsNew ends a wait so that the main loop continues as new.
 var errContinueAsNew = errors.New("continue as new")
-
-func humanPaneError(c SessionConfig) error {
-	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("session %s is the human's pane (%s): intentq never types into it", c.Name, c.TmuxTarget), ErrTypeHumanPane, nil)
-}
-
-func noTargetError(c SessionConfig) error {
-	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("session %s has no tmux target", c.Name), activities.ErrTypeTmuxTargetMissing, nil)
-}
 
 // waitUntilIdle waits until the agent may be typed into (SPEC N2): its hooks do not say it
 // works or waits for the person, and the pane shows none of the CLI's busy patterns, no dialog
@@ -80,7 +78,7 @@ func (s *session) waitUntilIdle(ctx workflow.Context, req DeliveryRequest) error
 		if s.typing != req.ID && !s.queued(req.ID) {
 			return errTaken
 		}
-		if s.inOrder && s.queued(req.ID) && !s.pushing && s.historyTooLong(ctx) && s.queueBytes() <= policy.MaxCarriedQueueBytes {
+		if s.inOrder && s.queued(req.ID) && s.mayContinueAsNew(ctx) {
 			// A pane busy for hours (a dialog left open overnight) must not grow the history
 			// to its limit: the main loop continues as new, the request keeps its place.
 			return errContinueAsNew

@@ -176,10 +176,7 @@ func (r *Recorder) Start(ctx context.Context, m Message) (Result, error) {
 // intent exists, so the answer has somewhere to go; if this signal is lost, the intent asks the
 // session itself once its wait times out.
 func (r *Recorder) QueueDelivery(ctx context.Context, res *Result) {
-	if res.delivery == nil || res.DeliveryQueued {
-		return
-	}
-	res.DeliveryQueued = session.Queue(ctx, r.client, res.Session, *res.delivery) == nil
+	r.QueueDeliveries(ctx, []*Result{res})
 }
 
 // QueueDeliveries queues the first deliveries of newly started intents, in the order given,

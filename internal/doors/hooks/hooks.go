@@ -151,7 +151,6 @@ func Write(w io.Writer, out Output) error {
 // (at most ListLimit), and the rest are counted with the command that lists them all.
 func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) {
 	// The take and the list at once: neither waits for the other.
-	var taken workflows.TakeResult
 	paged := make(chan struct{})
 	var page intent.Page
 	var err error
@@ -159,42 +158,53 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 		defer close(paged)
 		page, err = b.PendingPage(ctx, intent.Filter{Status: workflows.StatusPending, Session: s.Session}, ListLimit)
 	}()
-	taken = takeWaiting(ctx, b, s, in, workflows.EventSessionStart, in.Source, nil, 0)
+	taken := takeWaiting(ctx, b, s, in, workflows.EventSessionStart, in.Source, nil, 0)
 	<-paged
 	if err != nil && len(taken.Messages) == 0 {
 		return Answer{}, err
 	}
-	list := page.Intents
-	texts := 0 // full texts fetched, at most ListLimit
+	// Each intent once: what was taken, then what is listed. A taken reminder carries a snippet
+	// and a listed intent only its snippet: their full texts are read, at most ListLimit of
+	// the reminders, all at once.
+	type shown struct {
+		id, head, text string
+		full, listed   bool
+	}
+	now := s.now()
 	presented := map[string]bool{}
-	var entries []string
+	var all []shown
+	reminders := 0
 	for _, m := range taken.Messages {
 		if presented[m.ReplyTo] {
 			continue
 		}
 		presented[m.ReplyTo] = true
-		text := m.Text
-		if m.Kind == workflows.KindReminder && texts < ListLimit { // a reminder carries a snippet
-			texts++
-			text = fullText(ctx, b, m.ReplyTo, text)
+		full := m.Kind == workflows.KindReminder && reminders < ListLimit
+		if full {
+			reminders++
 		}
-		entries = append(entries, fmt.Sprintf("- id=%s\n%s\n", EscapeText(m.ReplyTo), EscapeText(text)))
+		all = append(all, shown{id: m.ReplyTo, head: "- id=" + EscapeText(m.ReplyTo), text: m.Text, full: full})
 	}
-	now := s.now()
-	var rest []intent.Summary
-	for _, p := range list {
+	for _, p := range page.Intents {
 		if !presented[p.ID] {
 			presented[p.ID] = true
-			rest = append(rest, p)
+			head := fmt.Sprintf("- id=%s chat=%s age=%s", EscapeText(p.ID), EscapeText(p.ChatID), now.Sub(p.ReceivedAt).Round(time.Second))
+			all = append(all, shown{id: p.ID, head: head, text: p.Snippet, full: true, listed: true})
 		}
 	}
-	fulls := make([]string, len(rest))
-	forEach(ctx, len(rest), func(ctx context.Context, i int) { fulls[i] = fullText(ctx, b, rest[i].ID, rest[i].Snippet) })
+	forEach(ctx, len(all), func(ctx context.Context, i int) {
+		if all[i].full {
+			all[i].text = fullText(ctx, b, all[i].id, all[i].text)
+		}
+	})
+	var entries []string
 	var listed strings.Builder
-	for i, p := range rest {
-		e := fmt.Sprintf("- id=%s chat=%s age=%s\n%s\n", EscapeText(p.ID), EscapeText(p.ChatID), now.Sub(p.ReceivedAt).Round(time.Second), EscapeText(fulls[i]))
-		entries = append(entries, e)
-		listed.WriteString(e)
+	for _, e := range all {
+		entry := e.head + "\n" + EscapeText(e.text) + "\n"
+		entries = append(entries, entry)
+		if e.listed {
+			listed.WriteString(entry)
+		}
 	}
 	if len(entries) == 0 {
 		return Answer{}, nil

@@ -113,9 +113,12 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv, err := startServer(serverOpts, frontend)
+	srv, err := temporal.NewServer(serverOpts...)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("embedded temporal: build server: %w", err)
+	}
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("embedded temporal: start server on %s: %w", frontend, err)
 	}
 	if err := addSearchAttributes(ctx, opts, frontend); err != nil {
 		_ = srv.Stop()
@@ -149,17 +152,6 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		}
 	}
 	return s, nil
-}
-
-func startServer(serverOpts []temporal.ServerOption, frontend string) (temporal.Server, error) {
-	srv, err := temporal.NewServer(serverOpts...)
-	if err != nil {
-		return nil, fmt.Errorf("embedded temporal: build server: %w", err)
-	}
-	if err := srv.Start(); err != nil {
-		return nil, fmt.Errorf("embedded temporal: start server on %s: %w", frontend, err)
-	}
-	return srv, nil
 }
 
 // addSearchAttributes registers the search attributes an existing namespace lacks (a data_dir
