@@ -100,46 +100,48 @@ func List(ctx context.Context, c client.Client, f Filter) ([]Summary, error) {
 	return out, nil
 }
 
-// Page is one bounded look at a list: at most limit intents, the most recently received
-// first as visibility keeps them, returned oldest first, and how many match in all.
+// Page is one bounded look at a list: at most limit intents, the most recently started first as
+// visibility keeps them, returned oldest first. It does not count the rest (a count reads every
+// matching row: 35 ms at 10,000 pending on SQLite); More says that there are others.
 type Page struct {
 	Intents []Summary
-	Total   int
+	More    bool
 }
 
-// ListPage returns at most limit intents matching f and the number of all that match, with two
-// calls whatever that number (SQL visibility cannot order by receipt: the page holds the most
-// recent). Hooks use it so that they answer as fast with 10,000 pending intents as with 10.
+// AgeScan is how many of the most recent matching intents ListPage reads to find those received
+// before Filter.ReceivedBefore, a condition it checks itself: visibility serves a range on a
+// search attribute by reading every row in the range (60 ms at 10,000 pending on SQLite) but the
+// most recent rows of a status at once. An older intent behind AgeScan younger ones is left out
+// of that page (More is set); with that many new messages the agent has fresher work anyway.
+const AgeScan = 200
+
+// ListPage returns at most limit intents matching f, with one call whatever the number that
+// match (SQL visibility cannot order by receipt: the page holds the most recent). Hooks use it
+// so that they answer as fast with 10,000 pending intents as with 10.
 func ListPage(ctx context.Context, c client.Client, f Filter, limit int) (Page, error) {
+	before := f.ReceivedBefore
+	f.ReceivedBefore = time.Time{}
+	size := limit + 1 // one more than shown says whether there are more
+	if !before.IsZero() {
+		size = max(size, AgeScan)
+	}
+	resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: f.Query(), PageSize: int32(size)})
+	if err != nil {
+		return Page{}, fmt.Errorf("list intents (%s): %w", f.Query(), err)
+	}
 	var page Page
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		resp, err := c.ListWorkflow(gctx, &workflowservice.ListWorkflowExecutionsRequest{Query: f.Query(), PageSize: int32(limit)})
-		if err != nil {
-			return fmt.Errorf("list intents (%s): %w", f.Query(), err)
+	for _, info := range resp.GetExecutions() {
+		if s := summarize(info); before.IsZero() || s.ReceivedAt.Before(before) {
+			page.Intents = append(page.Intents, s)
 		}
-		for _, info := range resp.GetExecutions() {
-			page.Intents = append(page.Intents, summarize(info))
-		}
-		return nil
-	})
-	var total int
-	g.Go(func() error {
-		resp, err := c.CountWorkflow(gctx, &workflowservice.CountWorkflowExecutionsRequest{Query: f.Query()})
-		if err != nil {
-			return fmt.Errorf("count intents (%s): %w", f.Query(), err)
-		}
-		total = int(resp.GetCount())
-		return nil
-	})
-	if err := g.Wait(); err != nil {
-		return Page{}, err
 	}
 	if len(page.Intents) > limit {
-		page.Intents = page.Intents[:limit]
+		page.Intents, page.More = page.Intents[:limit], true
+	}
+	if !before.IsZero() && len(resp.GetExecutions()) == size {
+		page.More = true // older ones may lie beyond the rows read
 	}
 	sort.SliceStable(page.Intents, func(i, j int) bool { return older(page.Intents[i], page.Intents[j]) })
-	page.Total = max(total, len(page.Intents)) // visibility may count a moment behind the list
 	return page, nil
 }
 

@@ -1306,6 +1306,57 @@ func TestConfirmLeavesOutWhatChanged(t *testing.T) {
 	}
 }
 
+// Issue 15: a hook's page is one list call: the most recent intents of a filter, oldest first,
+// and whether there are more (not counted); with an age, only those received before it, found
+// among the most recent rows (ages checked by the client, not by a range visibility scans).
+func TestListPageOneCallWithAges(t *testing.T) {
+	cfg := testenv.Config(t)
+	svc, _ := startService(t, cfg)
+	ctx := context.Background()
+	rec := intent.New(svc.Client(), cfg)
+	base := time.Now().Add(-time.Hour)
+	for i := 1; i <= 6; i++ {
+		// 1-3 an hour old, 4-6 just now.
+		at := base.Add(time.Duration(i) * time.Second)
+		if i > 3 {
+			at = time.Now()
+		}
+		if _, err := rec.Record(ctx, intent.Message{ChatID: "33", MessageID: fmt.Sprint(i), Text: "t", Source: workflows.SourceIngest, ReceivedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := intent.Filter{Status: workflows.StatusPending, ChatID: "33"}
+	waitUntil(t, "all six listed", 20*time.Second, func() bool {
+		list, err := intent.List(ctx, svc.Client(), f)
+		return err == nil && len(list) == 6
+	})
+	ids := func(p intent.Page) []string {
+		var out []string
+		for _, s := range p.Intents {
+			out = append(out, s.MessageID)
+		}
+		return out
+	}
+	page, err := intent.ListPage(ctx, svc.Client(), f, 4)
+	if err != nil || !page.More || fmt.Sprint(ids(page)) != "[3 4 5 6]" {
+		t.Errorf("page of 4: %v more=%v (%v), want [3 4 5 6], more", ids(page), page.More, err)
+	}
+	page, err = intent.ListPage(ctx, svc.Client(), f, 6)
+	if err != nil || page.More || len(page.Intents) != 6 {
+		t.Errorf("page of 6: %v more=%v (%v), want all six, no more", ids(page), page.More, err)
+	}
+	old := f
+	old.ReceivedBefore = time.Now().Add(-30 * time.Minute)
+	page, err = intent.ListPage(ctx, svc.Client(), old, 2)
+	if err != nil || !page.More || fmt.Sprint(ids(page)) != "[2 3]" {
+		t.Errorf("old page of 2: %v more=%v (%v), want [2 3], more", ids(page), page.More, err)
+	}
+	page, err = intent.ListPage(ctx, svc.Client(), old, 10)
+	if err != nil || page.More || fmt.Sprint(ids(page)) != "[1 2 3]" {
+		t.Errorf("old page of 10: %v more=%v (%v), want [1 2 3], no more", ids(page), page.More, err)
+	}
+}
+
 // Issue 15: an intent the door started with its search attributes and memo writes them again
 // only when something changes (two visibility writes fewer per intent of a burst).
 func TestIntentPublishesOnlyChanges(t *testing.T) {

@@ -72,6 +72,10 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 		}
 	}()
 
+	// Process-wide, and fixed by the first SDK worker of the process: the embedded server's own
+	// system workers start before intentq's, so the size is set before the server starts (set
+	// later, the SDK's default of 10,000 held every pending intent of a big backlog in memory).
+	worker.SetStickyWorkflowCacheSize(cfg.Temporal.WorkflowCache)
 	if cfg.EmbeddedServer() {
 		serverLog, err := logging.Quiet(logger.Named("temporal"), cfg.Temporal.Embedded.LogLevel)
 		if err != nil {
@@ -126,8 +130,6 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 		logger.Warn("typing markers", zap.Error(err))
 	}
 	failures := &watchdog.FailureWindow{Window: 10 * time.Minute, Limit: 10}
-	// Process-wide; every worker of this process shares the cache.
-	worker.SetStickyWorkflowCacheSize(cfg.Temporal.WorkflowCache)
 	s.worker = worker.New(s.client, cfg.Temporal.TaskQueue, worker.Options{
 		Identity:          identity,
 		WorkerStopTimeout: 10 * time.Second,

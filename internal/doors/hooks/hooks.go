@@ -66,8 +66,8 @@ type HookSpecificOutput struct {
 
 // Backend is what the hooks need from Temporal; *Temporal is the real one.
 type Backend interface {
-	// PendingPage lists at most limit intents matching f and counts them all: a hook's cost
-	// does not grow with the number of pending intents.
+	// PendingPage lists at most limit intents matching f and says whether there are more: a
+	// hook's cost does not grow with the number of pending intents.
 	PendingPage(ctx context.Context, f intent.Filter, limit int) (intent.Page, error)
 	// Text is an intent's full text; it must not need a worker (SPEC S4).
 	Text(ctx context.Context, id string) (string, error)
@@ -210,8 +210,8 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 		return Answer{}, nil
 	}
 	more := ""
-	if unlisted := page.Total - len(presented); unlisted > 0 {
-		more = fmt.Sprintf("\n(and %d older pending message(s) not shown: `starter pending --session %s` lists them all)\n", unlisted, s.Session)
+	if page.More {
+		more = fmt.Sprintf("\n(older pending messages are not shown: `starter pending --session %s` lists them all)\n", s.Session)
 		listed.WriteString(more)
 	}
 	block := fmt.Sprintf("<system-reminder>\n%d pending message(s) for session %s, oldest first. Answer each, then close it (reply with reply_to, or `starter close ID`).\n\n%s%s</system-reminder>",
@@ -225,8 +225,8 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 	return Answer{Output: addContext(workflows.EventSessionStart, block), Taken: takenKey(taken)}, nil
 }
 
-// ListLimit bounds the intents a hook lists or reads in full (the rest are counted), so that a
-// hook's cost stays flat in the number of pending intents.
+// ListLimit bounds the intents a hook lists or reads in full (the rest are pointed to, not
+// counted), so that a hook's cost stays flat in the number of pending intents.
 const ListLimit = 10
 
 // hookParallel bounds the calls a hook makes at once.
@@ -323,7 +323,7 @@ func afterReply(ctx context.Context, b Backend, s Settings, in Input) error {
 }
 
 // remindOld is the reminder of the session's intents pending longer than RemindAfter: the most
-// recent ListLimit of them, oldest first, and how many there are in all.
+// recent ListLimit of them, oldest first, and where to find the others.
 func remindOld(ctx context.Context, b Backend, s Settings) (string, error) {
 	now := s.now()
 	page, err := b.PendingPage(ctx, intent.Filter{Status: workflows.StatusPending, Session: s.Session, ReceivedBefore: now.Add(-s.RemindAfter)}, ListLimit)
@@ -331,12 +331,12 @@ func remindOld(ctx context.Context, b Backend, s Settings) (string, error) {
 		return "", err
 	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "<system-reminder>\nStill unanswered (%d):\n", page.Total)
+	fmt.Fprintf(&sb, "<system-reminder>\nStill unanswered (%d%s):\n", len(page.Intents), plus(page.More))
 	for _, p := range page.Intents {
 		fmt.Fprintf(&sb, "- id=%s chat=%s age=%s: %s\n", EscapeText(p.ID), EscapeText(p.ChatID), now.Sub(p.ReceivedAt).Round(time.Second), EscapeText(p.Snippet))
 	}
-	if more := page.Total - len(page.Intents); more > 0 {
-		fmt.Fprintf(&sb, "(and %d older: `starter pending --session %s`)\n", more, s.Session)
+	if page.More {
+		fmt.Fprintf(&sb, "(and older ones: `starter pending --session %s` lists them all)\n", s.Session)
 	}
 	sb.WriteString("</system-reminder>")
 	return sb.String(), nil
@@ -432,14 +432,14 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 	if len(items) == 0 {
 		return Answer{}, nil
 	}
-	total := len(items) + pending.Total - len(pending.Intents)
+	total := len(items)
 	if len(items) > 5 {
 		items = items[:5]
 	}
-	reason := fmt.Sprintf("%d item(s) still wait for %s; handle them before stopping (`starter inbox read %s`, reply to intents):\n- %s",
-		total, s.Agent, s.Agent, strings.Join(items, "\n- "))
-	if total > 5 {
-		reason += fmt.Sprintf("\n(and %d more)", total-5)
+	reason := fmt.Sprintf("%d%s item(s) still wait for %s; handle them before stopping (`starter inbox read %s`, reply to intents):\n- %s",
+		total, plus(pending.More), s.Agent, s.Agent, strings.Join(items, "\n- "))
+	if total > 5 || pending.More {
+		reason += fmt.Sprintf("\n(and more: `starter inbox list %s`, `starter pending --session %s`)", s.Agent, s.Agent)
 	}
 	return Answer{Output: Output{Decision: "block", Reason: reason}}, nil
 }
@@ -610,4 +610,12 @@ func (s Settings) logger() *zap.Logger {
 		return s.Logger
 	}
 	return zap.NewNop()
+}
+
+// plus marks a number as a lower bound ("10+") when more were not counted.
+func plus(more bool) string {
+	if more {
+		return "+"
+	}
+	return ""
 }

@@ -75,8 +75,7 @@ func (f *fakeBackend) PendingPage(_ context.Context, flt intent.Filter, limit in
 		}
 	}
 	// As visibility: the most recent page, then oldest first.
-	page := intent.Page{Total: len(out), Intents: out[max(0, len(out)-limit):]}
-	return page, nil
+	return intent.Page{More: len(out) > limit, Intents: out[max(0, len(out)-limit):]}, nil
 }
 func (f *fakeBackend) Text(_ context.Context, id string) (string, error) {
 	return f.texts[id], nil
@@ -337,7 +336,7 @@ func TestStop(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &o); err != nil || o.Decision != "block" {
 		t.Fatalf("output %q, want a block", out)
 	}
-	if n := strings.Count(o.Reason, "\n- "); n != 5 || !strings.Contains(o.Reason, "8 item(s)") || !strings.Contains(o.Reason, "and 3 more") || !strings.Contains(o.Reason, "run the tests") {
+	if n := strings.Count(o.Reason, "\n- "); n != 5 || !strings.Contains(o.Reason, "6+ item(s)") || !strings.Contains(o.Reason, "(and more: `starter inbox list secretary`, `starter pending --session secretary`)") || !strings.Contains(o.Reason, "run the tests") {
 		t.Errorf("reason (%d items):\n%s", n, o.Reason)
 	}
 	if len(b.sent) != 1 || b.sent[0].Type != "report_completed" || b.sent[0].From != "secretary" {
@@ -474,9 +473,9 @@ func TestTakeBacksOffWithoutAWorker(t *testing.T) {
 }
 
 // Issue 15: a hook's cost stays flat in the number of pending intents: session-start lists the
-// most recent ListLimit with their text and counts the rest; the reminder after Bash lists
-// ListLimit and the total.
-func TestHooksListAPageAndCountTheRest(t *testing.T) {
+// most recent ListLimit with their text and points to the rest without counting them; so does
+// the reminder after Bash.
+func TestHooksListAPageAndPointToTheRest(t *testing.T) {
 	b := &fakeBackend{texts: map[string]string{}, remindDue: true}
 	for i := range 25 {
 		id := fmt.Sprintf("intent/5/%d", i+1)
@@ -487,11 +486,11 @@ func TestHooksListAPageAndCountTheRest(t *testing.T) {
 	if n := strings.Count(out, "- id=intent/5/"); n != ListLimit {
 		t.Errorf("session-start listed %d intents, want %d", n, ListLimit)
 	}
-	if !strings.Contains(out, "and 15 older pending message(s) not shown") || !strings.Contains(out, "text intent/5/25") {
-		t.Errorf("session-start output lacks the count of the rest or the newest text:\n%s", out)
+	if !strings.Contains(out, "older pending messages are not shown: `starter pending --session secretary`") || !strings.Contains(out, "text intent/5/25") {
+		t.Errorf("session-start output lacks the pointer to the rest or the newest text:\n%s", out)
 	}
 	out = run(t, EventPostToolUse, b, settings(), `{"tool_name":"Bash","tool_use_id":"t1","tool_input":{}}`)
-	if !strings.Contains(out, "Still unanswered (25)") || !strings.Contains(out, "and 15 older") {
+	if !strings.Contains(out, "Still unanswered (10+)") || !strings.Contains(out, "and older ones: `starter pending --session secretary`") {
 		t.Errorf("reminder after Bash:\n%s", out)
 	}
 }
