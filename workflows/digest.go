@@ -77,20 +77,40 @@ func (s *session) takePushes(ctx workflow.Context) {
 	for {
 		var r PushRequest
 		signals.Receive(ctx, &r)
-		s.holdPush(r)
+		s.holdPush(ctx, r)
 	}
 }
 
 // holdPush keeps r for the next digest; a push of the same intent still held (its intent waited
-// too long and asked again) is replaced, not pushed twice, unless it is already out.
-func (s *session) holdPush(r PushRequest) {
+// too long and asked again) is replaced, not pushed twice, unless it is already out. The first
+// push held for the next digest starts its gathering.
+func (s *session) holdPush(ctx workflow.Context, r PushRequest) {
 	for i := range s.HeldPushes {
 		if i >= s.pushingN && s.HeldPushes[i].ReplyTo == r.ReplyTo {
 			s.HeldPushes[i] = r
 			return
 		}
 	}
+	if len(s.HeldPushes) == s.pushingN {
+		s.gatherSince = workflow.Now(ctx)
+	}
 	s.HeldPushes = append(s.HeldPushes, r)
+}
+
+// versionGatherSinceHeld: a digest gathers for policy.DigestGather from when its first push was
+// held, not from when the previous digest was answered (a push due while another was out waited
+// for that one, its answers and a whole gathering: 1.05 s at p99 for 20 intents due together).
+const versionGatherSinceHeld = 1
+
+// gatherDigest waits until the digest's pushes have gathered for policy.DigestGather.
+func (s *session) gatherDigest(ctx workflow.Context) error {
+	if workflow.GetVersion(ctx, "digest-gather-since-held", workflow.DefaultVersion, versionGatherSinceHeld) < versionGatherSinceHeld {
+		return workflow.Sleep(ctx, policy.DigestGather)
+	}
+	if wait := s.gatherSince.Add(policy.DigestGather).Sub(workflow.Now(ctx)); wait > 0 {
+		return workflow.Sleep(ctx, wait)
+	}
+	return nil
 }
 
 // pushDigests pushes what intents handed over, gathered for policy.DigestGather, one push per
@@ -100,7 +120,7 @@ func (s *session) pushDigests(ctx workflow.Context) {
 		if err := workflow.Await(ctx, func() bool { return len(s.HeldPushes) > 0 }); err != nil {
 			return
 		}
-		if err := workflow.Sleep(ctx, policy.DigestGather); err != nil {
+		if err := s.gatherDigest(ctx); err != nil {
 			return
 		}
 		s.pushing = true

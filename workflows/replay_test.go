@@ -56,6 +56,10 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 		// An intent with markers for each of those rules, before the version travelled in its
 		// input; a session from before blocks kept strict arrival order.
 		"testdata/intent_delivered_closed_v6.json", "testdata/session_v6.json",
+		// Reminded (pushes failed, retried, sent) and closed: a session from before a digest
+		// gathered from its first push's arrival; then current.
+		"testdata/intent_reminded_v7.json", "testdata/session_reminders_v7.json",
+		"testdata/intent_reminded.json", "testdata/session_reminders.json",
 		// Current.
 		"testdata/intent_delivered_closed.json", "testdata/session.json",
 	} {

@@ -236,6 +236,9 @@ type session struct {
 	// or it would go out twice); pushingN is how many of HeldPushes it carries.
 	pushing  bool
 	pushingN int
+	// gatherSince is when the first push held for the next digest arrived (zero after a
+	// continue-as-new: the carried pushes have waited long enough).
+	gatherSince time.Time
 	// inOrder: a block ends at the first request that does not fit (versionCoalesceInOrder).
 	inOrder bool
 }
@@ -327,7 +330,7 @@ func (s *session) drainDesks(ctx workflow.Context) (took bool) {
 		if !pushes.ReceiveAsync(&r) {
 			break
 		}
-		s.holdPush(r)
+		s.holdPush(ctx, r)
 		took = true
 	}
 	for {

@@ -40,6 +40,8 @@ type sessionHarness struct {
 	// pushFailed marks the pushes ntfy refused (ntfyFails said so).
 	pushFailed []bool
 	ntfyFails  func() bool
+	// ntfyBusy, when it says so, makes a push fail as ntfy down would: retried after a back-off.
+	ntfyBusy func() bool
 	events     []string // history appends, keys and injections, in order
 	stuck      int      // this many checks after typing still show the text on the input line
 	afterEnter string   // the bottom lines after Enter, when set
@@ -84,6 +86,9 @@ func newSessionHarness(t *testing.T) *sessionHarness {
 	h.env.RegisterActivityWithOptions(func(ctx context.Context, p activities.Push) error {
 		h.mu.Lock()
 		defer h.mu.Unlock()
+		if h.ntfyBusy != nil && h.ntfyBusy() {
+			return errors.New("ntfy: connection refused")
+		}
 		h.pushes = append(h.pushes, p)
 		failed := h.ntfyFails != nil && h.ntfyFails()
 		h.pushFailed = append(h.pushFailed, failed)
@@ -677,6 +682,30 @@ func TestBlockKeepsArrivalOrder(t *testing.T) {
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
 	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: claudeSession()})
 	require.Equal(t, []string{a, b + "\n" + c}, h.typed)
+}
+
+// Issue 15: a push held while a digest is out has gathered since it arrived: it goes out as
+// soon as that digest is answered, not after a gathering of its own.
+func TestPushHeldDuringDigestGoesOutAfterIt(t *testing.T) {
+	h := newSessionHarness(t)
+	tries := 0
+	h.ntfyBusy = func() bool {
+		tries++
+		if tries == 1 { // arrives while the first digest is out, which ntfy delays
+			h.env.SignalWorkflow(SignalRemindPush, PushRequest{ID: "b", ReplyTo: "intent/1/b", Topic: "phone", MessageID: "b", ChatID: "1", Snippet: "y"})
+		}
+		return tries == 1
+	}
+	var at []time.Duration
+	h.ntfyFails = func() bool { at = append(at, h.env.Now().Sub(h.start)); return false }
+	h.send(time.Second, SignalRemindPush, PushRequest{ID: "a", ReplyTo: "intent/1/a", Topic: "phone", MessageID: "a", ChatID: "1", Snippet: "x"})
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: claudeSession()})
+	require.Len(t, at, 2)
+	require.Equal(t, time.Second+policy.DigestGather+time.Second, at[0], "the first digest, gathered, then retried after a second")
+	require.Equal(t, at[0], at[1], "the push held meanwhile goes out right after it")
+	require.True(t, h.results["a"].OK)
+	require.True(t, h.results["b"].OK)
 }
 
 // A push asked for again by the same intent while the first still waits is pushed once.

@@ -349,6 +349,11 @@ func TestI6RemindersEndToEnd(t *testing.T) {
 			t.Errorf("text beyond the snippet left the machine: %q", m.Message)
 		}
 	}
+	if os.Getenv("WRITE_REPLAY_HISTORY") != "" {
+		// Reminders, digest pushes (failed, retried, sent) and a close: see package workflows.
+		writeHistory(t, svc, workflows.IntentID("7", "70"), "../../workflows/testdata/intent_reminded.json")
+		writeHistory(t, svc, workflows.SessionWorkflowID(config.DefaultSessionName), "../../workflows/testdata/session_reminders.json")
+	}
 }
 
 // telegramToPane runs the service with the Telegram door (allowed user allowedUser) into the
