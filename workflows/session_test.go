@@ -41,7 +41,7 @@ type sessionHarness struct {
 	pushFailed []bool
 	ntfyFails  func() bool
 	// ntfyBusy, when it says so, makes a push fail as ntfy down would: retried after a back-off.
-	ntfyBusy func() bool
+	ntfyBusy   func() bool
 	events     []string // history appends, keys and injections, in order
 	stuck      int      // this many checks after typing still show the text on the input line
 	afterEnter string   // the bottom lines after Enter, when set
