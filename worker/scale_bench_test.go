@@ -70,7 +70,8 @@ func procStat(t testing.TB, pid int) (rss int64, cpu time.Duration) {
 // Claude Code runs it (`starter hook EVENT`, a new process each time, p50 and max of 20;
 // post-tool-use after Read, and after Bash with the reminder of old intents due every time),
 // `starter pending` listing them all, the worker's resident memory and its idle CPU over 30 s
-// (reminders are an hour away: nothing is due).
+// (reminders are an hour away: nothing is due); and, once, the floor under every hook: a
+// starter process that does nothing.
 func BenchmarkN15PendingScale(b *testing.B) {
 	bin := binaries(b)
 	inputs := map[string]string{
@@ -82,6 +83,18 @@ func BenchmarkN15PendingScale(b *testing.B) {
 		"stop":               `{"session_id":"s","stop_hook_active":false,"last_assistant_message":"done"}`,
 		"notification":       `{"session_id":"s","notification_type":"idle_prompt"}`,
 	}
+	// The floor under every hook: a starter process that only prints its help (process start
+	// and Go's init; what the hooks add to it is what grows, or not, with pending intents).
+	var floor []time.Duration
+	for i := 0; i < 20; i++ {
+		start := time.Now()
+		if out, err := exec.Command(filepath.Join(bin, "starter"), "--help").CombinedOutput(); err != nil {
+			b.Fatalf("starter --help: %v %s", err, out)
+		}
+		floor = append(floor, time.Since(start))
+	}
+	slices.Sort(floor)
+	b.ReportMetric(float64(floor[len(floor)/2].Microseconds())/1000, "process-floor-p50-ms")
 	for range b.N {
 		env, _, ingest := ingestEnv(b, "INTENTQ_AGENT_ID=secretary", "INTENTQ_REMINDERS_FIRST_AFTER=1h",
 			"INTENTQ_HOOKS_REMIND_AFTER=1s", "INTENTQ_HOOKS_REMIND_EVERY=1ms")
