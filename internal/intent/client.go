@@ -108,23 +108,31 @@ type Page struct {
 	More    bool
 }
 
-// AgeScan is how many of the most recent matching intents ListPage reads to find those received
-// before Filter.ReceivedBefore, a condition it checks itself: visibility serves a range on a
-// search attribute by reading every row in the range (60 ms at 10,000 pending on SQLite) but the
-// most recent rows of a status at once. An older intent behind AgeScan younger ones is left out
-// of that page (More is set); with that many new messages the agent has fresher work anyway.
+// AgeScan is how many of the most recent matching intents ListPage reads, at most, to find those
+// received before Filter.ReceivedBefore, a condition it checks itself: visibility serves a range
+// on a search attribute by reading every row in the range (60 ms at 10,000 pending on SQLite)
+// but the most recent rows of a status at once. An older intent behind AgeScan younger ones is
+// left out of that page (More is set); with that many new messages the agent has fresher work.
 const AgeScan = 200
 
 // ListPage returns at most limit intents matching f, with one call whatever the number that
-// match (SQL visibility cannot order by receipt: the page holds the most recent). Hooks use it
-// so that they answer as fast with 10,000 pending intents as with 10.
+// match (two when f.ReceivedBefore is set and younger intents fill the most recent rows). SQL
+// visibility cannot order by receipt: the page holds the most recent. Hooks use it so that they
+// answer as fast with 10,000 pending intents as with 10.
 func ListPage(ctx context.Context, c client.Client, f Filter, limit int) (Page, error) {
 	before := f.ReceivedBefore
 	f.ReceivedBefore = time.Time{}
-	size := limit + 1 // one more than shown says whether there are more
-	if !before.IsZero() {
-		size = max(size, AgeScan)
+	page, err := listRecent(ctx, c, f, before, limit, limit+1) // one more says whether there are more
+	if err == nil && !before.IsZero() && len(page.Intents) < limit && page.More {
+		page, err = listRecent(ctx, c, f, before, limit, AgeScan)
 	}
+	return page, err
+}
+
+// listRecent reads the size most recent intents matching f and keeps the most recent limit of
+// those received before before (all when zero), oldest first; More: others match, or there are
+// rows it did not read.
+func listRecent(ctx context.Context, c client.Client, f Filter, before time.Time, limit, size int) (Page, error) {
 	resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: f.Query(), PageSize: int32(size)})
 	if err != nil {
 		return Page{}, fmt.Errorf("list intents (%s): %w", f.Query(), err)
@@ -138,8 +146,8 @@ func ListPage(ctx context.Context, c client.Client, f Filter, limit int) (Page, 
 	if len(page.Intents) > limit {
 		page.Intents, page.More = page.Intents[:limit], true
 	}
-	if !before.IsZero() && len(resp.GetExecutions()) == size {
-		page.More = true // older ones may lie beyond the rows read
+	if len(resp.GetExecutions()) >= size {
+		page.More = true
 	}
 	sort.SliceStable(page.Intents, func(i, j int) bool { return older(page.Intents[i], page.Intents[j]) })
 	return page, nil

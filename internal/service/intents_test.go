@@ -1313,7 +1313,8 @@ func TestConfirmLeavesOutWhatChanged(t *testing.T) {
 
 // Issue 15: a hook's page is one list call: the most recent intents of a filter, oldest first,
 // and whether there are more (not counted); with an age, only those received before it, found
-// among the most recent rows (ages checked by the client, not by a range visibility scans).
+// among the most recent rows (ages checked by the client, not by a range visibility scans),
+// looking further back once when younger ones fill the first rows.
 func TestListPageOneCallWithAges(t *testing.T) {
 	cfg := testenv.Config(t)
 	svc, _ := startService(t, cfg)
