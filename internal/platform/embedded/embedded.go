@@ -260,6 +260,12 @@ func prepareDatabase(opts Options) (*serverconfig.SQL, error) {
 // of a cluster's database).
 const SingleNodePersistenceQPS = 100000
 
+// SingleNodeVisibilityRPS is how many list and count calls a second the embedded server takes
+// per namespace (Temporal's default, 10 with no burst, is a tenant's share of a cluster: hooks
+// that run back to back, `starter pending` and the Web UI went over it, and each call refused
+// waited out the SDK's back-off, 350-490 ms).
+const SingleNodeVisibilityRPS = 1000
+
 // MaxInFlightUpdates is how many updates one workflow admits at once on the embedded server.
 const MaxInFlightUpdates = 100
 
@@ -328,6 +334,7 @@ func serverOptions(opts Options, sqlCfg *serverconfig.SQL) ([]temporal.ServerOpt
 	} {
 		dyn[setting.Key()] = SingleNodePersistenceQPS
 	}
+	dyn[dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key()] = SingleNodeVisibilityRPS
 	// Updates one workflow admits at once (Temporal's default is 10): agents that write to one
 	// inbox together, or hooks that take from one session, are refused above it and back off
 	// for seconds; 200 senders to one inbox took 20-60 s instead of 6 s.

@@ -14,6 +14,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/intentq/intentq/internal/platform/embedded"
 	"github.com/intentq/intentq/internal/platform/tclient"
@@ -170,6 +172,30 @@ func TestRetentionReconciled(t *testing.T) {
 	}
 	if got := desc.GetConfig().GetWorkflowExecutionRetentionTtl().AsDuration(); got != 72*time.Hour {
 		t.Errorf("retention = %s, want 72h", got)
+	}
+}
+
+// Issue 15: list calls back to back, as hooks, `starter pending` and the Web UI make them, are
+// served, not refused by a per-namespace rate limit meant for a shared cluster (the SDK hides a
+// refusal behind a back-off of hundreds of milliseconds; a raw client sees it).
+func TestVisibilityNotThrottled(t *testing.T) {
+	ctx := context.Background()
+	s, err := embedded.Start(ctx, options(t, t.TempDir(), 24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	conn, err := grpc.NewClient(s.FrontendAddress(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	svc := workflowservice.NewWorkflowServiceClient(conn)
+	for i := 0; i < 50; i++ {
+		_, err := svc.ListWorkflowExecutions(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: "default", PageSize: 10, Query: "WorkflowType = 'Intent'"})
+		if err != nil {
+			t.Fatalf("list call %d: %v", i+1, err)
+		}
 	}
 }
 
