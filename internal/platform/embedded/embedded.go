@@ -266,6 +266,12 @@ const SingleNodePersistenceQPS = 100000
 // waited out the SDK's back-off, 350-490 ms).
 const SingleNodeVisibilityRPS = 1000
 
+// TimerShift is how far ahead of now the embedded server schedules a new timer at the earliest.
+// Temporal's default, 1 s, leaves room for clocks that differ between the hosts of a cluster;
+// one process has one clock, and with 1 s every shorter timer fired after a second (a digest
+// gathering for 250 ms pushed after 1 s, and the first reminder was 1.0-1.15 s late).
+const TimerShift = 100 * time.Millisecond
+
 // MaxInFlightUpdates is how many updates one workflow admits at once on the embedded server.
 const MaxInFlightUpdates = 100
 
@@ -335,6 +341,7 @@ func serverOptions(opts Options, sqlCfg *serverconfig.SQL) ([]temporal.ServerOpt
 		dyn[setting.Key()] = SingleNodePersistenceQPS
 	}
 	dyn[dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key()] = SingleNodeVisibilityRPS
+	dyn[dynamicconfig.TimerProcessorMaxTimeShift.Key()] = TimerShift
 	// Updates one workflow admits at once (Temporal's default is 10): agents that write to one
 	// inbox together, or hooks that take from one session, are refused above it and back off
 	// for seconds; 200 senders to one inbox took 20-60 s instead of 6 s.
