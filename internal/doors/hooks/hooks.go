@@ -18,10 +18,10 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/intentq/intentq/internal/intent"
 	"github.com/intentq/intentq/workflows"
@@ -83,10 +83,19 @@ type Backend interface {
 	Taken(ctx context.Context, session, key string) error
 }
 
-// Answer is what a hook prints, and the key of the take it printed (committed once printed).
+// Answer is what a hook prints, and what is committed once it is printed: the key of the take
+// it printed, and a block Claude Code injects itself, for the session's history.
 type Answer struct {
-	Output Output
-	Taken  string
+	Output  Output
+	Taken   string
+	Context *Context
+}
+
+// Context is a block a hook printed that no take handed over (the intents a session start
+// lists), committed to the session's history as it was printed.
+type Context struct {
+	ID   string
+	Text string
 }
 
 // Settings are the hooks' configuration.
@@ -150,13 +159,18 @@ func Write(w io.Writer, out Output) error {
 // the session (so they are not typed too), the most recent others are listed from visibility
 // (at most ListLimit), and the rest are counted with the command that lists them all.
 func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) {
-	// The take and the list at once: neither waits for the other.
+	// The take and the list at once, and the listed intents' full texts as soon as the list is
+	// in: none waits for the take's round trip to the worker.
+	texts := newTextReader(ctx, b)
 	paged := make(chan struct{})
 	var page intent.Page
 	var err error
 	go func() {
 		defer close(paged)
 		page, err = b.PendingPage(ctx, intent.Filter{Status: workflows.StatusPending, Session: s.Session}, ListLimit)
+		for _, p := range page.Intents {
+			texts.read(p.ID)
+		}
 	}()
 	taken := takeWaiting(ctx, b, s, in, workflows.EventSessionStart, in.Source, nil, 0)
 	<-paged
@@ -165,7 +179,7 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 	}
 	// Each intent once: what was taken, then what is listed. A taken reminder carries a snippet
 	// and a listed intent only its snippet: their full texts are read, at most ListLimit of
-	// the reminders, all at once.
+	// the reminders.
 	type shown struct {
 		id, head, text string
 		full, listed   bool
@@ -182,6 +196,7 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 		full := m.Kind == workflows.KindReminder && reminders < ListLimit
 		if full {
 			reminders++
+			texts.read(m.ReplyTo)
 		}
 		all = append(all, shown{id: m.ReplyTo, head: "- id=" + EscapeText(m.ReplyTo), text: m.Text, full: full})
 	}
@@ -192,15 +207,15 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 			all = append(all, shown{id: p.ID, head: head, text: p.Snippet, full: true, listed: true})
 		}
 	}
-	forEach(ctx, len(all), func(ctx context.Context, i int) {
-		if all[i].full {
-			all[i].text = fullText(ctx, b, all[i].id, all[i].text)
-		}
-	})
+	full := texts.wait()
 	var entries []string
 	var listed strings.Builder
 	for _, e := range all {
-		entry := e.head + "\n" + EscapeText(e.text) + "\n"
+		text := e.text
+		if t, ok := full[e.id]; ok && e.full {
+			text = t
+		}
+		entry := e.head + "\n" + EscapeText(text) + "\n"
 		entries = append(entries, entry)
 		if e.listed {
 			listed.WriteString(entry)
@@ -216,41 +231,66 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 	}
 	block := fmt.Sprintf("<system-reminder>\n%d pending message(s) for session %s, oldest first. Answer each, then close it (reply with reply_to, or `starter close ID`).\n\n%s%s</system-reminder>",
 		len(entries), s.Session, strings.Join(entries, "\n"), more)
+	answer := Answer{Output: addContext(workflows.EventSessionStart, block), Taken: takenKey(taken)}
 	if listed.Len() > 0 {
 		// The taken messages are committed by their take; the listed ones as context.
-		if err := b.CommitContext(ctx, s.Session, "session-start/"+in.SessionID+"/"+now.UTC().Format(time.RFC3339Nano), listed.String()); err != nil {
-			s.logger().Warn("session-start block not committed to history", zap.String("session", s.Session), zap.Error(err))
-		}
+		answer.Context = &Context{ID: "session-start/" + in.SessionID + "/" + now.UTC().Format(time.RFC3339Nano), Text: listed.String()}
 	}
-	return Answer{Output: addContext(workflows.EventSessionStart, block), Taken: takenKey(taken)}, nil
+	return answer, nil
 }
 
 // ListLimit bounds the intents a hook lists or reads in full (the rest are pointed to, not
 // counted), so that a hook's cost stays flat in the number of pending intents.
 const ListLimit = 10
 
-// hookParallel bounds the calls a hook makes at once.
-const hookParallel = 16
+// textReader reads intents' full texts at once, each once, as their ids become known.
+type textReader struct {
+	ctx     context.Context
+	b       Backend
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	started map[string]bool
+	got     map[string]string
+}
 
-// forEach runs fn for 0..n-1, at most hookParallel at a time, and waits for all.
-func forEach(ctx context.Context, n int, fn func(ctx context.Context, i int)) {
-	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(hookParallel)
-	for i := range n {
-		g.Go(func() error { fn(ctx, i); return nil })
+func newTextReader(ctx context.Context, b Backend) *textReader {
+	return &textReader{ctx: ctx, b: b, started: map[string]bool{}, got: map[string]string{}}
+}
+
+// read starts reading id's full text, unless it is already being read.
+func (r *textReader) read(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started[id] {
+		return
 	}
-	_ = g.Wait()
+	r.started[id] = true
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		if text, ok := fullText(r.ctx, r.b, id); ok {
+			r.mu.Lock()
+			r.got[id] = text
+			r.mu.Unlock()
+		}
+	}()
+}
+
+// wait returns the texts read, by id; an id whose read failed is missing.
+func (r *textReader) wait() map[string]string {
+	r.wg.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.got
 }
 
 // fullText is an intent's full text from its start event (no worker needed); should that fail
-// within a second, fallback stands in rather than the whole hook running out of time.
-func fullText(ctx context.Context, b Backend, id, fallback string) string {
+// within a second, the caller shows what it has rather than the whole hook running out of time.
+func fullText(ctx context.Context, b Backend, id string) (string, bool) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	if full, err := b.Text(ctx, id); err == nil {
-		return full
-	}
-	return fallback
+	full, err := b.Text(ctx, id)
+	return full, err == nil
 }
 
 // replyInput is the Telegram plugin's reply tool input.

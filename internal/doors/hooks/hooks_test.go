@@ -78,7 +78,10 @@ func (f *fakeBackend) PendingPage(_ context.Context, flt intent.Filter, limit in
 	return intent.Page{More: len(out) > limit, Intents: out[max(0, len(out)-limit):]}, nil
 }
 func (f *fakeBackend) Text(_ context.Context, id string) (string, error) {
-	return f.texts[id], nil
+	if text, ok := f.texts[id]; ok {
+		return text, nil
+	}
+	return "", fmt.Errorf("no start event for %s", id)
 }
 func (f *fakeBackend) Close(_ context.Context, id string) error {
 	f.mu.Lock()
@@ -103,6 +106,8 @@ func (f *fakeBackend) SendInbox(_ context.Context, _ string, m workflows.InboxSe
 	return f.sendErr
 }
 func (f *fakeBackend) CommitContext(_ context.Context, _, _, text string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.committed = append(f.committed, text)
 	return nil
 }
@@ -199,6 +204,32 @@ func TestSessionStartTakesWaitingMessagesOnce(t *testing.T) {
 		t.Errorf("committed as context %q: only what the take did not commit", b.committed)
 	}
 }
+
+// A session start's block is committed (the take and the listed intents) only once printed, and
+// a full text that cannot be read leaves the snippet in its place.
+func TestSessionStartCommitsOnlyWhatItPrinted(t *testing.T) {
+	b := backend()
+	delete(b.texts, "intent/5/1")
+	b.queue = []workflows.DeliveryRequest{{ID: "intent/5/3#1", ReplyTo: "intent/5/3", Kind: workflows.KindMessage, Text: "third"}}
+	dial := func(context.Context) (Backend, func(), error) { return b, func() {}, nil }
+	err := Run(context.Background(), EventSessionStart, strings.NewReader(`{"session_id":"s1","source":"startup"}`), brokenWriter{}, settings(), dial, time.Second)
+	if err == nil || len(b.taken) != 0 || len(b.committed) != 0 {
+		t.Fatalf("print failed: err %v, taken %v, committed %q; want an error and nothing committed", err, b.taken, b.committed)
+	}
+	b.queue = []workflows.DeliveryRequest{{ID: "intent/5/3#1", ReplyTo: "intent/5/3", Kind: workflows.KindMessage, Text: "third"}}
+	out := run(t, EventSessionStart, b, settings(), `{"session_id":"s2","source":"startup"}`)
+	if !strings.Contains(out, `first…`) || !strings.Contains(out, "third") {
+		t.Errorf("output %s", out)
+	}
+	if len(b.taken) != 1 || len(b.committed) != 1 || !strings.Contains(b.committed[0], "first…") {
+		t.Errorf("taken %v, committed %q", b.taken, b.committed)
+	}
+}
+
+// brokenWriter fails every write, as a closed stdout.
+type brokenWriter struct{}
+
+func (brokenWriter) Write([]byte) (int, error) { return 0, errors.New("broken pipe") }
 
 // Issue 10: messages that arrived while the agent worked reach it after its next tool call, as
 // context, committed after printing; a second run of the same hook (same tool_use_id) hands

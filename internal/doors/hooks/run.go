@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -111,16 +112,33 @@ func Run(ctx context.Context, event string, stdin io.Reader, stdout io.Writer, s
 		if err := Write(stdout, r.answer.Output); err != nil {
 			return err // not printed: not committed, the messages wait again
 		}
-		if r.answer.Taken != "" {
-			if err := r.backend.Taken(ctx, s.Session, r.answer.Taken); err != nil {
-				log.Warn("hook printed messages but could not commit them; they will be handed over again", zap.String("take", r.answer.Taken), zap.Error(err))
-			}
-		}
+		commitPrinted(ctx, r.backend, s.Session, r.answer, log)
 		return nil
 	case <-ctx.Done():
 		log.Warn("hook ran out of time; allowing", zap.Duration("timeout", timeout))
 		return nil
 	}
+}
+
+// commitPrinted commits what a hook printed, the take and the context block at once (two
+// signals; neither needs a worker).
+func commitPrinted(ctx context.Context, b Backend, session string, a Answer, log *zap.Logger) {
+	var wg sync.WaitGroup
+	if a.Taken != "" {
+		wg.Go(func() {
+			if err := b.Taken(ctx, session, a.Taken); err != nil {
+				log.Warn("hook printed messages but could not commit them; they will be handed over again", zap.String("take", a.Taken), zap.Error(err))
+			}
+		})
+	}
+	if a.Context != nil {
+		wg.Go(func() {
+			if err := b.CommitContext(ctx, session, a.Context.ID, a.Context.Text); err != nil {
+				log.Warn("hook printed a block the session's history will not hold", zap.String("block", a.Context.ID), zap.Error(err))
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // Group is the group, among a Claude Code settings file's groups of one hook event, that runs

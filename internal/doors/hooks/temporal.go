@@ -19,7 +19,7 @@ type Temporal struct {
 	Config *config.Config
 }
 
-// PendingPage lists at most limit intents matching f, and counts them all.
+// PendingPage lists at most limit intents matching f and says whether there are more.
 func (t Temporal) PendingPage(ctx context.Context, f intent.Filter, limit int) (intent.Page, error) {
 	return intent.ListPage(ctx, t.Client, f, limit)
 }
