@@ -157,7 +157,7 @@ func Write(w io.Writer, out Output) error {
 // SessionStart presents the session's pending intents once, with their full text, as one
 // <system-reminder> block (SPEC I3, H1): the messages still waiting to be typed are taken from
 // the session (so they are not typed too), the most recent others are listed from visibility
-// (at most ListLimit), and the rest are counted with the command that lists them all.
+// (at most ListLimit), and the rest are pointed to with the command that lists them all.
 func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) {
 	// The take and the list at once, and the listed intents' full texts as soon as the list is
 	// in: none waits for the take's round trip to the worker.
