@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/intentq/intentq/internal/intent"
 	"github.com/intentq/intentq/workflows"
@@ -243,42 +244,49 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 // counted), so that a hook's cost stays flat in the number of pending intents.
 const ListLimit = 10
 
-// textReader reads intents' full texts at once, each once, as their ids become known.
+// hookParallel bounds the calls a hook makes at once.
+const hookParallel = 16
+
+// textReader reads intents' full texts, each once and at most hookParallel at a time, as
+// their ids become known.
 type textReader struct {
 	ctx     context.Context
 	b       Backend
-	wg      sync.WaitGroup
+	g       errgroup.Group
 	mu      sync.Mutex
 	started map[string]bool
 	got     map[string]string
 }
 
 func newTextReader(ctx context.Context, b Backend) *textReader {
-	return &textReader{ctx: ctx, b: b, started: map[string]bool{}, got: map[string]string{}}
+	r := &textReader{ctx: ctx, b: b, started: map[string]bool{}, got: map[string]string{}}
+	r.g.SetLimit(hookParallel)
+	return r
 }
 
-// read starts reading id's full text, unless it is already being read.
+// read starts reading id's full text, unless it is already being read; it waits while
+// hookParallel reads run.
 func (r *textReader) read(id string) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.started[id] {
+	seen := r.started[id]
+	r.started[id] = true
+	r.mu.Unlock()
+	if seen {
 		return
 	}
-	r.started[id] = true
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
+	r.g.Go(func() error {
 		if text, ok := fullText(r.ctx, r.b, id); ok {
 			r.mu.Lock()
 			r.got[id] = text
 			r.mu.Unlock()
 		}
-	}()
+		return nil
+	})
 }
 
 // wait returns the texts read, by id; an id whose read failed is missing.
 func (r *textReader) wait() map[string]string {
-	r.wg.Wait()
+	_ = r.g.Wait()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.got
