@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin
 ARGS    ?=
 # Packages whose tests do not link the Temporal server: the race detector is affordable there.
-RACE_PKGS := ./config/... ./workflows/... ./activities/... ./internal/policy/... ./internal/agentcli/... ./internal/session/... ./internal/redact/... ./internal/doors/... ./internal/platform/logging/... ./internal/platform/tclient/... ./internal/platform/watchdog/... ./internal/testkit/fakebot/... ./internal/testkit/fakentfy/...
+RACE_PKGS := ./config/... ./workflows/... ./activities/... ./internal/policy/... ./internal/agentcli/... ./internal/session/... ./internal/redact/... ./internal/doors/... ./internal/base/logging/... ./internal/base/tclient/... ./internal/platform/watchdog/... ./internal/testkit/fakebot/... ./internal/testkit/fakentfy/...
 
 .PHONY: run build test vet bench clean
 

@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/intentq/intentq/config"
-	"github.com/intentq/intentq/internal/platform/tclient"
+	"github.com/intentq/intentq/internal/base/tclient"
 	"github.com/intentq/intentq/internal/redact"
 	"github.com/intentq/intentq/internal/toolpolicy"
 	"github.com/intentq/intentq/workflows"

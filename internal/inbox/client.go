@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/intentq/intentq/config"
-	"github.com/intentq/intentq/internal/platform/tclient"
+	"github.com/intentq/intentq/internal/base/tclient"
 	"github.com/intentq/intentq/workflows"
 )
 

@@ -22,7 +22,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/intentq/intentq/internal/platform/tclient"
+	"github.com/intentq/intentq/internal/base/tclient"
 	"github.com/intentq/intentq/workflows"
 )
 

@@ -19,7 +19,7 @@ import (
 
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/intent"
-	"github.com/intentq/intentq/internal/platform/encryption"
+	"github.com/intentq/intentq/internal/base/encryption"
 	"github.com/intentq/intentq/internal/testkit/testenv"
 	"github.com/intentq/intentq/workflows"
 )

@@ -15,7 +15,7 @@ import (
 
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/platform/doctor"
-	"github.com/intentq/intentq/internal/platform/encryption"
+	"github.com/intentq/intentq/internal/base/encryption"
 	"github.com/intentq/intentq/internal/service"
 	"github.com/intentq/intentq/internal/testkit/testenv"
 )

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/intentq/intentq/internal/platform/private"
+	"github.com/intentq/intentq/internal/base/private"
 )
 
 // ErrorRecord is the last problem that made the hooks allow without doing their work (a config

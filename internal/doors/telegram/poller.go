@@ -20,7 +20,7 @@ import (
 
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/intent"
-	"github.com/intentq/intentq/internal/platform/private"
+	"github.com/intentq/intentq/internal/base/private"
 	"github.com/intentq/intentq/workflows"
 )
 

@@ -20,7 +20,7 @@ import (
 
 	"github.com/intentq/intentq/activities"
 	"github.com/intentq/intentq/config"
-	"github.com/intentq/intentq/internal/platform/tclient"
+	"github.com/intentq/intentq/internal/base/tclient"
 	"github.com/intentq/intentq/workflows"
 )
 

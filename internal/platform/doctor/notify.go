@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/intentq/intentq/activities"
-	"github.com/intentq/intentq/internal/platform/private"
+	"github.com/intentq/intentq/internal/base/private"
 	"github.com/intentq/intentq/internal/redact"
 )
 

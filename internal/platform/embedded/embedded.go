@@ -35,7 +35,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/intentq/intentq/internal/platform/tclient"
+	"github.com/intentq/intentq/internal/base/tclient"
 )
 
 // DBFile is the SQLite database's name inside the data directory.

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/intentq/intentq/config"
-	"github.com/intentq/intentq/internal/platform/private"
+	"github.com/intentq/intentq/internal/base/private"
 )
 
 // Outcome is what Ensure did.

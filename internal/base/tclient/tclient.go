@@ -26,7 +26,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/intentq/intentq/config"
-	"github.com/intentq/intentq/internal/platform/encryption"
+	"github.com/intentq/intentq/internal/base/encryption"
 )
 
 // Dial connects to the cluster the configuration names (the embedded server's address when no
