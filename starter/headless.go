@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/base/tclient"
 	"github.com/intentq/intentq/internal/headless"
-	"github.com/intentq/intentq/internal/platform/tclient"
 	sessionapi "github.com/intentq/intentq/internal/session"
 	"github.com/intentq/intentq/workflows"
 )

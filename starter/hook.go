@@ -11,9 +11,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/base/logging"
+	"github.com/intentq/intentq/internal/base/tclient"
 	"github.com/intentq/intentq/internal/doors/hooks"
-	"github.com/intentq/intentq/internal/platform/logging"
-	"github.com/intentq/intentq/internal/platform/tclient"
 	"github.com/intentq/intentq/internal/redact"
 )
 

@@ -14,8 +14,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/base/tclient"
 	"github.com/intentq/intentq/internal/intent"
-	"github.com/intentq/intentq/internal/platform/tclient"
 	"github.com/intentq/intentq/workflows"
 )
 

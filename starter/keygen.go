@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/intentq/intentq/config"
-	"github.com/intentq/intentq/internal/platform/encryption"
+	"github.com/intentq/intentq/internal/base/encryption"
 )
 
 func newKeygen() *cobra.Command {

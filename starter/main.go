@@ -13,8 +13,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/intentq/intentq/config"
-	"github.com/intentq/intentq/internal/platform/logging"
-	"github.com/intentq/intentq/internal/platform/private"
+	"github.com/intentq/intentq/internal/base/logging"
+	"github.com/intentq/intentq/internal/base/private"
 )
 
 // exitError carries a specific exit code out of a command.

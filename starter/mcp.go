@@ -16,9 +16,9 @@ import (
 
 	"github.com/intentq/intentq/activities"
 	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/base/tclient"
 	"github.com/intentq/intentq/internal/doors/mcp"
 	"github.com/intentq/intentq/internal/intent"
-	"github.com/intentq/intentq/internal/platform/tclient"
 	"github.com/intentq/intentq/workflows"
 )
 

@@ -17,8 +17,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/base/private"
 	intentqhooks "github.com/intentq/intentq/internal/doors/hooks"
-	"github.com/intentq/intentq/internal/platform/private"
 	"github.com/intentq/intentq/internal/platform/usersvc"
 )
 

@@ -14,8 +14,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/intentq/intentq/config"
-	"github.com/intentq/intentq/internal/platform/logging"
-	"github.com/intentq/intentq/internal/platform/private"
+	"github.com/intentq/intentq/internal/base/logging"
+	"github.com/intentq/intentq/internal/base/private"
 	"github.com/intentq/intentq/internal/service"
 )
 

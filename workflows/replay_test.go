@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/intentq/intentq/internal/platform/encryption"
+	"github.com/intentq/intentq/internal/base/encryption"
 )
 
 // TestReplayRecordedHistories replays histories recorded from a real server (see writeHistory

@@ -18,8 +18,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/intentq/intentq/config"
-	"github.com/intentq/intentq/internal/intent"
 	"github.com/intentq/intentq/internal/base/encryption"
+	"github.com/intentq/intentq/internal/intent"
 	"github.com/intentq/intentq/internal/testkit/testenv"
 	"github.com/intentq/intentq/workflows"
 )

@@ -32,8 +32,8 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/intentq/intentq/internal/platform/plugin"
 	"github.com/intentq/intentq/internal/base/tclient"
+	"github.com/intentq/intentq/internal/platform/plugin"
 	"github.com/intentq/intentq/internal/policy"
 	"github.com/intentq/intentq/internal/redact"
 	"github.com/intentq/intentq/internal/service"

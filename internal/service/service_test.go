@@ -14,8 +14,8 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/intentq/intentq/config"
-	"github.com/intentq/intentq/internal/platform/doctor"
 	"github.com/intentq/intentq/internal/base/encryption"
+	"github.com/intentq/intentq/internal/platform/doctor"
 	"github.com/intentq/intentq/internal/service"
 	"github.com/intentq/intentq/internal/testkit/testenv"
 )

@@ -19,8 +19,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/intentq/intentq/config"
-	"github.com/intentq/intentq/internal/intent"
 	"github.com/intentq/intentq/internal/base/private"
+	"github.com/intentq/intentq/internal/intent"
 	"github.com/intentq/intentq/workflows"
 )
 

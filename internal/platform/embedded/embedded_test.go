@@ -17,8 +17,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/intentq/intentq/internal/platform/embedded"
 	"github.com/intentq/intentq/internal/base/tclient"
+	"github.com/intentq/intentq/internal/platform/embedded"
 	"github.com/intentq/intentq/internal/testkit/testenv"
 	"github.com/intentq/intentq/workflows"
 )
