@@ -37,28 +37,37 @@ type HistoryEntry struct {
 // AppendRequest asks for one entry to be appended to the history file at Path. Entry.ID is the
 // idempotency key; Entry.Seq is assigned by Append.
 type AppendRequest struct {
-	Path  string       `json:"path"`
-	Entry HistoryEntry `json:"entry"`
+	// Session names the session whose history file (from the worker's config) is appended to;
+	// Path is only read from requests of older builds (and must then be a configured file).
+	Session string       `json:"session,omitempty"`
+	Path    string       `json:"path,omitempty"`
+	Entry   HistoryEntry `json:"entry"`
 }
 
 // History appends to session history files. Appends to one file are ordered and exactly once:
 // the session workflow appends one entry at a time, each under the ID of its delivery request,
 // and Append skips an entry whose ID the file already ends with (an activity retry, or a worker
 // that died after writing). Sequence numbers follow the file, so they have no gaps.
-type History struct{}
+type History struct {
+	// Sessions resolves a request's session to its history file from the worker's config (the
+	// worker always sets it); nil: Path is taken as it is (tests and tools).
+	Sessions *Directory
+}
 
 // Append writes req.Entry as one JSON line numbered after the file's last entry, unless that
 // last entry has the same ID, and returns the entry's sequence number. A torn last line (a crash
 // mid-write) is cut off first: it can only be an entry whose append was never acknowledged, and
 // which is being retried now. Every line is fsynced.
 func (h History) Append(ctx context.Context, req AppendRequest) (int64, error) {
-	return h.AppendAll(ctx, AppendAllRequest{Path: req.Path, Entries: []HistoryEntry{req.Entry}})
+	return h.AppendAll(ctx, AppendAllRequest{Session: req.Session, Path: req.Path, Entries: []HistoryEntry{req.Entry}})
 }
 
 // AppendAllRequest asks for entries to be appended in order, as one write: the entries of
 // messages typed together.
 type AppendAllRequest struct {
-	Path    string         `json:"path"`
+	// Session and Path as in AppendRequest.
+	Session string         `json:"session,omitempty"`
+	Path    string         `json:"path,omitempty"`
 	Entries []HistoryEntry `json:"entries"`
 }
 
@@ -66,10 +75,18 @@ type AppendAllRequest struct {
 // and one fsync, exactly once: when the file already ends with one of them (a retry after a
 // crash mid-write, whose torn last line is cut), only the entries after it are written. It
 // returns the sequence number of the last entry.
-func (History) AppendAll(ctx context.Context, req AppendAllRequest) (int64, error) {
+func (h History) AppendAll(ctx context.Context, req AppendAllRequest) (int64, error) {
 	if len(req.Entries) == 0 {
 		return 0, temporal.NewNonRetryableApplicationError("no history entries to append", "HistoryEntryInvalid", nil)
 	}
+	ep, err := h.Sessions.resolve(req.Session, Endpoint{HistoryPath: req.Path}, func(ep Endpoint) bool { return ep.HistoryPath == req.Path })
+	if err != nil {
+		return 0, err
+	}
+	if ep.HistoryPath == "" {
+		return 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf("session %q keeps no history file", req.Session), ErrTypeUnknownSession, nil)
+	}
+	req.Path = ep.HistoryPath
 	for _, e := range req.Entries {
 		if e.ID == "" {
 			return 0, temporal.NewNonRetryableApplicationError("history entry without an ID", "HistoryEntryInvalid", nil)

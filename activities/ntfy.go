@@ -45,11 +45,18 @@ type Ntfy struct {
 	URL    string       // base URL of the ntfy server, e.g. "https://ntfy.sh"; may have a path
 	Token  string       // access token sent as "Authorization: Bearer"; may be empty
 	Client *http.Client // nil: a client with a 10 s timeout
+	// Sessions resolves a push's session to its topic from the worker's config (the worker's
+	// activity always has it: whoever knows a topic reads what is pushed there, so it stays out
+	// of workflow input); nil: Topic is taken as it is (the worker's own pushes, tests).
+	Sessions *Directory
 }
 
 // Push is one notification.
 type Push struct {
-	Topic    string   `json:"topic"`
+	// Session names the session whose topic (from the worker's config) the push goes to. Topic
+	// is only read from pushes of older builds (and must then be a configured topic).
+	Session  string   `json:"session,omitempty"`
+	Topic    string   `json:"topic,omitempty"`
 	Title    string   `json:"title"`
 	Message  string   `json:"message"`
 	Priority int      `json:"priority"` // 1 (min) to 5 (urgent); anything else sends no priority
@@ -68,6 +75,20 @@ func (n *Ntfy) Configured() bool { return n != nil && n.URL != "" }
 func (n *Ntfy) Publish(ctx context.Context, p Push) error {
 	if !n.Configured() {
 		return temporal.NewNonRetryableApplicationError("ntfy is not configured (no URL)", ErrTypeNtfyNotConfigured, nil)
+	}
+	if n.Sessions != nil {
+		if p.Session != "" {
+			ep, err := n.Sessions.Lookup(p.Session)
+			if err != nil {
+				return err
+			}
+			if ep.NtfyTopic == "" {
+				return temporal.NewNonRetryableApplicationError(fmt.Sprintf("session %q has no ntfy topic in this worker's config", p.Session), ErrTypeNtfyNotConfigured, nil)
+			}
+			p.Topic = ep.NtfyTopic
+		} else if !n.Sessions.topicKnown(p.Topic) {
+			return temporal.NewNonRetryableApplicationError("the push names no session, and its topic is not one this worker's config names: refused", ErrTypeUnknownSession, nil)
+		}
 	}
 	if !ntfyTopicRE.MatchString(p.Topic) {
 		return temporal.NewNonRetryableApplicationError(

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -40,7 +41,8 @@ const (
 	// about 16 KB with "command too long"; 1000 bytes leaves ample room.
 	tmuxChunkBytes = 1000
 	// tmuxPaneFormat is what resolve asks tmux about the target pane.
-	tmuxPaneFormat = "#{pane_id} #{pane_dead} #{pane_in_mode}"
+	// The foreground program's name goes last: it may hold spaces.
+	tmuxPaneFormat = "#{pane_id} #{pane_dead} #{pane_in_mode} #{pane_current_command}"
 )
 
 // Tmux types into tmux panes. Zero value works: Bin "tmux", default server, EnterDelay 300ms.
@@ -56,13 +58,24 @@ type Tmux struct {
 	// pressed: a retry of a delivery that reached the pane (the worker died before it could
 	// report it) types nothing again.
 	TypedDir string
+	// Sessions resolves a request's session name to the pane, keys and programs the worker's
+	// config names (the worker always sets it); nil: requests are taken as they are (tests and
+	// tools that type where they are told).
+	Sessions *Directory
 }
 
 // InjectRequest is the input of Tmux.Inject: the text to type into the target pane, followed
 // by Enter.
 type InjectRequest struct {
-	Target string `json:"target"`
-	Text   string `json:"text"`
+	// Session names the session whose pane is typed into; the pane is the one the worker's
+	// config names for it. Target is only read from requests of older builds (and must then
+	// be a configured pane).
+	Session string `json:"session,omitempty"`
+	Target  string `json:"target,omitempty"`
+	// Relaunch types the session's launch line (from the worker's config, not Text) into the
+	// shell its pane shows after a key-style reset; only into a shell.
+	Relaunch bool   `json:"relaunch,omitempty"`
+	Text     string `json:"text"`
 	// NewlineKey, when set, is the key (e.g. "C-j" or "S-Enter") typed for each newline in a
 	// multi-line Text; empty means multi-line text goes in as one bracketed paste, so the CLI
 	// receives it as one message.
@@ -82,9 +95,10 @@ type InjectResult struct {
 
 // paneInfo is what resolve learnt about a target.
 type paneInfo struct {
-	id     string // "%N", stable for the pane's lifetime
-	dead   bool   // the pane's program has exited (remain-on-exit keeps the pane)
-	inMode bool   // copy mode or another mode: keys would go to the mode, not the program
+	id      string // "%N", stable for the pane's lifetime
+	dead    bool   // the pane's program has exited (remain-on-exit keeps the pane)
+	inMode  bool   // copy mode or another mode: keys would go to the mode, not the program
+	command string // the foreground program (#{pane_current_command})
 }
 
 // Inject types req.Text into the pane req.Target literally, waits EnterDelay and presses Enter.
@@ -102,6 +116,22 @@ type paneInfo struct {
 // non-retryable ErrTypeTmuxTargetMissing error naming the target. Other tmux failures are
 // retryable. A retry after a failure between the text and the Enter types the text again.
 func (t *Tmux) Inject(ctx context.Context, req InjectRequest) (InjectResult, error) {
+	ep, err := t.endpoint(req.Session, req.Target)
+	if err != nil {
+		return InjectResult{}, err
+	}
+	req.Target = ep.Target
+	front := ep.ProcessNames
+	if req.Relaunch {
+		front = ep.Shells
+		if t.Sessions != nil {
+			if ep.LaunchLine == "" {
+				return InjectResult{}, temporal.NewNonRetryableApplicationError(
+					fmt.Sprintf("session %q has no launch line in this worker's config: no relaunch", req.Session), ErrTypeUnknownSession, nil)
+			}
+			req.Text = ep.LaunchLine
+		}
+	}
 	if req.Text == "" {
 		return InjectResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("tmux inject to %q: text is empty", req.Target), ErrTypeEmptyText, nil)
@@ -120,6 +150,9 @@ func (t *Tmux) Inject(ctx context.Context, req InjectRequest) (InjectResult, err
 	}
 	pane, err := t.resolve(ctx, req.Target)
 	if err != nil {
+		return InjectResult{}, err
+	}
+	if err := foreground(pane, req.Session, req.Target, front); err != nil {
 		return InjectResult{}, err
 	}
 	if pane.inMode {
@@ -339,19 +372,32 @@ var bufferSeq atomic.Int64
 
 // CaptureRequest asks for the bottom of a pane's visible content.
 type CaptureRequest struct {
-	Target string `json:"target"`
+	// Session names the session whose pane is read (Target: requests of older builds).
+	Session string `json:"session,omitempty"`
+	Target  string `json:"target,omitempty"`
 	// Lines is how many lines from the bottom to return (trailing blank lines skipped); 0: all.
 	Lines int `json:"lines"`
 }
 
 // Capture returns the last req.Lines non-blank-trailing lines of the pane's visible content
 // (capture-pane -p -J). A missing pane is the same non-retryable error as for Inject.
+//
+// A pane whose foreground program is not the session's CLI gives a non-retryable
+// ErrTypeNotAgent error: what the session reads there says nothing about its agent, and it must
+// not type there.
 func (t *Tmux) Capture(ctx context.Context, req CaptureRequest) (string, error) {
-	pane, err := t.resolve(ctx, req.Target)
+	ep, err := t.endpoint(req.Session, req.Target)
 	if err != nil {
 		return "", err
 	}
-	return t.capture(ctx, req.Target, pane.id, req.Lines)
+	pane, err := t.resolve(ctx, ep.Target)
+	if err != nil {
+		return "", err
+	}
+	if err := foreground(pane, req.Session, ep.Target, ep.ProcessNames); err != nil {
+		return "", err
+	}
+	return t.capture(ctx, ep.Target, pane.id, req.Lines)
 }
 
 func (t *Tmux) capture(ctx context.Context, target, paneID string, n int) (string, error) {
@@ -392,11 +438,14 @@ func (t *Tmux) resolve(ctx context.Context, target string) (paneInfo, error) {
 	if err != nil {
 		return paneInfo{}, err
 	}
-	f := strings.Fields(out)
-	if len(f) != 3 || !strings.HasPrefix(f[0], "%") {
+	f := strings.SplitN(strings.TrimRight(out, "\n"), " ", 4)
+	if len(f) < 3 || !strings.HasPrefix(f[0], "%") {
 		return paneInfo{}, fmt.Errorf("tmux display-message for %s: unexpected output %q", target, out)
 	}
 	p := paneInfo{id: f[0], dead: f[1] == "1", inMode: f[2] == "1"}
+	if len(f) == 4 {
+		p.command = f[3]
+	}
 	if p.dead {
 		return paneInfo{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("tmux target %q: pane %s is dead (its program has exited)", target, p.id),
@@ -559,15 +608,34 @@ func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 // time with Delay between them. These are keys, not text: only intentq's own escalation steps
 // are sent this way, never message text.
 type KeysRequest struct {
-	Target string        `json:"target"`
-	Keys   []string      `json:"keys"`
-	Delay  time.Duration `json:"delay,omitempty"`
+	// Session names the session whose pane gets the keys; each key must be one the worker's
+	// config names for it (Target: requests of older builds).
+	Session string        `json:"session,omitempty"`
+	Target  string        `json:"target,omitempty"`
+	Keys    []string      `json:"keys"`
+	Delay   time.Duration `json:"delay,omitempty"`
 }
 
 // SendKeys presses req.Keys in the pane, in order.
 func (t *Tmux) SendKeys(ctx context.Context, req KeysRequest) error {
+	ep, err := t.endpoint(req.Session, req.Target)
+	if err != nil {
+		return err
+	}
+	req.Target = ep.Target
+	if t.Sessions != nil {
+		for _, k := range req.Keys {
+			if !slices.Contains(ep.Keys, k) {
+				return temporal.NewNonRetryableApplicationError(
+					fmt.Sprintf("key %q is not one this worker's config names for session %q: no keys pressed", k, req.Session), ErrTypeUnknownSession, nil)
+			}
+		}
+	}
 	pane, err := t.resolve(ctx, req.Target)
 	if err != nil {
+		return err
+	}
+	if err := foreground(pane, req.Session, req.Target, ep.ProcessNames); err != nil {
 		return err
 	}
 	for i, key := range req.Keys {
@@ -583,4 +651,20 @@ func (t *Tmux) SendKeys(ctx context.Context, req KeysRequest) error {
 		}
 	}
 	return nil
+}
+
+// endpoint is the session a tmux request acts on: by name from the worker's config, or, for a
+// request of an older build, the configured session whose pane target names.
+func (t *Tmux) endpoint(session, target string) (Endpoint, error) {
+	return t.Sessions.resolve(session, Endpoint{Target: target}, func(ep Endpoint) bool { return ep.Target == target })
+}
+
+// foreground refuses a pane whose foreground program is not one of want (empty: not checked).
+func foreground(p paneInfo, session, target string, want []string) error {
+	if len(want) == 0 || slices.Contains(want, p.command) {
+		return nil
+	}
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("session %s: pane %s (%s) shows %q, not %s: nothing is typed there", session, p.id, target, p.command, strings.Join(want, " or ")),
+		ErrTypeNotAgent, nil)
 }

@@ -122,6 +122,7 @@ func (c *cluster) workerEnv(t testing.TB, home, configFile, name string, extra .
 		"INTENTQ_DATA_DIR=" + filepath.Join(home, name),
 		fmt.Sprintf("INTENTQ_INGEST_LISTEN=127.0.0.1:%d", testenv.FreePort(t)),
 		"INTENTQ_METRICS_LISTEN=127.0.0.1:0",
+		"INTENTQ_CLIS_KIMI_PROCESS_NAMES=" + testenv.StandInProcessNames,
 	}, extra...)
 }
 

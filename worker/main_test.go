@@ -135,6 +135,7 @@ func ingestEnv(t testing.TB, extra ...string) (env []string, home, ingest string
 		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_PORT=%d", testenv.FreePort(t)),
 		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_UI_PORT=%d", testenv.FreePort(t)),
 		"INTENTQ_INGEST_LISTEN=" + ingest, "INTENTQ_INGEST_TOKEN=tok", "INTENTQ_METRICS_LISTEN=127.0.0.1:0",
+		"INTENTQ_CLIS_CLAUDE_PROCESS_NAMES=" + testenv.StandInProcessNames,
 	}
 	return append(env, extra...), home, ingest
 }

@@ -92,7 +92,8 @@ func startSecurityWorker(t *testing.T) *securityWorker {
 
 func freePortT(t *testing.T) string { return fmt.Sprint(testenv.FreePort(t)) }
 
-// dial returns a Temporal client of the attacker (creds nil) or of the person; both encrypt
+// dial returns a Temporal client (lazy: it connects at its first call, so a refusal shows
+// there) of the attacker (creds nil) or of the person; both encrypt
 // with the worker's key (the attacker's problem is the frontend, not the key).
 func (w *securityWorker) dial(t *testing.T, creds client.Credentials) client.Client {
 	t.Helper()
@@ -100,8 +101,8 @@ func (w *securityWorker) dial(t *testing.T, creds client.Credentials) client.Cli
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.Dial(client.Options{HostPort: w.frontend, Namespace: "default", Credentials: creds,
-		DataConverter: encryption.DataConverter(keys), ConnectionOptions: client.ConnectionOptions{DisableHealthCheck: true}})
+	c, err := client.NewLazyClient(client.Options{HostPort: w.frontend, Namespace: "default", Credentials: creds,
+		DataConverter: encryption.DataConverter(keys)})
 	if err != nil {
 		t.Fatalf("dial %s: %v", w.frontend, err)
 	}

@@ -30,7 +30,7 @@ func (w *intent) failed(ctx workflow.Context, streak int, what string, err error
 	if appErr, ok := asApplicationError(err); ok && appErr.Type() == ErrTypeDeliveryTimeout {
 		return // a long queue is not a failure worth a push
 	}
-	if streak != 1 || w.in.Policy.NtfyTopic == "" {
+	if streak != 1 || !w.pushes() {
 		return
 	}
 	a := Alert{Title: "intentq: " + what + " failed", Message: fmt.Sprintf("intent=%s session=%s: %s", w.id, w.in.Session, err.Error()), At: workflow.Now(ctx)}
@@ -38,12 +38,13 @@ func (w *intent) failed(ctx workflow.Context, streak int, what string, err error
 		return
 	}
 	// Best effort: if ntfy itself is down, the next attempt tries again anyway.
-	_ = workflow.ExecuteActivity(withNtfyOptions(ctx), activities.NtfyPublishName, alertPush(w.in.Policy.NtfyTopic, a)).Get(ctx, nil)
+	_ = workflow.ExecuteActivity(withNtfyOptions(ctx), activities.NtfyPublishName, alertPush(w.in.Session, w.in.Policy.NtfyTopic, a)).Get(ctx, nil)
 }
 
-// alertPush is the push of an alert.
-func alertPush(topic string, a Alert) activities.Push {
-	return activities.Push{Topic: topic, Title: a.Title, Message: a.Message, Priority: 4, Tags: []string{"warning"}}
+// alertPush is the push of an alert to the session's topic (topic: only sessions and intents of
+// older builds carry one).
+func alertPush(session, topic string, a Alert) activities.Push {
+	return activities.Push{Session: session, Topic: topic, Title: a.Title, Message: a.Message, Priority: 4, Tags: []string{"warning"}}
 }
 
 // takeAlerts moves alerts signalled by intents into HeldAlerts.
@@ -74,8 +75,8 @@ func (s *session) pushAlerts(ctx workflow.Context) {
 		now := workflow.Now(ctx)
 		s.LastAlertAt = &now
 		n := len(s.HeldAlerts)
-		if s.Config.NtfyTopic != "" {
-			push := alertPush(s.Config.NtfyTopic, summarise(s.Config.Name, s.HeldAlerts[:n]))
+		if s.Config.pushes() {
+			push := alertPush(s.Config.Name, s.Config.NtfyTopic, summarise(s.Config.Name, s.HeldAlerts[:n]))
 			if err := workflow.ExecuteActivity(withNtfyOptions(ctx), activities.NtfyPublishName, push).Get(ctx, nil); err != nil {
 				workflow.GetLogger(ctx).Warn("alert not pushed; kept for later", "session", s.Config.Name, "held", n, "error", err)
 				continue
@@ -110,13 +111,19 @@ func wrapErr(what string, err error) error {
 // only, never message text.
 func (s *session) alertBusy(ctx workflow.Context, busyFor time.Duration, pattern string) {
 	workflow.GetLogger(ctx).Warn("pane busy for long with deliveries waiting", "session", s.Config.Name, "busy_for", busyFor, "queued", len(s.Queue))
-	if s.Config.NtfyTopic == "" {
+	if !s.Config.pushes() {
 		return
 	}
 	msg := fmt.Sprintf("session=%s target=%s busy for %s (%q), %d deliveries waiting", s.Config.Name, s.Config.TmuxTarget, busyFor.Round(time.Second), pattern, len(s.Queue))
 	if workflow.GetVersion(ctx, "session-alert-desk", workflow.DefaultVersion, 1) == 1 {
 		title := "intentq: " + s.Config.Name + " busy"
-		if strings.HasPrefix(pattern, "dialog") || strings.HasPrefix(pattern, "a draft") {
+		switch {
+		case strings.HasPrefix(pattern, noAgentPattern):
+			// The agent CLI is not in front (it exited; a shell shows): nothing is typed until
+			// the person starts it again.
+			title = "intentq: " + s.Config.Name + " has no agent running"
+			msg = fmt.Sprintf("session=%s target=%s: %s; %d deliveries wait until the agent runs there again (starter run-agent %s)", s.Config.Name, s.Config.TmuxTarget, pattern, len(s.Queue), s.Config.Name)
+		case strings.HasPrefix(pattern, "dialog") || strings.HasPrefix(pattern, "a draft"):
 			// Only the person can clear a dialog or a draft.
 			title = "intentq: " + s.Config.Name + " waits for you"
 			msg = fmt.Sprintf("session=%s target=%s: %s for %s; %d deliveries wait until you answer it", s.Config.Name, s.Config.TmuxTarget, pattern, busyFor.Round(time.Second), len(s.Queue))
@@ -125,6 +132,7 @@ func (s *session) alertBusy(ctx workflow.Context, busyFor time.Duration, pattern
 		return
 	}
 	push := activities.Push{
+		Session:  s.Config.Name,
 		Topic:    s.Config.NtfyTopic,
 		Title:    "intentq: " + s.Config.Name + " busy",
 		Message:  msg,

@@ -138,7 +138,7 @@ func (s *session) commitAllToHistory(ctx workflow.Context, batch []DeliveryReque
 		return nil
 	}
 	ctx = workflow.WithActivityOptions(ctx, historyActivityOptions)
-	req := activities.AppendAllRequest{Path: s.Config.HistoryPath}
+	req := activities.AppendAllRequest{Session: s.Config.Name}
 	for _, r := range batch {
 		req.Entries = append(req.Entries, activities.HistoryEntry{Time: workflow.Now(ctx), Session: s.Config.Name, Kind: r.Kind, ID: r.ID, Text: TypedForm(r.Text)})
 	}

@@ -30,9 +30,10 @@ const KindPush = "push"
 
 // PushRequest asks a session to push an intent's reminder with the others due.
 type PushRequest struct {
-	ID         string    `json:"id"`
-	ReplyTo    string    `json:"reply_to"`
-	Topic      string    `json:"topic"`
+	ID      string `json:"id"`
+	ReplyTo string `json:"reply_to"`
+	// Topic is only carried by intents of older builds: the topic is looked up by session.
+	Topic      string    `json:"topic,omitempty"`
 	MessageID  string    `json:"message_id"`
 	ChatID     string    `json:"chat_id"`
 	Snippet    string    `json:"snippet"`
@@ -51,7 +52,7 @@ func DigestPush(session, topic string, reqs []PushRequest) activities.Push {
 	line := func(r PushRequest) string {
 		return fmt.Sprintf("msg_id=%s chat=%s: %s", r.MessageID, r.ChatID, r.Snippet)
 	}
-	p := activities.Push{Topic: topic, Title: "Telegram pending", Priority: 3, Tags: []string{"envelope"}}
+	p := activities.Push{Session: session, Topic: topic, Title: "Telegram pending", Priority: 3, Tags: []string{"envelope"}}
 	if len(reqs) == 1 {
 		p.Message = line(reqs[0])
 		return p

@@ -357,8 +357,9 @@ func (w *intent) deliver(ctx workflow.Context) {
 func (w *intent) remindBoth(ctx workflow.Context) {
 	snippet := redact.Snippet(w.in.Text, w.in.Policy.SnippetChars)
 	var push workflow.Future
-	if w.in.Policy.NtfyTopic != "" {
+	if w.pushes() {
 		push = workflow.ExecuteActivity(withNtfyOptions(ctx), activities.NtfyPublishName, activities.Push{
+			Session:  w.in.Session,
 			Topic:    w.in.Policy.NtfyTopic,
 			Title:    "Telegram pending",
 			Message:  fmt.Sprintf("msg_id=%s chat=%s: %s", w.in.MessageID, w.in.ChatID, snippet),

@@ -56,7 +56,10 @@ const IntentWorkflowName = "Intent"
 // and where its reminders and alerts go.
 type ReminderPolicy struct {
 	policy.Reminders
-	// NtfyTopic receives reminder pushes; empty: reminders are tmux only.
+	// Push says reminders are pushed to ntfy too (false: tmux only). The topic is never in the
+	// input: the worker's ntfy activity looks it up by the intent's session. NtfyTopic is only
+	// read from intents of older builds.
+	Push      bool   `json:"push,omitempty"`
 	NtfyTopic string `json:"ntfy_topic,omitempty"`
 	// DeliveryTimeout bounds the wait for the session to report a delivery.
 	DeliveryTimeout time.Duration `json:"delivery_timeout"`
@@ -83,6 +86,15 @@ type IntentInput struct {
 	// SentAt is when the sender sent the message, when the door knows it.
 	SentAt  time.Time `json:"sent_at,omitempty"`
 	Session string    `json:"session"`
+	// Sender is who sent the message, from the Telegram door (nil: another door, or an intent
+	// from before it was kept); the delivered header is built from it, not from User, which
+	// the door sets to Sender's String for lists and show.
+	Sender *Sender `json:"sender,omitempty"`
+	// Forwarded: the message was forwarded (or automatically forwarded from a channel): its
+	// text is not the sender's own words. ChatType is Telegram's chat type (private, group,
+	// supergroup, channel); a message not in a private chat is marked in the header.
+	Forwarded bool   `json:"forwarded,omitempty"`
+	ChatType  string `json:"chat_type,omitempty"`
 	// Deliver: the message itself must be typed into the session (the Telegram door, where
 	// intentq is the poller). The plugin door delivers through Claude Code itself.
 	Deliver bool `json:"deliver"`
@@ -104,6 +116,17 @@ type IntentInput struct {
 	Policy         ReminderPolicy `json:"policy"`
 	// State is carried over by continue-as-new; nil on the first run.
 	State *IntentState `json:"state,omitempty"`
+}
+
+// Sender is the sender of a Telegram message as the Telegram door saw it. Only ID and Username
+// are Telegram's own identifiers; Name is whatever the sender chose to be called.
+type Sender struct {
+	// ID is the sender's numeric Telegram user id.
+	ID int64 `json:"id"`
+	// Username is the sender's Telegram username, without the @ (empty: none).
+	Username string `json:"username,omitempty"`
+	// Name is the display name (first and last name); the header only ever shows it quoted.
+	Name string `json:"name,omitempty"`
 }
 
 // Transition is one status change, with when and why.

@@ -20,7 +20,7 @@ import (
 const versionSeparateChannels = 1
 
 // pushes reports whether this intent's reminders go to ntfy too.
-func (w *intent) pushes() bool { return w.in.Policy.NtfyTopic != "" }
+func (w *intent) pushes() bool { return w.in.Policy.Push || w.in.Policy.NtfyTopic != "" }
 
 // nextPushAt is the push schedule: FirstAfter after receipt, then RepeatEvery after the last
 // push that reached ntfy; RetryAfter after a failed one.

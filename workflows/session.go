@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -25,8 +26,14 @@ type SessionConfig struct {
 	BusyPatterns []string `json:"busy_patterns,omitempty"`
 	policy.Busy
 	NewlineKey string `json:"newline_key,omitempty"`
-	NtfyTopic  string `json:"ntfy_topic,omitempty"`
-	// HistoryPath is the session's history file (SPEC H1); empty: no history is kept.
+	// Push says the session pushes reminders and alerts to ntfy. The topic itself is never in a
+	// workflow's input (whoever knows it reads the pushes): the worker's ntfy activity looks it
+	// up by the session's name. NtfyTopic is only read from sessions of older builds.
+	Push      bool   `json:"push,omitempty"`
+	NtfyTopic string `json:"ntfy_topic,omitempty"`
+	// TmuxTarget and HistoryPath are shown (starter sessions, the Web UI); the activities act on
+	// the pane and file the worker's own config names for the session, never on these.
+	// HistoryPath empty: no history is kept.
 	HistoryPath string `json:"history_path,omitempty"`
 	// Escalation is the session's ladder (SPEC N1) and Reset how its CLI is reset (SPEC N4).
 	Escalation EscalationPolicy `json:"escalation"`
@@ -41,6 +48,9 @@ type SessionConfig struct {
 	InputPrompt    string   `json:"input_prompt,omitempty"`
 	InterruptKeys  []string `json:"interrupt_keys,omitempty"`
 }
+
+// pushes reports whether the session pushes to ntfy.
+func (c SessionConfig) pushes() bool { return c.Push || c.NtfyTopic != "" }
 
 // SessionInput starts (or continues) a session workflow.
 type SessionInput struct {
@@ -261,7 +271,12 @@ func (s *session) view() (SessionView, error) {
 
 // drain takes every signal that has arrived without blocking, and reports whether there was one.
 func (s *session) drain(ctx workflow.Context) (took bool) {
-	for s.configureCh.ReceiveAsync(&s.Config) {
+	for {
+		var raw json.RawMessage
+		if !s.configureCh.ReceiveAsync(&raw) {
+			break
+		}
+		s.configure(ctx, raw)
 		took = true
 	}
 	for {
@@ -358,7 +373,11 @@ func (s *session) waitForSignal(ctx workflow.Context, timer workflow.Future) (ag
 		c.Receive(ctx, &reqs)
 		s.enqueueAll(reqs)
 	})
-	sel.AddReceive(s.configureCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &s.Config) })
+	sel.AddReceive(s.configureCh, func(c workflow.ReceiveChannel, _ bool) {
+		var raw json.RawMessage
+		c.Receive(ctx, &raw)
+		s.configure(ctx, raw)
+	})
 	sel.AddReceive(s.agentCh, func(c workflow.ReceiveChannel, _ bool) {
 		var ev AgentEvent
 		c.Receive(ctx, &ev)
@@ -443,4 +462,21 @@ func (s *session) result(ctx workflow.Context, req DeliveryRequest, err error) D
 		}
 	}
 	return res
+}
+
+// configure takes the worker's config for the session (the configure signal). It replaces the
+// config: a field the new one leaves empty is empty (human: false again, no ntfy topic, fewer
+// patterns). Sessions from before decoded it into the old config, keeping such fields; they
+// replay that way.
+func (s *session) configure(ctx workflow.Context, raw json.RawMessage) {
+	if workflow.GetVersion(ctx, "configure-replaces", workflow.DefaultVersion, 1) == 1 {
+		var c SessionConfig
+		if err := json.Unmarshal(raw, &c); err != nil {
+			workflow.GetLogger(ctx).Error("configure signal not understood; config kept", "session", s.Config.Name, "error", err)
+			return
+		}
+		s.Config = c
+		return
+	}
+	_ = json.Unmarshal(raw, &s.Config)
 }

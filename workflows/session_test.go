@@ -45,6 +45,10 @@ type sessionHarness struct {
 	events     []string // history appends, keys and injections, in order
 	stuck      int      // this many checks after typing still show the text on the input line
 	afterEnter string   // the bottom lines after Enter, when set
+	// paneGoneTill: the worker finds no pane for the session until then; noAgentTill: the pane
+	// shows a shell (the CLI exited) until then.
+	paneGoneTill time.Duration
+	noAgentTill  time.Duration
 }
 
 func newSessionHarness(t *testing.T) *sessionHarness {
@@ -55,6 +59,9 @@ func newSessionHarness(t *testing.T) *sessionHarness {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.captures++
+		if h.env.Now().Sub(h.start) < h.noAgentTill {
+			return "", temporal.NewNonRetryableApplicationError("session secretary: pane %1 (secretary:0) shows \"bash\", not claude", activities.ErrTypeNotAgent, nil)
+		}
 		if h.env.Now().Sub(h.start) < h.busyTill {
 			return "> earlier prompt\n✻ Working… (esc to interrupt)", nil
 		}
@@ -104,7 +111,10 @@ func newSessionHarness(t *testing.T) *sessionHarness {
 		h.maxSeen = max(h.maxSeen, h.active)
 		h.mu.Unlock()
 		defer func() { h.mu.Lock(); h.active--; h.mu.Unlock() }()
-		if req.Target == "gone:0" {
+		if req.Session == "" || req.Target != "" {
+			return activities.InjectResult{}, fmt.Errorf("inject names session %q, target %q: a session name and no target", req.Session, req.Target)
+		}
+		if h.env.Now().Sub(h.start) < h.paneGoneTill {
 			return activities.InjectResult{}, temporal.NewNonRetryableApplicationError("tmux target gone:0 not found", activities.ErrTypeTmuxTargetMissing, nil)
 		}
 		h.mu.Lock()
@@ -169,15 +179,15 @@ func TestSessionDeliversInOrderOneAtATime(t *testing.T) {
 // A missing pane is a failed delivery with its type, reported to the intent; nothing is lost.
 func TestSessionReportsMissingTarget(t *testing.T) {
 	h := newSessionHarness(t)
+	h.paneGoneTill = time.Second
 	h.send(0, SignalDeliver, DeliveryRequest{ID: "a", ReplyTo: "intent/1/a", Text: "a"})
-	h.send(time.Second, SignalConfigure, SessionConfig{Name: "secretary", TmuxTarget: "secretary:0"})
 	h.send(2*time.Second, SignalDeliver, DeliveryRequest{ID: "b", ReplyTo: "intent/1/b", Text: "b"})
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: SessionConfig{Name: "secretary", TmuxTarget: "gone:0"}})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: SessionConfig{Name: "secretary", TmuxTarget: "secretary:0"}})
 	require.False(t, h.results["a"].OK)
 	require.Equal(t, activities.ErrTypeTmuxTargetMissing, h.results["a"].ErrorType)
 	require.Contains(t, h.results["a"].Error, "gone:0")
-	require.True(t, h.results["b"].OK, "after configure, deliveries go to the new target")
+	require.True(t, h.results["b"].OK, "once the pane is back, deliveries reach it")
 	require.Equal(t, []string{"b"}, h.typed)
 }
 
@@ -735,4 +745,55 @@ func TestBusyPaneContinuesAsNew(t *testing.T) {
 	require.Len(t, next.Queue, 1)
 	require.Equal(t, "w#1", next.Queue[0].ID)
 	require.Empty(t, h.typed)
+}
+
+// Issue 23: a pane whose foreground program is not the CLI (it exited; a shell shows) is never
+// typed into: the delivery waits, the person is told once at once, and the message is typed
+// when the agent runs again.
+func TestSessionWaitsWhileNoAgentRuns(t *testing.T) {
+	h := newSessionHarness(t)
+	h.noAgentTill = 3 * time.Minute
+	h.send(0, SignalDeliver, DeliveryRequest{ID: "a", ReplyTo: "intent/1/a", Text: "hi;touch pwned"})
+	h.env.RegisterDelayedCallback(func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		require.Empty(t, h.typed, "nothing typed while a shell is in front")
+	}, 2*time.Minute)
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 10*time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: SessionConfig{Name: "secretary", TmuxTarget: "secretary:0", Push: true}})
+	require.Equal(t, []string{"hi;touch pwned"}, h.typed)
+	require.True(t, h.results["a"].OK)
+	told := 0
+	for _, p := range h.pushes {
+		require.Empty(t, p.Topic, "the topic is the worker's, never in workflow input")
+		require.Equal(t, "secretary", p.Session)
+		if strings.Contains(p.Title, "has no agent running") {
+			told++
+			require.NotContains(t, p.Message, "touch", "no message text in the alert")
+		}
+	}
+	require.Equal(t, 1, told, "told once: %+v", h.pushes)
+	require.Less(t, h.typedAt[0], 4*time.Minute)
+	require.GreaterOrEqual(t, h.typedAt[0], 3*time.Minute)
+}
+
+// Issue 24: configure replaces the session's config: a session once marked human is typed into
+// again once the config says so, and a topic left out is gone.
+func TestSessionConfigureReplaces(t *testing.T) {
+	h := newSessionHarness(t)
+	h.send(time.Second, SignalConfigure, SessionConfig{Name: "secretary", TmuxTarget: "secretary:0"})
+	h.send(2*time.Second, SignalDeliver, DeliveryRequest{ID: "a", ReplyTo: "intent/1/a", Text: "a"})
+	var view SessionView
+	h.env.RegisterDelayedCallback(func() {
+		v, err := h.env.QueryWorkflow(QuerySession)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&view))
+		h.env.CancelWorkflow()
+	}, time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: SessionConfig{Name: "secretary", TmuxTarget: "secretary:0", Human: true, NtfyTopic: "old-topic", BusyPatterns: []string{"x"}}})
+	require.True(t, h.results["a"].OK, "human: false now")
+	require.Equal(t, []string{"a"}, h.typed)
+	require.False(t, view.Config.Human)
+	require.Empty(t, view.Config.NtfyTopic)
+	require.Empty(t, view.Config.BusyPatterns)
 }

@@ -59,6 +59,9 @@ func (s *session) typable() error {
 	return nil
 }
 
+// noAgentPattern starts the wait reason of a pane whose foreground program is not the CLI.
+const noAgentPattern = "no agent"
+
 // errContinueAsNew ends a wait so that the main loop continues as new.
 var errContinueAsNew = errors.New("continue as new")
 
@@ -87,14 +90,19 @@ func (s *session) waitUntilIdle(ctx workflow.Context, req DeliveryRequest) error
 		if !working {
 			var pane string
 			err := workflow.ExecuteActivity(ctx, activities.TmuxCaptureName, activities.CaptureRequest{
-				Target: s.Config.TmuxTarget, Lines: busy.BusyLines,
+				Session: s.Config.Name, Lines: busy.BusyLines,
 			}).Get(ctx, &pane)
-			if err != nil {
+			if appErr, ok := asApplicationError(err); ok && appErr.Type() == activities.ErrTypeNotAgent {
+				// The CLI is not in front (it exited and a shell shows): wait for it, as for
+				// a dialog, and tell the person at once.
+				pattern, working = noAgentPattern+": "+appErr.Message(), true
+			} else if err != nil {
 				return err
-			}
-			pattern, working = Busy(pane, s.Config.BusyPatterns)
-			if !working && workflow.GetVersion(ctx, "screen-guards", workflow.DefaultVersion, 1) == 1 {
-				pattern, working = Blocked(pane, s.Config.DialogPatterns, s.Config.InputPrompt)
+			} else {
+				pattern, working = Busy(pane, s.Config.BusyPatterns)
+				if !working && workflow.GetVersion(ctx, "screen-guards", workflow.DefaultVersion, 1) == 1 {
+					pattern, working = Blocked(pane, s.Config.DialogPatterns, s.Config.InputPrompt)
+				}
 			}
 		}
 		if !working {
@@ -108,6 +116,9 @@ func (s *session) waitUntilIdle(ctx workflow.Context, req DeliveryRequest) error
 		after := busy.BusyAlertAfter
 		if strings.HasPrefix(pattern, "dialog") || strings.HasPrefix(pattern, "a draft") {
 			after = busy.WaitsForYouAfter
+		}
+		if strings.HasPrefix(pattern, noAgentPattern) {
+			after = 0
 		}
 		if !s.busyAlerted && now.Sub(*s.busySince) >= after {
 			s.busyAlerted = true
@@ -167,7 +178,11 @@ func (s *session) escalate(ctx workflow.Context, req DeliveryRequest) (phase int
 		}
 		if err == nil && s.Config.Reset.Relaunch != "" {
 			_ = workflow.Sleep(ctx, time.Second)
-			err = s.typeText(ctx, s.Config.Reset.Relaunch)
+			// Only into the shell the pane shows now, and only the launch line the worker's
+			// config names (the activity takes neither from here).
+			err = workflow.ExecuteActivity(ctx, activities.TmuxInjectName, activities.InjectRequest{
+				Session: s.Config.Name, Relaunch: true, Text: s.Config.Reset.Relaunch,
+			}).Get(ctx, nil)
 		}
 		if err == nil {
 			s.LastResetAt = &now
@@ -188,7 +203,7 @@ func (s *session) commitToHistory(ctx workflow.Context, req DeliveryRequest) err
 	}
 	ctx = workflow.WithActivityOptions(ctx, historyActivityOptions)
 	entry := activities.HistoryEntry{Time: workflow.Now(ctx), Session: s.Config.Name, Kind: req.Kind, ID: req.ID, Text: req.Text}
-	if err := workflow.ExecuteActivity(ctx, activities.HistoryAppendName, activities.AppendRequest{Path: s.Config.HistoryPath, Entry: entry}).Get(ctx, nil); err != nil {
+	if err := workflow.ExecuteActivity(ctx, activities.HistoryAppendName, activities.AppendRequest{Session: s.Config.Name, Entry: entry}).Get(ctx, nil); err != nil {
 		return fmt.Errorf("commit to history %s: %w", s.Config.HistoryPath, err)
 	}
 	return nil
@@ -205,7 +220,7 @@ func (s *session) submit(ctx workflow.Context, dreq DeliveryRequest) error {
 	// sessions from before hooks replay unchanged).
 	receipt := s.Agent != nil && dreq.ReplyTo != ""
 	for attempt := 1; ; attempt++ {
-		req := activities.InjectRequest{Target: s.Config.TmuxTarget, Text: text, NewlineKey: s.Config.NewlineKey, Key: fmt.Sprintf("%s/%s/try-%d", s.Config.Name, dreq.ID, attempt)}
+		req := activities.InjectRequest{Session: s.Config.Name, Text: text, NewlineKey: s.Config.NewlineKey, Key: fmt.Sprintf("%s/%s/try-%d", s.Config.Name, dreq.ID, attempt)}
 		if check && !receipt {
 			req.CheckLines, req.CheckDelay = s.Config.InputLines, 500*time.Millisecond
 		}
@@ -222,7 +237,7 @@ func (s *session) submit(ctx workflow.Context, dreq DeliveryRequest) error {
 				return nil
 			}
 			if err := workflow.ExecuteActivity(ctx, activities.TmuxCaptureName, activities.CaptureRequest{
-				Target: s.Config.TmuxTarget, Lines: s.Config.InputLines,
+				Session: s.Config.Name, Lines: s.Config.InputLines,
 			}).Get(ctx, &res.Bottom); err != nil {
 				return err
 			}
@@ -296,12 +311,12 @@ func (s *session) awaitAgent(ctx workflow.Context, done func() bool) bool {
 // typeText types text into the pane and presses Enter.
 func (s *session) typeText(ctx workflow.Context, text string) error {
 	return workflow.ExecuteActivity(ctx, activities.TmuxInjectName, activities.InjectRequest{
-		Target: s.Config.TmuxTarget, Text: text, NewlineKey: s.Config.NewlineKey,
+		Session: s.Config.Name, Text: text, NewlineKey: s.Config.NewlineKey,
 	}).Get(ctx, nil)
 }
 
 func (s *session) pressKeys(ctx workflow.Context, keys []string) error {
 	return workflow.ExecuteActivity(ctx, activities.TmuxSendKeysName, activities.KeysRequest{
-		Target: s.Config.TmuxTarget, Keys: keys, Delay: 200 * time.Millisecond,
+		Session: s.Config.Name, Keys: keys, Delay: 200 * time.Millisecond,
 	}).Get(ctx, nil)
 }

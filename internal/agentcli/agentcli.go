@@ -2,7 +2,10 @@
 // Copilot, Kimi; SPEC N4): how each is launched, reset, recognised as busy, and run headless.
 package agentcli
 
-import "strings"
+import (
+	"path/filepath"
+	"strings"
+)
 
 // CLI describes how to drive one agent CLI kind (SPEC N4).
 type CLI struct {
@@ -37,7 +40,27 @@ type CLI struct {
 	// InterruptKeys are the escalation's phase-2 keys (default Escape Escape C-c; Claude Code
 	// clears the input with C-u instead: Escape twice opens its Rewind menu).
 	InterruptKeys string `mapstructure:"interrupt_keys"`
+	// ProcessNames are the names tmux shows as the pane's foreground program
+	// (#{pane_current_command}) while this CLI runs. Nothing is typed into a pane whose
+	// foreground program is not one of them: when the CLI has exited the pane shows a shell, and
+	// a message typed there would run as a command. Empty: the base name of Command.
+	ProcessNames []string `mapstructure:"process_names"`
 }
+
+// Processes is ProcessNames, or the base name of Command when none are set.
+func (c CLI) Processes() []string {
+	if len(c.ProcessNames) > 0 {
+		return c.ProcessNames
+	}
+	if c.Command == "" {
+		return nil
+	}
+	return []string{filepath.Base(strings.Fields(c.Command)[0])}
+}
+
+// Shells are the foreground programs of a pane whose CLI has exited: the only programs a
+// relaunch types into (and only the CLI's launch line).
+var Shells = []string{"bash", "zsh", "sh", "dash", "fish", "ksh", "mksh", "tcsh", "csh"}
 
 // LaunchOptions are what a launch adds to the command and the model.
 type LaunchOptions struct {
@@ -105,6 +128,8 @@ func Builtin() map[string]CLI {
 			DialogPatterns: []string{"Do you want to proceed?", "Do you want to make this edit", "Do you want to create", "❯ 1. Yes", "Rewind"},
 			InputPrompt:    "❯",
 			InterruptKeys:  "C-u",
+			// 2.1.330 is a native binary: tmux shows "claude".
+			ProcessNames: []string{"claude"},
 		},
 		"codex": {
 			Command:      "codex",

@@ -34,6 +34,11 @@ type Message struct {
 	MessageID string
 	Text      string
 	User      string
+	// Sender (zero ID: unknown), Forwarded and ChatType: who sent it and how, from the
+	// Telegram door (see workflows.IntentInput); the delivered header is built from them.
+	Sender    workflows.Sender
+	Forwarded bool
+	ChatType  string
 	Source    string
 	// SentAt is when the sender sent it, when the door knows; zero otherwise.
 	SentAt time.Time
@@ -102,6 +107,11 @@ func (r *Recorder) Prepare(m *Message) (repaired bool, err error) {
 	m.User, _ = redact.Repair(m.User)
 	if len(m.User) > 256 {
 		return repaired, &InvalidError{Field: "user", Reason: "is longer than 256 bytes"}
+	}
+	m.Sender.Name, _ = redact.Repair(m.Sender.Name)
+	m.Sender.Username, _ = redact.Repair(m.Sender.Username)
+	if len(m.Sender.Name)+len(m.Sender.Username) > 512 {
+		return repaired, &InvalidError{Field: "sender", Reason: "name is longer than 512 bytes"}
 	}
 	return repaired, nil
 }
@@ -234,12 +244,19 @@ func (r *Recorder) input(m Message, session string) workflows.IntentInput {
 		ack, done = r.cfg.Telegram.AckReaction, r.cfg.Telegram.DoneReaction
 	}
 	deliver := m.Source == workflows.SourceTelegram && r.cfg.Sessions[session].Mode == config.ModeTmux
+	var sender *workflows.Sender
+	if m.Sender.ID != 0 {
+		sender = &m.Sender
+	}
 	return workflows.IntentInput{
 		Version:    workflows.IntentVersion,
 		ChatID:     m.ChatID,
 		MessageID:  m.MessageID,
 		Text:       m.Text,
 		User:       m.User,
+		Sender:     sender,
+		Forwarded:  m.Forwarded,
+		ChatType:   m.ChatType,
 		Source:     m.Source,
 		ReceivedAt: receivedAt(m, r.now),
 		SentAt:     m.SentAt,
@@ -253,7 +270,7 @@ func (r *Recorder) input(m Message, session string) workflows.IntentInput {
 		DoneReaction:   done,
 		Policy: workflows.ReminderPolicy{
 			Reminders:       r.cfg.Reminders,
-			NtfyTopic:       r.cfg.NtfyTopicFor(session),
+			Push:            r.cfg.NtfyTopicFor(session) != "",
 			DeliveryTimeout: policy.DeliveryTimeout,
 		},
 	}

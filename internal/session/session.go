@@ -11,7 +11,9 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/intentq/intentq/activities"
 	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/agentcli"
 	"github.com/intentq/intentq/internal/policy"
 	"github.com/intentq/intentq/workflows"
 )
@@ -65,7 +67,7 @@ func TmuxConfig(cfg *config.Config, name string) workflows.SessionConfig {
 		BusyPatterns: cli.BusyPatterns,
 		Busy:         cfg.Delivery,
 		NewlineKey:   cli.NewlineKey,
-		NtfyTopic:    cfg.NtfyTopicFor(name),
+		Push:         cfg.NtfyTopicFor(name) != "",
 		HistoryPath:  cfg.HistoryPath(name),
 		Escalation: workflows.EscalationPolicy{
 			InterruptAfter: interruptAfter, ResetAfter: resetAfter, ResetCooldown: cooldown,
@@ -79,6 +81,38 @@ func TmuxConfig(cfg *config.Config, name string) workflows.SessionConfig {
 		InterruptKeys:  strings.Fields(cli.InterruptKeys),
 		ClearKeys:      strings.Fields(cli.ClearKeys),
 	}
+}
+
+// Endpoints is the worker's directory of its typing sessions: for each, the pane, the programs
+// that are its CLI, the keys intentq may press there, the relaunch line, the history file and the
+// ntfy topic, all from cfg. The activities act only on what it names (a workflow's input is not
+// trusted for any of it).
+func Endpoints(cfg *config.Config) *activities.Directory {
+	eps := map[string]activities.Endpoint{}
+	for _, name := range cfg.SessionNames() {
+		sc := cfg.Sessions[name]
+		if sc.Mode == config.ModeHeadless {
+			continue
+		}
+		conf := TmuxConfig(cfg, name)
+		cli := cfg.CLIs[sc.CLI]
+		keys := append([]string{}, workflows.InterruptKeys...)
+		keys = append(keys, conf.InterruptKeys...)
+		keys = append(keys, conf.ClearKeys...)
+		keys = append(keys, "C-u") // the default clear key
+		if !conf.Reset.Typed() {
+			keys = append(keys, conf.Reset.Keys()...)
+		}
+		ep := activities.Endpoint{
+			Target: sc.TmuxTarget, ProcessNames: cli.Processes(), Keys: keys,
+			HistoryPath: conf.HistoryPath, NtfyTopic: cfg.NtfyTopicFor(name),
+		}
+		if conf.Reset.Relaunch != "" {
+			ep.LaunchLine, ep.Shells = conf.Reset.Relaunch, agentcli.Shells
+		}
+		eps[name] = ep
+	}
+	return activities.NewDirectory(eps, cfg.Ntfy.Topic)
 }
 
 // HeadlessConfig is what the headless session `name` needs from cfg: the CLI and its arguments.

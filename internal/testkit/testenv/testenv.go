@@ -62,6 +62,13 @@ func FreePort(t testing.TB) int {
 	return 0
 }
 
+// StandInProcessNames are the programs that stand in for an agent CLI in tests (a pane reading
+// what is typed: `cat`, or a shell's read loop), as the value of clis.<kind>.process_names
+// (comma-separated, e.g. INTENTQ_CLIS_CLAUDE_PROCESS_NAMES). Nothing is typed into a pane whose
+// foreground program is not one of a CLI's process names; tests that play a pane whose agent
+// has exited run bash, which is not in the list.
+const StandInProcessNames = "claude,cat,sh"
+
 // Config loads the default configuration with HOME and data_dir in a temporary directory, no
 // INTENTQ_* variables from the caller, a private tmux server (TMUX_TMPDIR), and the embedded
 // server, UI and ingest on free ports.
@@ -88,6 +95,9 @@ func Config(t testing.TB) *config.Config {
 	cfg.Temporal.Embedded.UIPort = FreePort(t)
 	cfg.Ingest.Listen = net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t)))
 	cfg.Metrics.Listen = "127.0.0.1:0"
+	claude := cfg.CLIs["claude"]
+	claude.ProcessNames = strings.Split(StandInProcessNames, ",")
+	cfg.CLIs["claude"] = claude
 	return cfg
 }
 
