@@ -420,6 +420,13 @@ func (t *Tmux) TargetExists(ctx context.Context, target string) error {
 	return err
 }
 
+// Foreground returns the name of the program in front in target's pane (what tmux shows as
+// #{pane_current_command}), or the error TargetExists gives.
+func (t *Tmux) Foreground(ctx context.Context, target string) (string, error) {
+	p, err := t.resolve(ctx, target)
+	return p.command, err
+}
+
 // resolve checks that target is a live pane and returns its id.
 //
 // `display-message -p -t` cannot do the check: in tmux 3.3a it exits 0 for a missing target,

@@ -34,7 +34,7 @@ func Local(ctx context.Context, cfg *config.Config) Report {
 		}
 		check := "tmux " + name
 		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := tm.TargetExists(tctx, s.TmuxTarget)
+		front, err := tm.Foreground(tctx, s.TmuxTarget)
 		cancel()
 		if err != nil {
 			res := Result{Name: check, Detail: err.Error(),
@@ -47,7 +47,14 @@ func Local(ctx context.Context, cfg *config.Config) Report {
 			r = append(r, res)
 			continue
 		}
-		r = append(r, Result{Name: check, OK: true, Detail: "pane " + s.TmuxTarget + " is live"})
+		if want := cfg.CLIs[s.CLI].Processes(); !s.Human && len(want) > 0 && !slices.Contains(want, front) {
+			// The CLI exited (a shell shows) or another program runs there: intentq types
+			// nothing into it, and deliveries wait.
+			r = append(r, Result{Name: check, Detail: fmt.Sprintf("pane %s shows %q, not %s: nothing is typed there, deliveries wait", s.TmuxTarget, front, strings.Join(want, " or ")),
+				Hint: fmt.Sprintf("start the agent again (starter run-agent %s), or set clis.%s.process_names", name, s.CLI)})
+			continue
+		}
+		r = append(r, Result{Name: check, OK: true, Detail: "pane " + s.TmuxTarget + " is live, " + front + " in front"})
 	}
 	if cfg.Ntfy.URL != "" {
 		r = append(r, checkNtfy(ctx, cfg.Ntfy.URL))

@@ -3,9 +3,11 @@ package doctor_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/platform/doctor"
@@ -80,4 +82,32 @@ func TestI10LocalChecks(t *testing.T) {
 	if res := doctor.Hooks(cfg.Claude.Settings); res.OK || res.Detail != "not installed yet: "+filepath.Clean(cfg.Claude.Settings)+" lacks Notification, PostToolUse, PreToolUse, SessionStart, UserPromptSubmit" {
 		t.Errorf("partial hooks: %+v", res)
 	}
+}
+
+// Issue 23: a pane whose agent has exited shows a shell; intentq types nothing there, and the
+// doctor says so as a failure.
+func TestLocalFailsForAPaneWithoutItsAgent(t *testing.T) {
+	cfg := testenv.Config(t)
+	peersTmuxSession(t, "secretary", "exec bash --norc --noprofile")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res := find(doctor.Local(context.Background(), cfg), "tmux secretary")
+		if res.Level() == doctor.StatusFail && strings.Contains(res.Detail, `"bash"`) && strings.Contains(res.Hint, "run-agent") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a bash pane: %+v", res)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// peersTmuxSession starts a tmux session running shell on the test's private tmux server.
+func peersTmuxSession(t *testing.T, name, shell string) {
+	t.Helper()
+	cmd := exec.Command("tmux", "new-session", "-d", "-s", name, shell)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("tmux: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("tmux", "kill-server").Run() })
 }
