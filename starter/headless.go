@@ -16,17 +16,23 @@ import (
 )
 
 func newPrompt() *cobra.Command {
-	var session, channel, key string
+	var session, channel, key, textFile string
 	var wait, asJSON, safe bool
 	cmd := &cobra.Command{
-		Use:   "prompt --session S [--channel cli|telegram|web] TEXT|-",
+		Use:   "prompt --session S [--channel cli|telegram|web] [--text-file PATH | TEXT|-]",
 		Short: "queue a prompt on a headless session (FIFO, one run at a time); the same --key twice runs once",
-		Args:  args(cobra.ExactArgs(1)),
+		Long: "prompt queues a prompt on a headless session. The prompt is read from standard input, or from\n" +
+			"--text-file; a TEXT argument also works but is " + inlineTextNote + ".",
+		Args: args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if err := requireFlags(cmd, "session"); err != nil {
 				return err
 			}
-			text, err := fromStdin(cmd, "prompt", a[0], 1<<20)
+			var inline *string
+			if len(a) == 1 {
+				inline = &a[0]
+			}
+			text, err := readText(cmd, "prompt", inline, textFile, 1<<20)
 			if err != nil {
 				return err
 			}
@@ -67,6 +73,7 @@ func newPrompt() *cobra.Command {
 	cmd.Flags().StringVar(&session, "session", "", "headless session (required)")
 	cmd.Flags().StringVar(&channel, "channel", "cli", "channel: cli, telegram or web")
 	cmd.Flags().StringVar(&key, "key", "", "idempotency key (default: a new prompt each time)")
+	cmd.Flags().StringVar(&textFile, "text-file", "", textFileHelp)
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the run to finish and print its answer")
 	cmd.Flags().BoolVar(&safe, "safe", false, "safe to repeat: retry failed runs even when the policy allows a non-idempotent tool (git push)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the prompt record as JSON")

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
+	"golang.org/x/term"
 
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/base/tclient"
@@ -47,6 +49,58 @@ func fromStdin(cmd *cobra.Command, what, value string, max int64) (string, error
 	return strings.TrimSuffix(string(data), "\n"), nil
 }
 
+// textFileHelp is the help of --text-file.
+const textFileHelp = "read the text from this file (- for standard input); without it and without the text, the text is read from standard input"
+
+// inlineTextNote is said of text given on the command line.
+const inlineTextNote = "visible to other users in `ps`: prefer --text-file or standard input"
+
+// readText is a command's message text, kept out of argv unless the person put it there:
+// from --text-file (file; "-" is standard input), else the text given on the command line
+// (inline, nil when not given; "-" is standard input), else standard input. Both at once is a
+// usage error. A final newline is dropped; more than max bytes is an error.
+func readText(cmd *cobra.Command, what string, inline *string, file string, max int64) (string, error) {
+	if file != "" && inline != nil {
+		return "", usage(cmd, fmt.Errorf("the %s is given twice: use --text-file or the command line, not both", what))
+	}
+	if inline != nil && *inline != "-" {
+		return *inline, nil
+	}
+	if file != "" && file != "-" {
+		f, err := os.Open(file)
+		if err != nil {
+			return "", fmt.Errorf("read the %s: %w", what, err)
+		}
+		defer f.Close()
+		return readCapped(f, what+" from "+file, max)
+	}
+	in := cmd.InOrStdin()
+	if f, ok := in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "reading the %s from standard input; end it with Ctrl-D\n", what)
+	}
+	return readCapped(in, what+" from stdin", max)
+}
+
+// readCapped reads r to its end, without its final newline; more than max bytes is an error.
+func readCapped(r io.Reader, what string, max int64) (string, error) {
+	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", what, err)
+	}
+	if int64(len(data)) > max {
+		return "", fmt.Errorf("read %s: longer than %d bytes", what, max)
+	}
+	return strings.TrimSuffix(string(data), "\n"), nil
+}
+
+// given is the flag's value when it was set on the command line, else nil.
+func given(cmd *cobra.Command, flag string, value *string) *string {
+	if cmd.Flags().Changed(flag) {
+		return value
+	}
+	return nil
+}
+
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -54,17 +108,17 @@ func printJSON(w io.Writer, v any) error {
 }
 
 func newRecord() *cobra.Command {
-	var chat, msg, text, user string
+	var chat, msg, text, textFile, user string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "record --chat C --msg M --text T",
-		Short: "record a message as an intent (text from stdin with --text -); the same message twice is one intent",
+		Use:   "record --chat C --msg M [--text-file PATH | --text T|-]",
+		Short: "record a message as an intent (text from standard input, or --text-file); the same message twice is one intent",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := requireFlags(cmd, "chat", "msg", "text"); err != nil {
+			if err := requireFlags(cmd, "chat", "msg"); err != nil {
 				return err
 			}
-			text, err := fromStdin(cmd, "text", text, 64<<20)
+			text, err := readText(cmd, "text", given(cmd, "text", &text), textFile, 64<<20)
 			if err != nil {
 				return err
 			}
@@ -95,7 +149,8 @@ func newRecord() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&chat, "chat", "", "chat ID (required)")
 	cmd.Flags().StringVar(&msg, "msg", "", "message ID (required)")
-	cmd.Flags().StringVar(&text, "text", "", "message text, or - to read it from stdin (required)")
+	cmd.Flags().StringVar(&textFile, "text-file", "", textFileHelp)
+	cmd.Flags().StringVar(&text, "text", "", "message text, or - for standard input; "+inlineTextNote)
 	cmd.Flags().StringVar(&user, "user", "", "sender")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd

@@ -32,7 +32,10 @@ func newMCP() *cobra.Command {
 		Short: "serve intentq's MCP tools on stdio (reply, react, pending, close, link, ignore, inbox_read, inbox_send) for an agent CLI",
 		Long: "mcp is started by the agent CLI (starter setup registers it with Claude Code). Its reply tool sends\n" +
 			"the answer to the person on Telegram as a reply and closes the intent, exactly once however often it\n" +
-			"is called. Logs go to stderr; stdout carries the protocol.",
+			"is called. The tools act for one session only: --session, else the agent's own (INTENTQ_AGENT_ID or\n" +
+			"the tmux pane's @agent_id naming a session), else the default session; reply and react reach only\n" +
+			"the chats that session serves within telegram.allowed_chat_ids, the intent tools only its intents,\n" +
+			"inbox_read only the agent's own inbox. Logs go to stderr; stdout carries the protocol.",
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, logger, err := load(cmd)
@@ -43,10 +46,16 @@ func newMCP() *cobra.Command {
 			if agent == "" {
 				agent = tmuxAgentID(cmd.Context())
 			}
+			if _, ok := cfg.Sessions[session]; session != "" && !ok {
+				return usage(cmd, fmt.Errorf("--session %s: no such session in the config", session))
+			}
+			// The session: --session, else the agent's own (INTENTQ_AGENT_ID or the pane's
+			// @agent_id naming a session), else the default session. The tools act only on its
+			// chats (within telegram.allowed_chat_ids) and intents, and on the agent's own inbox.
 			s := hookSettings(cmd.Context(), cfg, session, logger)
 			b := &lazyBackend{cfg: cfg, logger: logger}
 			defer b.close()
-			srv := mcp.NewServer(b, mcp.Settings{Session: s.Session, Agent: agent}, version)
+			srv := mcp.NewServer(b, mcp.Settings{Session: s.Session, Agent: agent, Config: cfg}, version)
 			return srv.Run(cmd.Context(), &sdk.StdioTransport{})
 		},
 	}
@@ -129,6 +138,10 @@ func (l *lazyBackend) InboxRead(ctx context.Context, agent string) ([]workflows.
 	return with(ctx, l, func(b mcp.Temporal) ([]workflows.InboxMessage, error) { return b.InboxRead(ctx, agent) })
 }
 
+func (l *lazyBackend) IntentSession(ctx context.Context, id string) (string, error) {
+	return with(ctx, l, func(b mcp.Temporal) (string, error) { return b.IntentSession(ctx, id) })
+}
+
 func (l *lazyBackend) InboxSend(ctx context.Context, agent string, msg workflows.InboxSend) error {
 	_, err := with(ctx, l, func(b mcp.Temporal) (struct{}, error) { return struct{}{}, b.InboxSend(ctx, agent, msg) })
 	return err
@@ -136,12 +149,19 @@ func (l *lazyBackend) InboxSend(ctx context.Context, agent string, msg workflows
 
 func newReply() *cobra.Command {
 	var asJSON bool
+	var textFile string
 	cmd := &cobra.Command{
-		Use:   "reply INTENT TEXT|-",
+		Use:   "reply INTENT [--text-file PATH | TEXT|-]",
 		Short: "send an answer to the person as a reply to the intent's message and close it; the same answer twice is sent once",
-		Args:  args(cobra.ExactArgs(2)),
+		Long: "reply sends the answer as a reply to the intent's message and closes the intent. The answer is\n" +
+			"read from standard input, or from --text-file; a TEXT argument also works but is " + inlineTextNote + ".",
+		Args: args(cobra.RangeArgs(1, 2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			text, err := fromStdin(cmd, "text", a[1], 1<<20)
+			var inline *string
+			if len(a) == 2 {
+				inline = &a[1]
+			}
+			text, err := readText(cmd, "answer", inline, textFile, 1<<20)
 			if err != nil {
 				return err
 			}
@@ -172,5 +192,6 @@ func newReply() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the sent reply as JSON")
+	cmd.Flags().StringVar(&textFile, "text-file", "", textFileHelp)
 	return cmd
 }

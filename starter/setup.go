@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,7 +31,7 @@ func newSetup() *cobra.Command {
 		Short: "install intentq's hooks into the secretary's Claude Code settings; --service also runs the worker as a user service with a watchdog",
 		Long: "setup writes intentq's hooks (session-start, user-prompt-submit, pre-tool-use, post-tool-use, stop,\nnotification) into claude.settings, merging\n" +
 			"with what is there (a backup first; running it again changes nothing), allows intentq's MCP tools\n" +
-			"there, registers `starter mcp` as the MCP server \"intentq\" in ~/.claude.json, and prints how\n" +
+			"that act only for the calling session (not inbox_send) there, registers `starter mcp` as the MCP server \"intentq\" in ~/.claude.json, and prints how\n" +
 			"Codex, Copilot CLI and Kimi register it.\n\n" +
 			"--service also installs the worker as a user service that the system keeps running (a systemd\n" +
 			"user unit on Linux, a launchd agent on macOS) and a watchdog timer that runs\n" +
@@ -171,7 +172,8 @@ func runAll(out io.Writer, commands [][]string, dryRun, tolerate bool) error {
 
 // setupHooks merges intentq's hooks into the settings file: every other key, and other hooks,
 // stay as they are; an event that already runs `starter hook <arg>` is left alone. It also
-// allows intentq's MCP tools (permissions.allow "mcp__intentq"), so no dialog stops a reply.
+// allows intentq's session-scoped MCP tools (preAllowedTools), so no dialog stops a reply, and
+// drops the whole-server entry "mcp__intentq" that an older setup wrote.
 func setupHooks(out io.Writer, path, starter string, dryRun bool) error {
 	return updateJSONFile(out, path, "hooks", dryRun, func(settings map[string]any) (bool, error) {
 		hooks, err := objectAt(settings, "hooks")
@@ -200,13 +202,34 @@ func setupHooks(out io.Writer, path, starter string, dryRun bool) error {
 			return false, err
 		}
 		allow, _ := perms["allow"].([]any)
-		if !containsAny(allow, "mcp__intentq") {
-			perms["allow"] = append(allow, "mcp__intentq")
-			settings["permissions"] = perms
+		if i := slices.Index(allow, any(wholeServer)); i >= 0 {
+			allow = slices.Delete(allow, i, i+1)
+			perms["allow"], settings["permissions"] = allow, perms
 			changed = true
+		}
+		for _, tool := range preAllowedTools {
+			if !containsAny(allow, tool) {
+				allow = append(allow, tool)
+				perms["allow"], settings["permissions"] = allow, perms
+				changed = true
+			}
 		}
 		return changed, nil
 	})
+}
+
+// wholeServer is the permission rule that allows every tool of the intentq MCP server: setup
+// no longer writes it, and removes it where an older setup did.
+const wholeServer = "mcp__intentq"
+
+// preAllowedTools are the intentq MCP tools setup allows without a prompt: only those whose
+// reach is limited to the calling session (issue 23): reply and react to the chats the session
+// serves within telegram.allowed_chat_ids, pending, close, link and ignore on the session's own
+// intents, inbox_read on the agent's own inbox. inbox_send reaches any agent's inbox and is
+// left to Claude Code's prompt.
+var preAllowedTools = []string{
+	"mcp__intentq__reply", "mcp__intentq__react", "mcp__intentq__pending",
+	"mcp__intentq__close", "mcp__intentq__link", "mcp__intentq__ignore", "mcp__intentq__inbox_read",
 }
 
 // setupMCP registers `starter mcp` as the MCP server "intentq" in Claude Code's user config

@@ -427,8 +427,9 @@ func TestSetupHooksAndService(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The person's own hook stays; an older setup's post-tool-use, limited to two tools, now
-	// runs after every tool (it hands over messages at each tool call).
-	mine := `{"model": "opus", "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "my-guard"}]}],
+	// runs after every tool (it hands over messages at each tool call); its allowance of the
+	// whole intentq MCP server becomes one of the session-scoped tools (issue 23).
+	mine := `{"model": "opus", "permissions": {"allow": ["Bash(ls:*)", "mcp__intentq"]}, "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "my-guard"}]}],
 	  "PostToolUse": [{"matcher": "mcp__plugin_telegram_telegram__reply|Bash", "hooks": [{"type": "command", "command": "/old/starter hook post-tool-use", "timeout": 10}]}]}}`
 	if err := os.WriteFile(settings, []byte(mine), 0o600); err != nil {
 		t.Fatal(err)
@@ -457,8 +458,10 @@ func TestSetupHooksAndService(t *testing.T) {
 	if r := doctor.Hooks(settings); !r.OK {
 		t.Errorf("doctor after setup: %+v", r)
 	}
-	if !strings.Contains(string(b), `"mcp__intentq"`) {
-		t.Errorf("intentq's MCP tools are not allowed in %s", b)
+	// Only the session-scoped MCP tools are allowed without a prompt (issue 23): not the whole
+	// server, not inbox_send.
+	if !strings.Contains(string(b), `"mcp__intentq__reply"`) || strings.Contains(string(b), `"mcp__intentq"`) || strings.Contains(string(b), "inbox_send") || !strings.Contains(string(b), `"Bash(ls:*)"`) {
+		t.Errorf("intentq's session-scoped MCP tools are not (or not only) allowed in %s", b)
 	}
 	var claudeJSON struct {
 		Theme      string `json:"theme"`

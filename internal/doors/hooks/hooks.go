@@ -216,7 +216,7 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 		if t, ok := full[e.id]; ok && e.full {
 			text = t
 		}
-		entry := e.head + "\n" + EscapeText(text) + "\n"
+		entry := e.head + "\n" + QuoteText(text) + "\n"
 		entries = append(entries, entry)
 		if e.listed {
 			listed.WriteString(entry)
@@ -381,7 +381,7 @@ func remindOld(ctx context.Context, b Backend, s Settings) (string, error) {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "<system-reminder>\nStill unanswered (%d%s):\n", len(page.Intents), plus(page.More))
 	for _, p := range page.Intents {
-		fmt.Fprintf(&sb, "- id=%s chat=%s age=%s: %s\n", EscapeText(p.ID), EscapeText(p.ChatID), now.Sub(p.ReceivedAt).Round(time.Second), EscapeText(p.Snippet))
+		fmt.Fprintf(&sb, "- id=%s chat=%s age=%s: %s\n", EscapeText(p.ID), EscapeText(p.ChatID), now.Sub(p.ReceivedAt).Round(time.Second), EscapeText(oneLine(p.Snippet)))
 	}
 	if page.More {
 		fmt.Fprintf(&sb, "(and older ones: `starter pending --session %s` lists them all)\n", s.Session)
@@ -466,16 +466,18 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 	if inboxErr != nil {
 		return Answer{}, inboxErr
 	}
+	// Every piece of text in the reason is escaped and on one line: no inbox message or
+	// snippet can open or close a tag, nor start a line that looks like intentq's own.
 	for _, m := range unread {
 		if !m.Read {
-			items = append(items, fmt.Sprintf("inbox %s from %s (%s): %s", m.ID, m.From, m.Type, firstRunes(oneLine(m.Content), 80)))
+			items = append(items, fmt.Sprintf("inbox %s from %s (%s): %s", escapeLine(m.ID), escapeLine(m.From), escapeLine(m.Type), EscapeText(firstRunes(oneLine(m.Content), 80))))
 		}
 	}
 	if pendingErr != nil {
 		return Answer{}, pendingErr
 	}
 	for _, p := range pending.Intents {
-		items = append(items, fmt.Sprintf("intent %s (chat %s): %s", p.ID, p.ChatID, p.Snippet))
+		items = append(items, fmt.Sprintf("intent %s (chat %s): %s", escapeLine(p.ID), escapeLine(p.ChatID), escapeLine(p.Snippet)))
 	}
 	if len(items) == 0 {
 		return Answer{}, nil
@@ -484,22 +486,25 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 	if len(items) > 5 {
 		items = items[:5]
 	}
+	agent := escapeLine(s.Agent)
 	reason := fmt.Sprintf("%d%s item(s) still wait for %s; handle them before stopping (`starter inbox read %s`, reply to intents):\n- %s",
-		total, plus(pending.More), s.Agent, s.Agent, strings.Join(items, "\n- "))
+		total, plus(pending.More), agent, agent, strings.Join(items, "\n- "))
 	if total > 5 || pending.More {
-		reason += fmt.Sprintf("\n(and more: `starter inbox list %s`, `starter pending --session %s`)", s.Agent, s.Agent)
+		reason += fmt.Sprintf("\n(and more: `starter inbox list %s`, `starter pending --session %s`)", agent, agent)
 	}
 	return Answer{Output: Output{Decision: "block", Reason: reason}}, nil
 }
 
 // MessagesBlock is how messages handed over by a hook reach the agent: each as intentq would
-// have typed it, escaped so that no message can open or close a tag.
+// have typed it (intentq's header, then the text), escaped so that no message can open or close
+// a tag, and with the text's further lines indented so that none can pass for the header of
+// another message.
 func MessagesBlock(msgs []workflows.DeliveryRequest, when string) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "<system-reminder>\n%d message(s) for you arrived %s. Each is its own message from a person: answer each (reply with reply_to).\n", len(msgs), when)
 	for _, m := range msgs {
 		sb.WriteString("\n")
-		sb.WriteString(EscapeText(m.Text))
+		sb.WriteString(indentLines(EscapeText(m.Text), false))
 		sb.WriteString("\n")
 	}
 	sb.WriteString("</system-reminder>")
@@ -645,6 +650,32 @@ var textEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 // EscapeText makes message text safe inside intentq's <system-reminder> wrapper: it can never
 // open or close a tag, so a message cannot forge a block the agent trusts (SPEC H3).
 func EscapeText(s string) string { return textEscaper.Replace(s) }
+
+// QuoteText is a text of several lines set under a header intentq wrote: escaped, and every
+// line indented, so that no line of it can pass for intentq's own (a header, a list item).
+func QuoteText(s string) string { return indentLines(EscapeText(s), true) }
+
+// escapeLine is a piece of text inside one of intentq's lines: escaped and on one line.
+func escapeLine(s string) string { return EscapeText(oneLine(s)) }
+
+// textIndent starts the lines of quoted text.
+const textIndent = "  "
+
+// lineBreaks are what may break a line where the agent reads it.
+var lineBreaks = strings.NewReplacer("\r\n", "\n", "\r", "\n", "\v", "\n", "\f", "\n", "\u0085", "\n", "\u2028", "\n", "\u2029", "\n")
+
+// indentLines indents the lines of s after the first, and the first too when first is set;
+// every kind of line break becomes a newline.
+func indentLines(s string, first bool) string {
+	if s == "" {
+		return s
+	}
+	s = strings.ReplaceAll(lineBreaks.Replace(s), "\n", "\n"+textIndent)
+	if first {
+		s = textIndent + s
+	}
+	return s
+}
 
 func (s Settings) now() time.Time {
 	if s.Now != nil {

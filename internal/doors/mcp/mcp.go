@@ -3,16 +3,26 @@
 // official Telegram plugin has the same tool (reply, react), the arguments are named as there,
 // so prompts written for it keep working. Tool errors are tool results with a clear message;
 // the server never crashes on bad input.
+//
+// The tools act for one session only (issue 23): the chats it serves (sessions.<name>.chats, or
+// for the default session the chats no session lists), and only those in
+// telegram.allowed_chat_ids when that list is set; the intents recorded for it; the agent's own
+// inbox. Anything else is refused as a tool error before anything is sent or changed, so a
+// prompt-injected agent cannot post to a chat an attacker opened with the bot, nor settle
+// another session's intents.
 package mcp
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/intent"
 	"github.com/intentq/intentq/workflows"
 )
@@ -27,6 +37,9 @@ type Backend interface {
 	Change(ctx context.Context, id, update string, arg any) error
 	InboxRead(ctx context.Context, agent string) ([]workflows.InboxMessage, error)
 	InboxSend(ctx context.Context, agent string, msg workflows.InboxSend) error
+	// IntentSession is the session an intent was recorded for (intent.ErrNotFound when there
+	// is no such intent).
+	IntentSession(ctx context.Context, id string) (string, error)
 }
 
 // PendingIntent is one pending intent with its full text.
@@ -41,10 +54,15 @@ type PendingIntent struct {
 
 // Settings say whom the server serves.
 type Settings struct {
-	// Session is the intentq session of the agent (pending lists its intents).
+	// Session is the intentq session of the agent: the only one whose chats and intents the
+	// tools act on (empty: none).
 	Session string
-	// Agent is the agent's inbox name (inbox_read default).
+	// Agent is the agent's inbox name: the only inbox inbox_read reads, and the sender of
+	// inbox_send.
 	Agent string
+	// Config says which chats the session serves (sessions.<name>.chats, the default session)
+	// and which chats are allowed at all (telegram.allowed_chat_ids); nil: no chat.
+	Config *config.Config
 }
 
 // ReplyArgs are the reply tool's arguments (the official plugin's names, plus intent).
@@ -79,7 +97,7 @@ type ChangeArgs struct {
 
 // InboxReadArgs read an agent's inbox.
 type InboxReadArgs struct {
-	Agent string `json:"agent,omitempty" jsonschema:"whose inbox; default this agent's"`
+	Agent string `json:"agent,omitempty" jsonschema:"this agent's own id, or omitted; no other inbox can be read"`
 }
 
 // InboxSendArgs put a message in an agent's inbox.
@@ -114,13 +132,16 @@ func NewServer(b Backend, s Settings, version string) *sdk.Server {
 	})
 	sdk.AddTool(srv, &sdk.Tool{Name: "reply", Description: "Send an answer to the person on Telegram, as a reply to their message, and close that message's intent. Repeating the same call sends nothing twice."},
 		func(ctx context.Context, _ *sdk.CallToolRequest, a ReplyArgs) (*sdk.CallToolResult, ReplyResult, error) {
-			res, err := reply(ctx, b, a)
+			res, err := reply(ctx, b, s, a)
 			return nil, res, err
 		})
 	sdk.AddTool(srv, &sdk.Tool{Name: "react", Description: "Put an emoji reaction on a message of the person."},
 		func(ctx context.Context, _ *sdk.CallToolRequest, a ReactArgs) (*sdk.CallToolResult, Done, error) {
 			if a.ChatID == "" || a.MessageID == "" || a.Emoji == "" {
 				return nil, Done{}, errors.New("react needs chat_id, message_id and emoji")
+			}
+			if err := s.servesChat(a.ChatID); err != nil {
+				return nil, Done{}, err
 			}
 			if err := b.React(ctx, a.ChatID, a.MessageID, a.Emoji); err != nil {
 				return nil, Done{}, err
@@ -129,6 +150,9 @@ func NewServer(b Backend, s Settings, version string) *sdk.Server {
 		})
 	sdk.AddTool(srv, &sdk.Tool{Name: "pending", Description: "The messages still waiting for an answer in this session, oldest first, with their full text."},
 		func(ctx context.Context, _ *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, PendingList, error) {
+			if s.Session == "" {
+				return nil, PendingList{}, errNoSession
+			}
 			list, err := b.Pending(ctx, s.Session)
 			if list == nil {
 				list = []PendingIntent{}
@@ -145,6 +169,13 @@ func NewServer(b Backend, s Settings, version string) *sdk.Server {
 				if a.Intent == "" {
 					return nil, Done{}, errors.New(c.name + " needs intent (intent/<chat>/<message>)")
 				}
+				id, err := intent.ResolveID(a.Intent)
+				if err != nil {
+					return nil, Done{}, err
+				}
+				if err := s.ownsIntent(ctx, b, id); err != nil {
+					return nil, Done{}, err
+				}
 				var arg any
 				switch c.update {
 				case workflows.UpdateClose:
@@ -157,22 +188,21 @@ func NewServer(b Backend, s Settings, version string) *sdk.Server {
 				default:
 					arg = workflows.IgnoreRequest{Reason: a.Reason}
 				}
-				if err := b.Change(ctx, a.Intent, c.update, arg); err != nil {
+				if err := b.Change(ctx, id, c.update, arg); err != nil {
 					return nil, Done{}, err
 				}
 				return nil, Done{OK: true, Detail: a.Intent + " " + c.name + "d"}, nil
 			})
 	}
-	sdk.AddTool(srv, &sdk.Tool{Name: "inbox_read", Description: "Read an agent's unread inbox messages (agent-to-agent), oldest first; marks them read."},
+	sdk.AddTool(srv, &sdk.Tool{Name: "inbox_read", Description: "Read this agent's unread inbox messages (agent-to-agent), oldest first; marks them read."},
 		func(ctx context.Context, _ *sdk.CallToolRequest, a InboxReadArgs) (*sdk.CallToolResult, InboxList, error) {
-			agent := a.Agent
-			if agent == "" {
-				agent = s.Agent
+			if s.Agent == "" {
+				return nil, InboxList{}, errors.New("inbox_read: this agent has no id (set INTENTQ_AGENT_ID, or the tmux pane option @agent_id)")
 			}
-			if agent == "" {
-				return nil, InboxList{}, errors.New("inbox_read needs agent (this agent has no id: set INTENTQ_AGENT_ID)")
+			if a.Agent != "" && a.Agent != s.Agent {
+				return nil, InboxList{}, fmt.Errorf("refused: inbox_read reads only this agent's own inbox (%s), not %s's", s.Agent, a.Agent)
 			}
-			msgs, err := b.InboxRead(ctx, agent)
+			msgs, err := b.InboxRead(ctx, s.Agent)
 			if msgs == nil {
 				msgs = []workflows.InboxMessage{}
 			}
@@ -191,8 +221,9 @@ func NewServer(b Backend, s Settings, version string) *sdk.Server {
 	return srv
 }
 
-// reply finds the intent answered and has its workflow send the answer exactly once.
-func reply(ctx context.Context, b Backend, a ReplyArgs) (ReplyResult, error) {
+// reply finds the intent answered and has its workflow send the answer exactly once. The chat
+// must be one the session serves and the intent the session's own; otherwise nothing is sent.
+func reply(ctx context.Context, b Backend, s Settings, a ReplyArgs) (ReplyResult, error) {
 	if strings.TrimSpace(a.Text) == "" {
 		return ReplyResult{}, errors.New("reply needs text")
 	}
@@ -215,6 +246,9 @@ func reply(ctx context.Context, b Backend, a ReplyArgs) (ReplyResult, error) {
 		}
 		id = workflows.IntentID(a.ChatID, a.ReplyTo)
 	default:
+		if err := s.servesChat(a.ChatID); err != nil {
+			return ReplyResult{}, err
+		}
 		oldest, err := b.OldestPending(ctx, a.ChatID)
 		if errors.Is(err, intent.ErrNotFound) {
 			// Nothing waits in this chat: a follow-up; sent as it is.
@@ -226,9 +260,66 @@ func reply(ctx context.Context, b Backend, a ReplyArgs) (ReplyResult, error) {
 		}
 		id = oldest
 	}
+	// The intent's workflow sends to the intent's chat: that chat must be served, and the
+	// intent the session's own.
+	chat, _, err := workflows.ParseIntentID(id)
+	if err != nil {
+		return ReplyResult{}, err
+	}
+	if err := s.servesChat(chat); err != nil {
+		return ReplyResult{}, err
+	}
+	if err := s.ownsIntent(ctx, b, id); err != nil {
+		return ReplyResult{}, err
+	}
 	rec, err := b.Reply(ctx, id, workflows.ReplyRequest{Key: workflows.ReplyKey(a.Text), Text: a.Text})
 	if err != nil {
 		return ReplyResult{}, fmt.Errorf("reply to %s: %w", id, err)
 	}
 	return ReplyResult{Intent: id, MessageIDs: rec.MessageIDs, Closed: true, Repeated: rec.Repeated}, nil
+}
+
+// errNoSession refuses every chat and intent when the server could not tell its session.
+var errNoSession = errors.New("refused: this MCP server serves no intentq session (start it with --session NAME or INTENTQ_AGENT_ID set to a session, or mark a session default)")
+
+// servesChat refuses a chat the session does not serve: not a Telegram chat ID, outside
+// telegram.allowed_chat_ids (when that list is set), or mapped to another session (a chat
+// that no session lists is the default session's).
+func (s Settings) servesChat(chatID string) error {
+	if s.Session == "" || s.Config == nil {
+		return errNoSession
+	}
+	id, err := strconv.ParseInt(chatID, 10, 64)
+	if err != nil || strconv.FormatInt(id, 10) != chatID {
+		return fmt.Errorf("refused: chat %q is not a Telegram chat ID (a number, as in the message's chat=)", chatID)
+	}
+	if allowed := s.Config.Telegram.AllowedChatIDs; len(allowed) > 0 && !slices.Contains(allowed, id) {
+		return fmt.Errorf("refused: chat %s is not in telegram.allowed_chat_ids; nothing was sent", chatID)
+	}
+	owner, err := s.Config.SessionFor(chatID)
+	if err != nil || owner != s.Session {
+		return fmt.Errorf("refused: chat %s is not served by session %s (sessions.%s.chats, or the default session for chats no session lists); nothing was sent", chatID, s.Session, s.Session)
+	}
+	return nil
+}
+
+// ownsIntent refuses an intent recorded for another session (an intent with no recorded
+// session belongs to its chat's session).
+func (s Settings) ownsIntent(ctx context.Context, b Backend, id string) error {
+	if s.Session == "" {
+		return errNoSession
+	}
+	owner, err := b.IntentSession(ctx, id)
+	if err != nil {
+		return err
+	}
+	if owner == "" && s.Config != nil {
+		if chat, _, perr := workflows.ParseIntentID(id); perr == nil {
+			owner, _ = s.Config.SessionFor(chat)
+		}
+	}
+	if owner != s.Session {
+		return fmt.Errorf("refused: %s belongs to another session, not %s; it was left as it is", id, s.Session)
+	}
+	return nil
 }

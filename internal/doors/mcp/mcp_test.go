@@ -2,21 +2,35 @@ package mcp
 
 import (
 	"context"
+	"strings"
+	"sync"
 	"testing"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/intent"
 	"github.com/intentq/intentq/workflows"
 )
 
-// stubBackend records which intent a reply went to.
+// stubBackend records what the tools did: replies, sends, reactions, changes, inbox reads.
 type stubBackend struct {
-	Backend
+	mu       sync.Mutex
 	oldest   string
 	replied  []string
 	unlinked int
+	reacted  []string
+	changed  []string
+	read     []string
+	pending  []string
+	// sessions are the intents' recorded sessions; an intent not listed is secretary's,
+	// "intent/42/404" does not exist.
+	sessions map[string]string
 }
 
 func (s *stubBackend) Reply(_ context.Context, id string, r workflows.ReplyRequest) (workflows.ReplyRecord, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.replied = append(s.replied, id+" "+r.Key)
 	return workflows.ReplyRecord{Key: r.Key, MessageIDs: []int{1}}, nil
 }
@@ -29,8 +43,66 @@ func (s *stubBackend) OldestPending(context.Context, string) (string, error) {
 }
 
 func (s *stubBackend) SendUnlinked(context.Context, string, string, string) ([]int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.unlinked++
 	return []int{2}, nil
+}
+
+func (s *stubBackend) React(_ context.Context, chat, msg, emoji string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reacted = append(s.reacted, chat+"/"+msg+" "+emoji)
+	return nil
+}
+
+func (s *stubBackend) Pending(_ context.Context, session string) ([]PendingIntent, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pending = append(s.pending, session)
+	return nil, nil
+}
+
+func (s *stubBackend) Change(_ context.Context, id, update string, _ any) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.changed = append(s.changed, update+" "+id)
+	return nil
+}
+
+func (s *stubBackend) InboxRead(_ context.Context, agent string) ([]workflows.InboxMessage, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.read = append(s.read, agent)
+	return nil, nil
+}
+
+func (s *stubBackend) InboxSend(context.Context, string, workflows.InboxSend) error { return nil }
+
+func (s *stubBackend) IntentSession(_ context.Context, id string) (string, error) {
+	if id == "intent/42/404" {
+		return "", intent.ErrNotFound
+	}
+	if session, ok := s.sessions[id]; ok {
+		return session, nil
+	}
+	return "secretary", nil
+}
+
+// scoped is a config of two sessions: secretary (the default: every allowed chat that no
+// session lists, here 42 and -100777) and ops (chat 77); chats 42, -100777 and 77 are allowed.
+func scoped() *config.Config {
+	return &config.Config{
+		Telegram: config.Telegram{AllowedChatIDs: []int64{42, -100777, 77}},
+		Sessions: map[string]config.Session{
+			"secretary": {Default: true},
+			"ops":       {Chats: []int64{77}},
+		},
+	}
+}
+
+func secretary() Settings {
+	return Settings{Session: "secretary", Agent: "secretary", Config: scoped()}
 }
 
 // The intent a reply answers: named, or chat and reply_to, or the chat's oldest pending one;
@@ -43,7 +115,7 @@ func TestReplyTarget(t *testing.T) {
 		{ChatID: "42", ReplyTo: "8", Text: "b"},
 		{ChatID: "42", Text: "c"},
 	} {
-		if _, err := reply(ctx, b, a); err != nil {
+		if _, err := reply(ctx, b, secretary(), a); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -54,15 +126,198 @@ func TestReplyTarget(t *testing.T) {
 		}
 	}
 	b.oldest = ""
-	if res, err := reply(ctx, b, ReplyArgs{ChatID: "42", Text: "follow-up"}); err != nil || b.unlinked != 1 || res.Closed {
+	if res, err := reply(ctx, b, secretary(), ReplyArgs{ChatID: "42", Text: "follow-up"}); err != nil || b.unlinked != 1 || res.Closed {
 		t.Errorf("follow-up: %+v %v", res, err)
 	}
 	for _, a := range []ReplyArgs{{ChatID: "42"}, {Text: "x"}, {ChatID: "4/2", ReplyTo: "1", Text: "x"}, {Intent: "nope", Text: "x"}} {
-		if _, err := reply(ctx, b, a); err == nil {
+		if _, err := reply(ctx, b, secretary(), a); err == nil {
 			t.Errorf("%+v accepted", a)
 		}
 	}
-	if _, err := reply(ctx, b, ReplyArgs{ChatID: "42", ReplyTo: "9", Text: "   "}); err == nil {
+	if _, err := reply(ctx, b, secretary(), ReplyArgs{ChatID: "42", ReplyTo: "9", Text: "   "}); err == nil {
 		t.Error("a blank answer was accepted")
+	}
+}
+
+// Issue 23: a session's server reaches only the chats the session serves within the
+// allowlist: the default session the allowed chats no session lists, another session its own.
+func TestServesChat(t *testing.T) {
+	for _, c := range []struct {
+		session string
+		cfg     func(*config.Config)
+		chat    string
+		ok      bool
+	}{
+		{"secretary", nil, "42", true},
+		{"secretary", nil, "-100777", true},
+		{"secretary", nil, "999", false},   // not allowed
+		{"secretary", nil, "77", false},    // ops's chat
+		{"ops", nil, "77", true},           // its own
+		{"ops", nil, "42", false},          // the default session's
+		{"secretary", nil, "042", false},   // not the chat's own spelling
+		{"secretary", nil, "+42", false},   // idem
+		{"secretary", nil, "@chan", false}, // a channel name the Bot API would take
+		{"secretary", nil, "", false},
+		// Without a chat allowlist the default session serves every chat no session lists.
+		{"secretary", func(c *config.Config) { c.Telegram.AllowedChatIDs = nil }, "999", true},
+		{"secretary", func(c *config.Config) { c.Telegram.AllowedChatIDs = nil }, "77", false},
+		{"ops", func(c *config.Config) { c.Telegram.AllowedChatIDs = nil }, "999", false},
+		// Listed by the session but not allowed: refused all the same.
+		{"ops", func(c *config.Config) { c.Telegram.AllowedChatIDs = []int64{42} }, "77", false},
+		// No default session: a chat no session lists is nobody's.
+		{"secretary", func(c *config.Config) { c.Sessions["secretary"] = config.Session{} }, "42", false},
+	} {
+		cfg := scoped()
+		if c.cfg != nil {
+			c.cfg(cfg)
+		}
+		err := Settings{Session: c.session, Config: cfg}.servesChat(c.chat)
+		if (err == nil) != c.ok {
+			t.Errorf("session %s, chat %q: %v, want ok=%v", c.session, c.chat, err, c.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "refused") {
+			t.Errorf("session %s, chat %q: the error %q does not say it was refused", c.session, c.chat, err)
+		}
+	}
+	for _, s := range []Settings{{Config: scoped()}, {Session: "secretary"}} {
+		if err := s.servesChat("42"); err == nil {
+			t.Errorf("%+v: a server with no session or no config served chat 42", s)
+		}
+	}
+}
+
+// connect runs the server for s on b and returns a client session to it.
+func connect(t *testing.T, b Backend, s Settings) *sdk.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	ct, st := sdk.NewInMemoryTransports()
+	if _, err := NewServer(b, s, "test").Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func call(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]any) (bool, string) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: protocol error %v", tool, err)
+	}
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return res.IsError, strings.Join(parts, " ")
+}
+
+// Issue 23: every tool acts only for the calling session: a reply or reaction to a chat it does
+// not serve, a change to another session's intent, another agent's inbox are tool errors that
+// say so, and nothing reaches the backend; its own chats, intents and inbox work as before.
+func TestToolsActOnlyForTheirSession(t *testing.T) {
+	b := &stubBackend{oldest: "intent/42/5", sessions: map[string]string{"intent/42/3": "ops", "intent/77/1": "ops"}}
+	cs := connect(t, b, secretary())
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"reply", map[string]any{"chat_id": "999", "text": "leaked context"}, "allowed_chat_ids"},
+		{"reply", map[string]any{"chat_id": "999", "reply_to": "1", "text": "leaked context"}, "allowed_chat_ids"},
+		{"reply", map[string]any{"chat_id": "77", "text": "x"}, "not served by session secretary"},
+		{"reply", map[string]any{"chat_id": "77", "reply_to": "1", "text": "x"}, "not served by session secretary"},
+		{"reply", map[string]any{"chat_id": "42", "intent": "intent/999/1", "text": "x"}, "allowed_chat_ids"}, // the intent's chat counts
+		{"reply", map[string]any{"chat_id": "42", "intent": "42/3", "text": "x"}, "another session"},
+		{"reply", map[string]any{"chat_id": "42", "reply_to": "404", "text": "x"}, "no such intent"},
+		{"react", map[string]any{"chat_id": "999", "message_id": "1", "emoji": "👍"}, "allowed_chat_ids"},
+		{"react", map[string]any{"chat_id": "77", "message_id": "1", "emoji": "👍"}, "not served"},
+		{"close", map[string]any{"intent": "42/3"}, "another session"},
+		{"link", map[string]any{"intent": "intent/77/1", "job": "j"}, "another session"},
+		{"ignore", map[string]any{"intent": "42/3", "reason": "spam"}, "another session"},
+		{"inbox_read", map[string]any{"agent": "ops"}, "own inbox"},
+	} {
+		isErr, text := call(t, cs, c.tool, c.args)
+		if !isErr || !strings.Contains(text, c.want) {
+			t.Errorf("%s %v: error=%v %q, want a tool error with %q", c.tool, c.args, isErr, text, c.want)
+		}
+	}
+	if len(b.replied) != 0 || b.unlinked != 0 || len(b.reacted) != 0 || len(b.changed) != 0 || len(b.read) != 0 {
+		t.Fatalf("a refused call reached the backend: replied %v, unlinked %d, reacted %v, changed %v, read %v", b.replied, b.unlinked, b.reacted, b.changed, b.read)
+	}
+
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"reply", map[string]any{"chat_id": "42", "reply_to": "7", "text": "answer"}},
+		{"reply", map[string]any{"chat_id": "", "intent": "-100777/2", "text": "answer"}},
+		{"reply", map[string]any{"chat_id": "42", "text": "to the oldest"}},
+		{"react", map[string]any{"chat_id": "42", "message_id": "7", "emoji": "👍"}},
+		{"close", map[string]any{"intent": "42/7"}},
+		{"link", map[string]any{"intent": "42/8", "job": "j"}},
+		{"ignore", map[string]any{"intent": "intent/42/9", "reason": "spam"}},
+		{"inbox_read", map[string]any{}},
+		{"inbox_read", map[string]any{"agent": "secretary"}},
+		{"pending", map[string]any{}},
+	} {
+		if isErr, text := call(t, cs, c.tool, c.args); isErr {
+			t.Errorf("%s %v: %s", c.tool, c.args, text)
+		}
+	}
+	if len(b.replied) != 3 || len(b.reacted) != 1 || len(b.read) != 2 || b.read[0] != "secretary" || len(b.pending) != 1 || b.pending[0] != "secretary" {
+		t.Errorf("replied %v, reacted %v, read %v, pending %v", b.replied, b.reacted, b.read, b.pending)
+	}
+	if want := "close intent/42/7,link intent/42/8,ignore intent/42/9"; strings.Join(b.changed, ",") != want {
+		t.Errorf("changed %v, want %s", b.changed, want)
+	}
+
+	// The ops session's server: its chat and intents, not the default session's.
+	ops := &stubBackend{sessions: map[string]string{"intent/77/1": "ops"}}
+	cs = connect(t, ops, Settings{Session: "ops", Agent: "ops", Config: scoped()})
+	if isErr, text := call(t, cs, "reply", map[string]any{"chat_id": "77", "reply_to": "1", "text": "ok"}); isErr {
+		t.Errorf("ops replying in its own chat: %s", text)
+	}
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"reply", map[string]any{"chat_id": "42", "text": "x"}},
+		{"close", map[string]any{"intent": "42/7"}},
+		{"inbox_read", map[string]any{"agent": "secretary"}},
+	} {
+		if isErr, _ := call(t, cs, c.tool, c.args); !isErr {
+			t.Errorf("ops: %s %v accepted", c.tool, c.args)
+		}
+	}
+	if len(ops.replied) != 1 || len(ops.changed) != 0 || len(ops.read) != 0 {
+		t.Errorf("ops: replied %v, changed %v, read %v", ops.replied, ops.changed, ops.read)
+	}
+
+	// A server that could not tell its session (and no default exists) acts on nothing.
+	none := &stubBackend{}
+	cs = connect(t, none, Settings{Config: scoped()})
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"reply", map[string]any{"chat_id": "42", "reply_to": "7", "text": "x"}},
+		{"reply", map[string]any{"chat_id": "42", "text": "x"}},
+		{"react", map[string]any{"chat_id": "42", "message_id": "7", "emoji": "👍"}},
+		{"close", map[string]any{"intent": "42/7"}},
+		{"pending", map[string]any{}},
+		{"inbox_read", map[string]any{}},
+	} {
+		if isErr, _ := call(t, cs, c.tool, c.args); !isErr {
+			t.Errorf("no session: %s %v accepted", c.tool, c.args)
+		}
+	}
+	if len(none.replied) != 0 || none.unlinked != 0 || len(none.reacted) != 0 || len(none.changed) != 0 || len(none.pending) != 0 || len(none.read) != 0 {
+		t.Errorf("no session: the backend was used: %+v", none)
 	}
 }

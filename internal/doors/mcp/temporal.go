@@ -2,11 +2,15 @@ package mcp
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/intentq/intentq/activities"
 	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/base/tclient"
 	"github.com/intentq/intentq/internal/inbox"
 	"github.com/intentq/intentq/internal/intent"
 	"github.com/intentq/intentq/workflows"
@@ -72,4 +76,24 @@ func (t Temporal) InboxRead(ctx context.Context, agent string) ([]workflows.Inbo
 func (t Temporal) InboxSend(ctx context.Context, agent string, msg workflows.InboxSend) error {
 	_, err := inbox.Send(ctx, t.Client, t.Config.Temporal.TaskQueue, inbox.InputFor(t.Config, agent), msg)
 	return err
+}
+
+// IntentSession is the session an intent was recorded for, from its search attributes (the
+// server answers; no worker is needed); empty when the intent carries none.
+func (t Temporal) IntentSession(ctx context.Context, id string) (string, error) {
+	desc, err := t.Client.DescribeWorkflowExecution(ctx, id, "")
+	var notFound *serviceerror.NotFound
+	switch {
+	case errors.As(err, &notFound):
+		return "", fmt.Errorf("%w: %s", intent.ErrNotFound, id)
+	case err != nil:
+		return "", fmt.Errorf("describe %s: %w", id, err)
+	}
+	var session string
+	if p := desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()[workflows.IntentSessionKey.GetName()]; p != nil {
+		if err := tclient.Payloads().FromPayload(p, &session); err != nil {
+			return "", fmt.Errorf("the session of %s: %w", id, err)
+		}
+	}
+	return session, nil
 }
