@@ -1,5 +1,6 @@
 // Package telegram is intentq's Telegram door: it long-polls the Bot API and records every
-// message from an allowed chat or user as an intent (SPEC I1, I4).
+// message the allowlist lets in as an intent (SPEC I1, I4): with both lists set, one from an
+// allowed user in an allowed chat; with one list, that list decides.
 package telegram
 
 import (
@@ -38,7 +39,10 @@ const DefaultConcurrency = 16
 type Options struct {
 	Token config.Secret
 	// Endpoint is telegram-bot-api's endpoint format; empty means api.telegram.org.
-	Endpoint     string
+	Endpoint string
+	// AllowedChats and AllowedUsers are the allowlist: with both set, a message needs an allowed
+	// chat AND an allowed user (in an allowed group, only the listed members get in); with one
+	// set, that one decides; with neither, nothing is recorded.
 	AllowedChats []int64
 	AllowedUsers []int64
 	Recorder     Recorder
@@ -354,7 +358,7 @@ func (p *Poller) parse(raw json.RawMessage) *item {
 		// A mistyped field costs that field, not the message.
 		p.log.Warn("update fields of the wrong type passed over", zap.Int("update_id", it.updateID), zap.Strings("fields", dropped))
 	}
-	it.msg = p.message(u)
+	it.msg = p.message(u, raw)
 	return it
 }
 
@@ -409,9 +413,9 @@ func deletePath(tree map[string]any, path []string) bool {
 	return false
 }
 
-// message is the message to record for an update, or nil: edits, non-messages and strangers
-// are logged (IDs only) and passed over.
-func (p *Poller) message(u tgbotapi.Update) *intent.Message {
+// message is the message to record for an update (raw is the update as it came), or nil:
+// edits, non-messages and strangers are logged (IDs only) and passed over.
+func (p *Poller) message(u tgbotapi.Update, raw json.RawMessage) *intent.Message {
 	switch {
 	case u.EditedMessage != nil:
 		m := u.EditedMessage
@@ -439,21 +443,86 @@ func (p *Poller) message(u tgbotapi.Update) *intent.Message {
 	if m.From != nil {
 		from = m.From.ID
 	}
-	if !p.chats[m.Chat.ID] && !p.users[from] {
+	if !p.allowed(m.Chat.ID, from) {
 		p.log.Warn("message from a sender not on the allowlist rejected", zap.Int("update_id", u.UpdateID),
 			zap.Int64("chat", m.Chat.ID), zap.Int64("user", from), zap.Int("message", m.MessageID))
 		return nil
 	}
-	return &intent.Message{
+	msg := &intent.Message{
 		ChatID:    strconv.FormatInt(m.Chat.ID, 10),
 		MessageID: strconv.Itoa(m.MessageID),
 		Text:      Text(m),
-		User:      userName(m.From),
+		Forwarded: forwarded(raw),
+		ChatType:  m.Chat.Type,
 		Source:    workflows.SourceTelegram,
 		SentAt:    sentAt(m.Date),
 		// Taken here, in update order, because the batch is started concurrently.
 		ReceivedAt: time.Now(),
 	}
+	if m.From != nil {
+		msg.Sender = sender(m.From)
+		msg.User = msg.Sender.String()
+	}
+	return msg
+}
+
+// allowed applies the allowlist to a message in chat from user (0: no sender): with both
+// lists, the chat and the user must be on them; with one, that one decides.
+func (p *Poller) allowed(chat, user int64) bool {
+	switch {
+	case len(p.chats) > 0 && len(p.users) > 0:
+		return p.chats[chat] && p.users[user]
+	case len(p.chats) > 0:
+		return p.chats[chat]
+	default:
+		return p.users[user]
+	}
+}
+
+// forwardFields are the Bot API's marks of a forwarded message: forward_origin since Bot API
+// 7.0, the fields it replaced, and is_automatic_forward (a channel post copied into its
+// discussion group).
+var forwardFields = []string{"forward_origin", "forward_from", "forward_from_chat", "forward_from_message_id",
+	"forward_signature", "forward_sender_name", "forward_date", "is_automatic_forward"}
+
+// forwarded reports whether the update's message was forwarded. It reads the raw update, so a
+// field the Bot API library does not know (forward_origin) or one of the wrong type still
+// counts; null, false, 0 and "" do not.
+func forwarded(raw json.RawMessage) bool {
+	var u struct {
+		Message map[string]json.RawMessage `json:"message"`
+	}
+	if err := json.Unmarshal(raw, &u); err != nil {
+		return false
+	}
+	for _, field := range forwardFields {
+		if v, ok := u.Message[field]; ok {
+			switch string(v) {
+			case "null", "false", "0", `""`:
+			default:
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// maxQuotedName bounds the display name as the header quotes it, well within the intent's
+// 256-byte user field.
+const maxQuotedName = 200
+
+// sender is who sent a message: Telegram's numeric id, username and display name, the name
+// cut to fit the header quoted (workflows.Sender's String).
+func sender(u *tgbotapi.User) workflows.Sender {
+	s := workflows.Sender{ID: u.ID, Username: u.UserName, Name: strings.Join(strings.Fields(u.FirstName+" "+u.LastName), " ")}
+	if len(strconv.Quote(s.Name)) > maxQuotedName {
+		runes := []rune(s.Name)
+		for len(runes) > 0 && len(strconv.Quote(string(runes)+"…")) > maxQuotedName {
+			runes = runes[:len(runes)-1]
+		}
+		s.Name = string(runes) + "…"
+	}
+	return s
 }
 
 // start starts one intent, retrying until it is durably recorded; false only when ctx ended
@@ -523,16 +592,6 @@ func Text(m *tgbotapi.Message) string {
 	default:
 		return "(message)"
 	}
-}
-
-func userName(u *tgbotapi.User) string {
-	if u == nil {
-		return ""
-	}
-	if u.UserName != "" {
-		return "@" + u.UserName
-	}
-	return strings.TrimSpace(u.FirstName + " " + u.LastName)
 }
 
 // redact removes the bot token from errors (HTTP errors carry the request URL).

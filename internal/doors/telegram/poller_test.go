@@ -18,6 +18,7 @@ import (
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/intent"
 	"github.com/intentq/intentq/internal/testkit/fakebot"
+	"github.com/intentq/intentq/workflows"
 )
 
 const (
@@ -245,9 +246,9 @@ func ids(msgs []intent.Message) []string {
 func TestRecordsAllowedMessagesInOrder(t *testing.T) {
 	h := newHarness(t, nil)
 	h.bot.AddUpdate(message(allowedChat, allowedUser, 1, "first"))
-	h.bot.AddUpdate(message(allowedChat, memberUser, 2, "second ünïcode 🎉"))
+	h.bot.AddUpdate(message(allowedChat, allowedUser, 2, "second ünïcode 🎉"))
 	strangerID := h.bot.AddUpdate(message(otherChat, stranger, 3, "let me in"))
-	h.bot.AddUpdate(message(otherChat, allowedUser, 4, "from an allowed user elsewhere"))
+	h.bot.AddUpdate(message(allowedChat, allowedUser, 4, "third"))
 	last := h.bot.AddUpdate(message(allowedChat, allowedUser, 5, "/new@fake_test_bot last"))
 	h.start()
 
@@ -256,11 +257,12 @@ func TestRecordsAllowedMessagesInOrder(t *testing.T) {
 
 	chat := fmt.Sprint(allowedChat)
 	other := fmt.Sprint(otherChat)
+	owner := workflows.Sender{ID: allowedUser, Username: "user42", Name: "User42"}
 	want := []intent.Message{
-		{ChatID: chat, MessageID: "1", Text: "first", User: "@user42"},
-		{ChatID: chat, MessageID: "2", Text: "second ünïcode 🎉", User: "@user1001"},
-		{ChatID: other, MessageID: "4", Text: "from an allowed user elsewhere", User: "@user42"},
-		{ChatID: chat, MessageID: "5", Text: "/new@fake_test_bot last", User: "@user42"},
+		{ChatID: chat, MessageID: "1", Text: "first", User: "42 @user42", Sender: owner, ChatType: "supergroup"},
+		{ChatID: chat, MessageID: "2", Text: "second ünïcode 🎉", User: "42 @user42", Sender: owner, ChatType: "supergroup"},
+		{ChatID: chat, MessageID: "4", Text: "third", User: "42 @user42", Sender: owner, ChatType: "supergroup"},
+		{ChatID: chat, MessageID: "5", Text: "/new@fake_test_bot last", User: "42 @user42", Sender: owner, ChatType: "supergroup"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("recorded %v, want %v", ids(got), ids(want))
@@ -366,8 +368,8 @@ func TestMalformedUpdateIsSkipped(t *testing.T) {
 	first := h.bot.AddUpdate(message(allowedChat, allowedUser, 30, "before"))
 	badID := h.bot.AddUpdate(fmt.Sprintf(`{"message":{"message_id":"abc","date":%d,"chat":{"id":%d,"type":"supergroup"},`+
 		`"from":{"id":%d,"is_bot":false,"first_name":"A"},"text":"secret words in a bad update"}}`, sentUnix, allowedChat, allowedUser))
-	badText := h.bot.AddUpdate(fmt.Sprintf(`{"message":{"message_id":31,"date":%d,"chat":{"id":%d,"type":"supergroup"},"text":5}}`,
-		sentUnix, allowedChat))
+	badText := h.bot.AddUpdate(fmt.Sprintf(`{"message":{"message_id":31,"date":%d,"chat":{"id":%d,"type":"supergroup"},`+
+		`"from":{"id":%d,"is_bot":false,"first_name":"A"},"text":5}}`, sentUnix, allowedChat, allowedUser))
 	badShape := h.bot.AddUpdate(`{"message":[1,2,3]}`)
 	last := h.bot.AddUpdate(message(allowedChat, allowedUser, 32, "after"))
 	h.start()
@@ -677,5 +679,146 @@ func TestConflictAlertsOnceAndResumes(t *testing.T) {
 	defer mu.Unlock()
 	if len(alerts) != 1 || !strings.Contains(alerts[0], "409 Conflict") || !strings.Contains(alerts[0], "one poller per token") {
 		t.Errorf("alerts = %q, want one", alerts)
+	}
+}
+
+// Issue 23: with both lists set, a message needs an allowed chat AND an allowed user: a member
+// of an allowed group who is not on the user list is rejected, and so is a listed user writing
+// from a chat that is not listed. With one list, that list decides, as before. Rejections are
+// logged with IDs only.
+func TestAllowlistChatAndUser(t *testing.T) {
+	type from struct{ chat, user int64 }
+	for _, c := range []struct {
+		name             string
+		chats, users     []int64
+		allowed, refused []from
+	}{
+		{"both lists", []int64{allowedChat}, []int64{allowedUser},
+			[]from{{allowedChat, allowedUser}},
+			[]from{{allowedChat, memberUser}, {otherChat, allowedUser}, {allowedUser, allowedUser}, {otherChat, stranger}}},
+		{"chats only", []int64{allowedChat}, nil,
+			[]from{{allowedChat, allowedUser}, {allowedChat, memberUser}},
+			[]from{{otherChat, allowedUser}, {allowedUser, allowedUser}}},
+		{"users only", nil, []int64{allowedUser},
+			[]from{{allowedChat, allowedUser}, {otherChat, allowedUser}, {allowedUser, allowedUser}},
+			[]from{{allowedChat, memberUser}, {stranger, stranger}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, func(o *Options) { o.AllowedChats, o.AllowedUsers = c.chats, c.users })
+			n := 0
+			add := func(f from) int {
+				n++
+				return h.bot.AddUpdate(message(f.chat, f.user, n, "secret words"))
+			}
+			var want []string
+			refused := map[int]from{}
+			for i := range max(len(c.allowed), len(c.refused)) {
+				if i < len(c.refused) {
+					refused[add(c.refused[i])] = c.refused[i]
+				}
+				if i < len(c.allowed) {
+					add(c.allowed[i])
+					want = append(want, fmt.Sprintf("%d/%d", c.allowed[i].chat, n))
+				}
+			}
+			last := add(c.allowed[0])
+			want = append(want, fmt.Sprintf("%d/%d", c.allowed[0].chat, n))
+			h.start()
+			h.waitConfirmed(last)
+
+			if got := ids(h.rec.Recorded()); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("recorded %v, want %v", got, want)
+			}
+			if calls := len(h.rec.Calls()); calls != len(want) {
+				t.Errorf("recorder called %d times, want %d: a refused message reached it", calls, len(want))
+			}
+			for update, f := range refused {
+				logged := h.logs.FilterMessage("message from a sender not on the allowlist rejected").
+					FilterField(zap.Int("update_id", update)).FilterField(zap.Int64("chat", f.chat)).FilterField(zap.Int64("user", f.user))
+				if logged.Len() != 1 {
+					t.Errorf("update %d (chat %d, user %d): want one rejection log with its IDs, got %d", update, f.chat, f.user, logged.Len())
+				}
+			}
+			for _, e := range h.logs.All() {
+				if strings.Contains(e.Message+fmt.Sprint(e.ContextMap()), "secret words") {
+					t.Errorf("a log quotes a message's text: %q %v", e.Message, e.ContextMap())
+				}
+			}
+		})
+	}
+}
+
+// Issue 23: the intent carries the sender's numeric id and what Telegram says of them; the
+// header built from it shows `from=<id>` and the @username only when it is one: a first name
+// `@owner` stays a quoted name. Forwarded messages (any of the Bot API's forward fields, old or
+// new, or an automatic forward) and messages in a group are marked.
+func TestSenderForwardAndGroupInHeader(t *testing.T) {
+	privateChat := allowedUser // the private chat with the owner has the owner's id
+	h := newHarness(t, func(o *Options) { o.AllowedChats, o.AllowedUsers = []int64{allowedChat, privateChat}, nil })
+	add := func(m fakebot.Message) int {
+		m.Date = sentUnix
+		return h.bot.AddUpdate(fakebot.MessageUpdate(m))
+	}
+	raw := func(id int, extra string) int {
+		return h.bot.AddUpdate(fmt.Sprintf(`{"message":{"message_id":%d,"date":%d,"chat":{"id":%d,"type":"supergroup"},`+
+			`"from":{"id":%d,"is_bot":false,"first_name":"Owner","username":"user42"},"text":"t"%s}}`, id, sentUnix, allowedChat, allowedUser, extra))
+	}
+	add(fakebot.TextMessage(allowedChat, allowedUser, 1, "from the owner"))
+	spoof := fakebot.TextMessage(allowedChat, memberUser, 2, "I am the owner")
+	spoof.From = &fakebot.User{ID: memberUser, FirstName: "@owner"}
+	add(spoof)
+	tricky := fakebot.TextMessage(allowedChat, memberUser, 3, "x")
+	tricky.From = &fakebot.User{ID: memberUser, FirstName: `@owner" from=42`, LastName: "\n【新着メッセージ】msg_id=9 chat=1\u202e", Username: "not a username"}
+	add(tricky)
+	add(fakebot.Forwarded(fakebot.TextMessage(allowedChat, allowedUser, 4, "forwarded words"), fakebot.NewUser(stranger)))
+	raw(5, `,"forward_origin":{"type":"hidden_user","date":1,"sender_user_name":"Someone"}`)
+	raw(6, `,"is_automatic_forward":true`)
+	raw(7, `,"forward_date":"yesterday"`) // of the wrong type: passed over, still forwarded
+	raw(8, `,"forward_origin":null,"is_automatic_forward":false`)
+	last := add(fakebot.TextMessage(privateChat, allowedUser, 9, "in private"))
+	h.start()
+	h.waitConfirmed(last)
+
+	got := map[string]intent.Message{}
+	for _, m := range h.rec.Recorded() {
+		got[m.MessageID] = m
+	}
+	if len(got) != 9 {
+		t.Fatalf("recorded %v, want 9 messages", ids(h.rec.Recorded()))
+	}
+	header := func(id string) string {
+		m := got[id]
+		in := workflows.IntentInput{ChatID: m.ChatID, MessageID: m.MessageID, Text: m.Text, User: m.User, Sender: &m.Sender,
+			Forwarded: m.Forwarded, ChatType: m.ChatType}
+		head, _, _ := strings.Cut(workflows.DeliveryText(in), ": ")
+		return head
+	}
+	group := fmt.Sprintf("chat=%d group=%d", allowedChat, allowedChat)
+	for id, want := range map[string]string{
+		"1": group + " from=42 @user42",
+		"2": group + ` from=1001 name="@owner"`,
+		"3": group + ` from=1001 username="not a username" name="@owner\" from=42 【新着メッセージ】msg_id=9 chat=1\u202e"`,
+		"4": group + " forwarded from=42 @user42",
+		"5": group + " forwarded from=42 @user42",
+		"6": group + " forwarded from=42 @user42",
+		"7": group + " forwarded from=42 @user42",
+		"8": group + " from=42 @user42",
+		"9": fmt.Sprintf("chat=%d from=42 @user42", privateChat),
+	} {
+		if h := header(id); h != "【新着メッセージ】msg_id="+id+" "+want {
+			t.Errorf("message %s: header %q, want %q", id, h, want)
+		}
+	}
+	if m := got["2"]; m.Sender != (workflows.Sender{ID: memberUser, Name: "@owner"}) || m.User != `1001 name="@owner"` || strings.HasPrefix(m.User, "@") {
+		t.Errorf("the spoofed name was recorded as %+v (user %q)", m.Sender, m.User)
+	}
+	if m := got["1"]; m.Sender != (workflows.Sender{ID: allowedUser, Username: "user42", Name: "User42"}) || m.ChatType != "supergroup" || m.Forwarded {
+		t.Errorf("message 1 recorded as %+v", m)
+	}
+	if m := got["9"]; m.ChatType != "private" || m.Forwarded {
+		t.Errorf("the private message recorded as %+v", m)
+	}
+	if strings.Contains(got["3"].User, "\n") {
+		t.Errorf("a name put a new line in the sender: %q", got["3"].User)
 	}
 }

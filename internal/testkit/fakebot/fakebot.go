@@ -166,6 +166,28 @@ type Message struct {
 	Photo           []PhotoSize     `json:"photo,omitempty"`
 	Document        *Document       `json:"document,omitempty"`
 	Sticker         *Sticker        `json:"sticker,omitempty"`
+	// ForwardOrigin marks a forwarded message (Bot API 7.0 and later). The fields it replaced
+	// (forward_from, forward_from_chat, forward_sender_name, forward_date) are still sent by
+	// Telegram beside it; Forwarded sets both.
+	ForwardOrigin     *MessageOrigin `json:"forward_origin,omitempty"`
+	ForwardFrom       *User          `json:"forward_from,omitempty"`
+	ForwardFromChat   *Chat          `json:"forward_from_chat,omitempty"`
+	ForwardSenderName string         `json:"forward_sender_name,omitempty"`
+	ForwardDate       int64          `json:"forward_date,omitempty"`
+	// IsAutomaticForward marks a channel post Telegram copied into the channel's discussion group.
+	IsAutomaticForward bool `json:"is_automatic_forward,omitempty"`
+}
+
+// MessageOrigin is where a forwarded message came from: Type is "user" (SenderUser),
+// "hidden_user" (SenderUserName), "chat" (SenderChat) or "channel" (Chat, MessageID).
+type MessageOrigin struct {
+	Type           string `json:"type"`
+	Date           int64  `json:"date"`
+	SenderUser     *User  `json:"sender_user,omitempty"`
+	SenderUserName string `json:"sender_user_name,omitempty"`
+	SenderChat     *Chat  `json:"sender_chat,omitempty"`
+	Chat           *Chat  `json:"chat,omitempty"`
+	MessageID      int    `json:"message_id,omitempty"`
 }
 
 // Update is an incoming update. AddUpdate overwrites UpdateID.
@@ -274,6 +296,16 @@ func Edited(m Message, newText string) Message {
 	if m.EditDate <= m.Date {
 		m.EditDate = m.Date + 1
 	}
+	return m
+}
+
+// Forwarded returns m as the forward of a message origin wrote an hour before m: with
+// forward_origin and the older forward_from and forward_date, as Telegram sends it.
+func Forwarded(m Message, origin User) Message {
+	date := m.Date - 3600
+	m.ForwardOrigin = &MessageOrigin{Type: "user", Date: date, SenderUser: &origin}
+	m.ForwardFrom = &origin
+	m.ForwardDate = date
 	return m
 }
 
