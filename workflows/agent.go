@@ -121,6 +121,9 @@ type Offer struct {
 	Event    string            `json:"event"`
 	At       time.Time         `json:"at"`
 	Requests []DeliveryRequest `json:"requests"`
+	// Waiting are requests for what the offer holds that arrived meanwhile (an intent asking
+	// again): its commit answers them too.
+	Waiting []DeliveryRequest `json:"waiting,omitempty"`
 }
 
 // recentTakeKeys bounds SessionInput.TakeKeys.
@@ -163,6 +166,10 @@ func (s *session) take(ctx workflow.Context, req TakeRequest) (TakeResult, error
 	v := workflow.GetVersion(ctx, "take-capped", workflow.DefaultVersion, 2)
 	size, full := 0, false
 	for _, q := range s.Queue {
+		if s.exactlyOnce && typedKind(q.Kind) && (s.inContext(q) || s.heldIn(q) >= 0) {
+			rest = append(rest, q) // never handed over again; the typing path answers it
+			continue
+		}
 		over := v >= 1 && len(res.Messages) > 0 && (len(res.Messages) == policy.MaxBatch || size+len(q.Text) > policy.MaxBatchBytes)
 		if typedKind(q.Kind) && q.ID != s.typing && over && v >= 2 {
 			full = true
@@ -179,6 +186,10 @@ func (s *session) take(ctx workflow.Context, req TakeRequest) (TakeResult, error
 	}
 	s.Queue = rest
 	s.Offers = append(s.Offers, Offer{Key: req.Key, Event: req.Event, At: workflow.Now(ctx), Requests: res.Messages})
+	if s.exactlyOnce && req.Event == EventStop && s.Agent != nil {
+		// A Stop that hands messages over blocks the stop: the turn goes on.
+		s.Agent.State, s.Agent.Since = AgentWorking, workflow.Now(ctx)
+	}
 	workflow.GetLogger(ctx).Info("messages taken by a hook", "session", s.Config.Name, "hook", req.Event, "key", req.Key, "count", len(res.Messages))
 	return res, nil
 }
@@ -240,15 +251,23 @@ func (s *session) agentBusy(now time.Time) (string, bool) {
 // settleOffers commits the offers hooks have committed (history, counts, the intents told),
 // then puts the offers no hook committed in time back at the head of the queue, in order.
 func (s *session) settleOffers(ctx workflow.Context) {
+	if s.exactlyOnce {
+		s.takeCommits()
+	}
 	for len(s.commits) > 0 {
 		key := s.commits[0]
 		s.commits = s.commits[1:]
+		found := false
 		for i, o := range s.Offers {
 			if o.Key == key {
 				s.Offers = append(s.Offers[:i:i], s.Offers[i+1:]...)
 				s.commitOffer(ctx, o)
+				found = true
 				break
 			}
+		}
+		if !found && s.exactlyOnce {
+			s.reconcile(ctx, key)
 		}
 	}
 	now := workflow.Now(ctx)
@@ -257,7 +276,7 @@ func (s *session) settleOffers(ctx workflow.Context) {
 	for _, o := range s.Offers {
 		if now.Sub(o.At) >= policy.OfferLease {
 			workflow.GetLogger(ctx).Warn("a hook took messages and never committed them; queued again", "session", s.Config.Name, "key", o.Key, "count", len(o.Requests))
-			back = append(back, o.Requests...)
+			back = append(back, s.expire(o)...)
 			continue
 		}
 		offers = append(offers, o)
@@ -286,6 +305,12 @@ func (s *session) commitOffer(ctx workflow.Context, o Offer) {
 			s.Delivered++
 			count(ctx, metricDeliveries, map[string]string{"session": s.Config.Name, "kind": req.Kind, "ok": "true"}, 1)
 		}
+		res := DeliveryResult{ID: req.ID, Kind: req.Kind, OK: true, At: workflow.Now(ctx), Via: o.Event}
+		if err := workflow.SignalExternalWorkflow(ctx, req.ReplyTo, "", SignalDeliveryResult, res).Get(ctx, nil); err != nil {
+			workflow.GetLogger(ctx).Info("delivery result not taken", "session", s.Config.Name, "request", req.ID, "error", err)
+		}
+	}
+	for _, req := range o.Waiting {
 		res := DeliveryResult{ID: req.ID, Kind: req.Kind, OK: true, At: workflow.Now(ctx), Via: o.Event}
 		if err := workflow.SignalExternalWorkflow(ctx, req.ReplyTo, "", SignalDeliveryResult, res).Get(ctx, nil); err != nil {
 			workflow.GetLogger(ctx).Info("delivery result not taken", "session", s.Config.Name, "request", req.ID, "error", err)

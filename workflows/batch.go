@@ -6,6 +6,7 @@ package workflows
 // committed to the history, counted and answered on its own, exactly once.
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strings"
@@ -54,12 +55,23 @@ func TypedForm(text string) string { return strings.ReplaceAll(text, "\n", "\n  
 func (s *session) nextBatch(ctx workflow.Context) []DeliveryRequest {
 	var batch, rest, again []DeliveryRequest
 	size, full := 0, false
+	// A reminder is never typed beside the message it reminds of: the message itself is.
+	messages := map[string]bool{}
+	if s.exactlyOnce {
+		for _, r := range s.Queue {
+			if r.Kind == KindMessage && !s.inContext(r) {
+				messages[r.ReplyTo] = true
+			}
+		}
+	}
 	for _, r := range s.Queue {
 		switch {
 		case !typedKind(r.Kind):
 			rest = append(rest, r)
 		case s.typedBefore(ctx, r):
 			again = append(again, r)
+		case s.exactlyOnce && r.Kind == KindReminder && messages[r.ReplyTo]:
+			s.repeats = append(s.repeats, r) // answered, not typed and not counted
 		case full || (len(batch) > 0 && (len(batch) == policy.MaxBatch || size+len(r.Text) > policy.MaxBatchBytes)):
 			rest = append(rest, r)
 			full = s.inOrder // what comes after waits too: none overtakes another
@@ -91,6 +103,11 @@ func (s *session) deliverBatch(ctx workflow.Context) {
 			return // a hook took it (its commit answers), or the main loop continues as new
 		}
 	}
+	if s.exactlyOnce {
+		// Commits that came while the pane was read (or the worker was away) are applied
+		// before anything is typed: what a hook printed leaves the queue first.
+		s.settleOffers(ctx)
+	}
 	batch := s.nextBatch(ctx)
 	if len(batch) == 0 {
 		return
@@ -113,7 +130,7 @@ func (s *session) deliverBatch(ctx workflow.Context) {
 	}
 	if err == nil {
 		first := batch[0]
-		err = s.submit(actx, DeliveryRequest{ID: first.ID, ReplyTo: first.ReplyTo, Kind: first.Kind, Text: BatchText(batch)})
+		err = s.submit(actx, DeliveryRequest{ID: first.ID, ReplyTo: first.ReplyTo, Kind: first.Kind, Text: BatchText(batch)}, ContentKey(batch))
 	}
 	if len(batch) > 1 {
 		workflow.GetLogger(ctx).Info("typed together", "session", s.Config.Name, "count", len(batch), "ok", err == nil)
@@ -154,7 +171,9 @@ func (s *session) answer(ctx workflow.Context, reqs []DeliveryRequest, err error
 	for _, r := range reqs {
 		res := s.result(ctx, r, err)
 		res.Phase, res.Reset = phase, reset
-		if res.OK {
+		if res.OK && s.exactlyOnce && s.inContext(r) {
+			// A late commit counted it while it was typed (reconciled): counted once.
+		} else if res.OK {
 			s.rememberDelivered(r)
 			s.Delivered++
 		} else {
@@ -169,4 +188,19 @@ func (s *session) answer(ctx workflow.Context, reqs []DeliveryRequest, err error
 			workflow.GetLogger(ctx).Info("delivery result not taken", "session", s.Config.Name, "request", reqs[i].ID, "error", err)
 		}
 	}
+}
+
+// ContentKey names what a typing carries: the request id itself for one request, else a hash of
+// every request id in order (issue 24: a typed-once marker keyed by the first request alone
+// would read a new block headed by a request typed before as typed already).
+func ContentKey(reqs []DeliveryRequest) string {
+	if len(reqs) == 1 {
+		return reqs[0].ID
+	}
+	h := sha256.New()
+	for _, r := range reqs {
+		h.Write([]byte(r.ID))
+		h.Write([]byte{0})
+	}
+	return fmt.Sprintf("%s+%d-%x", reqs[0].ID, len(reqs)-1, h.Sum(nil)[:8])
 }

@@ -101,15 +101,21 @@ const ErrTypeDeliveryTimeout = "DeliveryTimeout"
 
 // RequestDelivery is the intent's side of the signal pair: it signals the session (unless the
 // door already queued the request) and waits up to timeout for a result of the same kind for
-// this intent. A late result of an earlier attempt counts: that delivery did happen.
-func RequestDelivery(ctx workflow.Context, session string, req DeliveryRequest, timeout time.Duration, alreadyQueued bool) (DeliveryResult, error) {
+// this intent. A late result of an earlier attempt counts: that delivery did happen. Results of
+// another kind that arrive meanwhile go to passed (nil: dropped).
+func RequestDelivery(ctx workflow.Context, session string, req DeliveryRequest, timeout time.Duration, alreadyQueued bool, passed func(DeliveryResult)) (DeliveryResult, error) {
 	timeout = policy.Or(timeout, policy.DeliveryTimeout)
 	if !alreadyQueued {
 		if err := workflow.SignalExternalWorkflow(ctx, SessionWorkflowID(session), "", SignalDeliver, req).Get(ctx, nil); err != nil {
 			return DeliveryResult{}, fmt.Errorf("session %s is not running: %w", session, err)
 		}
 	}
-	res, ok := awaitResult(ctx, SignalDeliveryResult, timeout, func(r DeliveryResult) bool { return r.Kind == req.Kind })
+	res, ok := awaitResult(ctx, SignalDeliveryResult, timeout, func(r DeliveryResult) bool {
+		if r.Kind != req.Kind && passed != nil {
+			passed(r)
+		}
+		return r.Kind == req.Kind
+	})
 	switch {
 	case !ok:
 		return DeliveryResult{}, temporal.NewApplicationError(fmt.Sprintf("session %s did not report delivery %s within %s", session, req.ID, timeout), ErrTypeDeliveryTimeout)

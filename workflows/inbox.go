@@ -233,7 +233,7 @@ func (b *inbox) nudge(ctx workflow.Context) {
 		ID: DeliveryID(b.id, b.Nudges), ReplyTo: b.id, Kind: KindReminder,
 		Text: NotificationText(b.Agent, unread, latest), Since: oldest.Timestamp,
 	}
-	if _, err := RequestDelivery(ctx, b.Session, req, 2*time.Minute, false); err != nil {
+	if _, err := RequestDelivery(ctx, b.Session, req, 2*time.Minute, false, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("inbox nudge failed", "inbox", b.id, "session", b.Session, "error", err)
 	}
 }

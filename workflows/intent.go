@@ -408,7 +408,7 @@ func (w *intent) askSession(ctx workflow.Context, kind, text string, queued, bac
 			req.Since, req.Backlog = w.escalationSince(), backlog
 		}
 	}
-	res, err := RequestDelivery(ctx, w.in.Session, req, w.in.Policy.DeliveryTimeout, queued)
+	res, err := RequestDelivery(ctx, w.in.Session, req, w.in.Policy.DeliveryTimeout, queued, func(r DeliveryResult) { w.passedResult(ctx, r) })
 	if res.Phase != 0 {
 		w.st.LastPhase = res.Phase
 	}
@@ -437,4 +437,23 @@ func minTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// passedResult keeps a result that arrived while the intent waited for another kind (issue 24):
+// the message's own result, late, while a reminder waits (a hook took and committed both). Passed
+// over, the intent would ask for the message again and the agent would read it twice. Intents
+// from before replay without it.
+func (w *intent) passedResult(ctx workflow.Context, res DeliveryResult) {
+	if res.Kind != KindMessage || !res.OK || w.st.Delivered != nil || !w.in.Deliver {
+		return
+	}
+	if workflow.GetVersion(ctx, "keep-passed-results", workflow.DefaultVersion, 1) != 1 {
+		return
+	}
+	at := res.At
+	w.st.Delivered = &at
+	if w.st.SeenAt == nil {
+		w.st.SeenAt = &at
+	}
+	w.st.DeliveryFailures = 0
 }

@@ -84,6 +84,9 @@ type SessionInput struct {
 	TakeKeys []string `json:"take_keys,omitempty"`
 	// LastHookRemindAt is when a hook last reminded the agent of old intents.
 	LastHookRemindAt *time.Time `json:"last_hook_remind_at,omitempty"`
+	// ExpiredOffers are the latest offers whose lease ended before their commit came: a late
+	// commit is reconciled against them (exactly once).
+	ExpiredOffers []Offer `json:"expired_offers,omitempty"`
 	// HeldPushes are reminder pushes intents handed over for the next digest.
 	HeldPushes []PushRequest `json:"held_pushes,omitempty"`
 }
@@ -164,12 +167,14 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	coalesceV := workflow.GetVersion(ctx, "coalesce-delivery", workflow.DefaultVersion, versionCoalesceInOrder)
 	coalesce := coalesceV >= versionCoalesce
 	s.inOrder = coalesceV >= versionCoalesceInOrder
+	s.exactlyOnce = workflow.GetVersion(ctx, "exactly-once", workflow.DefaultVersion, versionExactlyOnce) >= versionExactlyOnce
 	for {
 		if err := ctx.Err(); err != nil {
 			return err // cancelled: every timer fires at once, so the loop must end here
 		}
 		s.drain(ctx)
 		s.settleOffers(ctx)
+		s.answerRepeats(ctx)
 		if coalesce && len(s.Queue) > 0 && s.mayContinueAsNew(ctx) {
 			// A queue that never empties (a long burst) must not grow the history to its
 			// limit; it is carried over once it fits well within a payload (a 10,000-message
@@ -242,6 +247,10 @@ type session struct {
 	typing   string
 	// sessionStarts counts the agent's SessionStart reports (a reset is confirmed by one).
 	sessionStarts int
+	// exactlyOnce: the session follows versionExactlyOnce; repeats are requests for what is in
+	// the agent's context already, to be answered.
+	exactlyOnce bool
+	repeats     []DeliveryRequest
 	// pushing: a digest push is out and its intents not yet answered (no continue-as-new then,
 	// or it would go out twice); pushingN is how many of HeldPushes it carries.
 	pushing  bool
@@ -284,7 +293,7 @@ func (s *session) drain(ctx workflow.Context) (took bool) {
 		if !s.deliverCh.ReceiveAsync(&req) {
 			break
 		}
-		s.enqueue(req)
+		s.admit(req)
 		took = true
 	}
 	for {
@@ -292,7 +301,7 @@ func (s *session) drain(ctx workflow.Context) (took bool) {
 		if !s.deliverAll.ReceiveAsync(&reqs) {
 			break
 		}
-		s.enqueueAll(reqs)
+		s.admitAll(reqs)
 		took = true
 	}
 	for {
@@ -332,6 +341,10 @@ func (s *session) continueAsNew(ctx workflow.Context) error {
 			s.settleOffers(ctx)
 			continue
 		}
+		if len(s.repeats) > 0 {
+			s.answerRepeats(ctx)
+			continue
+		}
 		return workflow.NewContinueAsNewError(ctx, SessionWorkflowName, s.SessionInput)
 	}
 }
@@ -366,12 +379,12 @@ func (s *session) waitForSignal(ctx workflow.Context, timer workflow.Future) (ag
 	sel.AddReceive(s.deliverCh, func(c workflow.ReceiveChannel, _ bool) {
 		var req DeliveryRequest
 		c.Receive(ctx, &req)
-		s.enqueue(req)
+		s.admit(req)
 	})
 	sel.AddReceive(s.deliverAll, func(c workflow.ReceiveChannel, _ bool) {
 		var reqs []DeliveryRequest
 		c.Receive(ctx, &reqs)
-		s.enqueueAll(reqs)
+		s.admitAll(reqs)
 	})
 	sel.AddReceive(s.configureCh, func(c workflow.ReceiveChannel, _ bool) {
 		var raw json.RawMessage

@@ -41,7 +41,7 @@ func (s *session) deliver(ctx workflow.Context, req DeliveryRequest) (_ Delivery
 		err = s.commitToHistory(ctx, req)
 	}
 	if err == nil {
-		err = s.submit(ctx, req)
+		err = s.submit(ctx, req, ContentKey([]DeliveryRequest{req}))
 	}
 	res := s.result(ctx, req, err)
 	res.Phase, res.Reset = phase, reset
@@ -78,6 +78,7 @@ func (s *session) waitUntilIdle(ctx workflow.Context, req DeliveryRequest) error
 			return err
 		}
 		s.settleOffers(ctx)
+		s.answerRepeats(ctx)
 		if s.typing != req.ID && !s.queued(req.ID) {
 			return errTaken
 		}
@@ -213,14 +214,17 @@ func (s *session) commitToHistory(ctx workflow.Context, req DeliveryRequest) err
 // UserPromptSubmit receipt where its hooks report, else (or when no receipt comes within
 // policy.ReceiptWait) by the CLI's input line, when known, being free of the text; if it is
 // not, it clears the line and types again, up to SubmitAttempts times.
-func (s *session) submit(ctx workflow.Context, dreq DeliveryRequest) error {
+//
+// content names what is typed (the requests it carries, ContentKey): the typed-once marker is
+// keyed by it, so a block headed by a request typed before in another block is still typed.
+func (s *session) submit(ctx workflow.Context, dreq DeliveryRequest, content string) error {
 	text := dreq.Text
 	check := s.Config.InputLines > 0 && workflow.GetVersion(ctx, "confirm-submit", workflow.DefaultVersion, 1) == 1
 	// Hooks report for this agent: its receipt confirms (only set after a hook has fired, so
 	// sessions from before hooks replay unchanged).
 	receipt := s.Agent != nil && dreq.ReplyTo != ""
 	for attempt := 1; ; attempt++ {
-		req := activities.InjectRequest{Session: s.Config.Name, Text: text, NewlineKey: s.Config.NewlineKey, Key: fmt.Sprintf("%s/%s/try-%d", s.Config.Name, dreq.ID, attempt)}
+		req := activities.InjectRequest{Session: s.Config.Name, Text: text, NewlineKey: s.Config.NewlineKey, Key: fmt.Sprintf("%s/%s/try-%d", s.Config.Name, content, attempt)}
 		if check && !receipt {
 			req.CheckLines, req.CheckDelay = s.Config.InputLines, 500*time.Millisecond
 		}

@@ -1,0 +1,433 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/intentq/intentq/activities"
+	"github.com/intentq/intentq/internal/policy"
+)
+
+// The exactly-once checker (issue 24): seeded, reproducible random schedules of a session's
+// life (messages arriving, intents asking again after their wait timed out, reminders and their
+// repeats, an agent that works and idles, its hooks taking messages at turn boundaries and
+// committing them late, or dying before they print, typing into the idle pane) are run against
+// the session workflow in the test environment; after each, every message must have entered the
+// agent's context (typed, or printed by a hook) exactly once, each reminder at most once, no
+// keystroke may have reached a working agent, and every delivery counted must have been typed or
+// printed before it was counted.
+//
+// `go test -run TestExactlyOnceChecker ./workflows/ -checker.budget=5m` runs schedules for that
+// long (20 s by default, in `make test`); -checker.seed=S replays one; a failing schedule prints
+// its seed, its schedule and what broke.
+var (
+	checkerSchedules = flag.Int("checker.schedules", 100000, "at most this many schedules of the exactly-once checker")
+	checkerBudget    = flag.Duration("checker.budget", 20*time.Second, "the exactly-once checker runs schedules for this long")
+	checkerSeed      = flag.Uint64("checker.seed", 0, "run only this seed of the exactly-once checker")
+)
+
+// checkerRegressions are seeds that found the defects of issue 24 when they were put back: 3,
+// a take handing over a message the agent already had (the intent asked again while a hook
+// held it, or after its commit); 9, a commit that reached the server before its lease ended,
+// read by the session after it (the worker was away), dropped and the messages typed again.
+var checkerRegressions = []uint64{3, 9}
+
+// TestExactlyOnceChecker runs the regression seeds, then seeds 1, 2, ... for the budget.
+func TestExactlyOnceChecker(t *testing.T) {
+	if *checkerSeed != 0 {
+		runSchedule(t, *checkerSeed)
+		return
+	}
+	for _, seed := range checkerRegressions {
+		t.Run(fmt.Sprintf("regression-seed-%d", seed), func(t *testing.T) { runSchedule(t, seed) })
+	}
+	start := time.Now()
+	budget := *checkerBudget
+	if testing.Short() {
+		budget = 2 * time.Second
+	}
+	n := 0
+	for n < *checkerSchedules && time.Since(start) < budget {
+		n++
+		seed := uint64(n)
+		if !t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) { runSchedule(t, seed) }) {
+			t.Fatalf("exactly-once checker: seed %d failed (after %d schedules)", seed, n)
+		}
+	}
+	t.Logf("exactly-once checker: %d schedules in %s, no violation", n, time.Since(start).Round(time.Millisecond))
+}
+
+// checkEvent is one step of a schedule, for the report of a failing seed.
+type checkEvent struct {
+	at   time.Duration
+	what string
+}
+
+// checkRun is one schedule's world: the agent, the hooks, the intents, and what entered the
+// agent's context.
+type checkRun struct {
+	testsuite.WorkflowTestSuite
+	t    *testing.T
+	env  *testsuite.TestWorkflowEnvironment
+	rng  *rand.Rand
+	mu   sync.Mutex
+	log  []checkEvent
+	turn []span // when the agent works (from its hooks' point of view and on its screen)
+	// away are worker outages: activities fail and takes are refused (they need a worker);
+	// signals (a hook's commit, an intent's request) still reach the server.
+	away []span
+	// entered counts, per key (intent for a message, intent#tick for a reminder), how often it
+	// reached the agent's context; enteredAt when first.
+	entered   map[string]int
+	enteredAt map[string]time.Duration
+	// answered: the intents whose message the session reported delivered.
+	answered  map[string]bool
+	violation []string
+	start     time.Time
+	keys      int
+}
+
+type span struct{ from, to time.Duration }
+
+var errWorkerAway = errors.New("worker away")
+
+var markerRE = regexp.MustCompile(`\[(M|R)([0-9]+)(?:#([0-9]+))?\]`)
+
+func (r *checkRun) now() time.Duration { return r.env.Now().Sub(r.start) }
+
+func (r *checkRun) note(format string, args ...any) {
+	r.log = append(r.log, checkEvent{at: r.now(), what: fmt.Sprintf(format, args...)})
+}
+
+func (r *checkRun) fail(format string, args ...any) {
+	when := r.now().String()
+	if r.now() > 24*time.Hour {
+		when = "at the end"
+	}
+	r.violation = append(r.violation, when+": "+fmt.Sprintf(format, args...))
+}
+
+// working reports whether the agent works at d.
+func (r *checkRun) working(d time.Duration) bool { return within(r.turn, d) }
+
+// outage reports whether the worker is away at d.
+func (r *checkRun) outage(d time.Duration) bool { return within(r.away, d) }
+
+func within(spans []span, d time.Duration) bool {
+	for _, s := range spans {
+		if d >= s.from && d < s.to {
+			return true
+		}
+	}
+	return false
+}
+
+// enter records that text reached the agent's context (typed or printed).
+func (r *checkRun) enter(how, text string) {
+	for _, m := range markerRE.FindAllStringSubmatch(text, -1) {
+		key := "intent/1/" + m[2]
+		if m[1] == "R" {
+			key += "#reminder-" + m[3]
+		}
+		r.entered[key]++
+		if r.entered[key] == 1 {
+			r.enteredAt[key] = r.now()
+		}
+		r.note("%s %s (%d)", how, key, r.entered[key])
+	}
+}
+
+func runSchedule(t *testing.T, seed uint64) {
+	r := &checkRun{t: t, rng: rand.New(rand.NewPCG(seed, 0x1d)), entered: map[string]int{}, enteredAt: map[string]time.Duration{}, answered: map[string]bool{}}
+	r.env = r.NewTestWorkflowEnvironment()
+	r.env.SetTestTimeout(time.Minute)
+	r.start = r.env.Now()
+	defer func() {
+		if len(r.violation) == 0 && !t.Failed() {
+			return
+		}
+		var sb strings.Builder
+		fmt.Fprintf(&sb, "seed %d (rerun: go test ./workflows/ -run TestExactlyOnceChecker -checker.seed=%d)\nschedule:\n", seed, seed)
+		for _, s := range r.turn {
+			fmt.Fprintf(&sb, "  agent works %s-%s\n", s.from, s.to)
+		}
+		for _, s := range r.away {
+			fmt.Fprintf(&sb, "  worker away %s-%s\n", s.from, s.to)
+		}
+		for _, e := range r.log {
+			fmt.Fprintf(&sb, "  %8s %s\n", e.at, e.what)
+		}
+		t.Errorf("%s\nviolations:\n  %s", sb.String(), strings.Join(r.violation, "\n  "))
+	}()
+
+	// The agent's turns: alternating idle and working spans over 20 minutes.
+	for at := time.Duration(0); at < 20*time.Minute; {
+		at += time.Duration(5+r.rng.IntN(90)) * time.Second
+		d := time.Duration(20+r.rng.IntN(200)) * time.Second
+		r.turn = append(r.turn, span{at, at + d})
+		at += d
+	}
+	for range r.rng.IntN(3) {
+		at := time.Duration(30+r.rng.IntN(900)) * time.Second
+		r.away = append(r.away, span{at, at + time.Duration(20+r.rng.IntN(70))*time.Second})
+	}
+	r.register()
+	r.scheduleAgent()
+	r.scheduleIntents()
+	r.env.RegisterDelayedCallback(r.env.CancelWorkflow, 40*time.Minute)
+	cfg := SessionConfig{Name: "s", TmuxTarget: "s:0", CLI: "claude", BusyPatterns: []string{"esc to interrupt"}, InputPrompt: "❯",
+		HistoryPath: "h.jsonl", Escalation: EscalationPolicy{Interrupt: false, Reset: false}}
+	r.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: cfg})
+
+	for i := 1; i <= r.keys; i++ {
+		key := fmt.Sprintf("intent/1/%d", i)
+		if n := r.entered[key]; n != 1 {
+			r.fail("message %s entered the agent's context %d times, want once", key, n)
+		}
+	}
+	for key, n := range r.entered {
+		if strings.Contains(key, "#reminder-") && n > 1 {
+			r.fail("reminder %s entered the agent's context %d times", key, n)
+		}
+	}
+}
+
+// register mocks the activities and the intents' side of the signals.
+func (r *checkRun) register() {
+	r.env.RegisterWorkflowWithOptions(SessionWorkflow, workflow.RegisterOptions{Name: SessionWorkflowName})
+	r.env.RegisterActivityWithOptions(func(ctx context.Context, req activities.CaptureRequest) (string, error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.outage(r.now()) {
+			return "", errWorkerAway
+		}
+		if r.working(r.now()) {
+			return "✻ Sautéing… (esc to interrupt)\n❯ ", nil
+		}
+		return "❯ \n  ? for shortcuts", nil
+	}, activity.RegisterOptions{Name: activities.TmuxCaptureName})
+	r.env.RegisterActivityWithOptions(func(ctx context.Context, req activities.InjectRequest) (activities.InjectResult, error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.outage(r.now()) {
+			return activities.InjectResult{}, errWorkerAway
+		}
+		if r.working(r.now()) {
+			r.fail("a keystroke reached the working agent: %q", req.Text)
+		}
+		r.enter("typed", req.Text)
+		return activities.InjectResult{Bottom: "❯ "}, nil
+	}, activity.RegisterOptions{Name: activities.TmuxInjectName})
+	r.env.RegisterActivityWithOptions(func(ctx context.Context, req activities.AppendAllRequest) (int64, error) {
+		if r.outage(r.now()) {
+			return 0, errWorkerAway
+		}
+		return int64(len(req.Entries)), nil
+	}, activity.RegisterOptions{Name: activities.HistoryAppendAllName})
+	r.env.RegisterActivityWithOptions(func(ctx context.Context, req activities.AppendRequest) (int64, error) {
+		return 1, nil
+	}, activity.RegisterOptions{Name: activities.HistoryAppendName})
+	r.env.RegisterActivityWithOptions(func(ctx context.Context, req activities.KeysRequest) error {
+		return nil
+	}, activity.RegisterOptions{Name: activities.TmuxSendKeysName})
+	r.env.RegisterActivityWithOptions(func(ctx context.Context, p activities.Push) error { return nil },
+		activity.RegisterOptions{Name: activities.NtfyPublishName})
+	r.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", mock.Anything, mock.Anything).Return(
+		func(_, workflowID, _, signal string, arg interface{}) error {
+			res, ok := arg.(DeliveryResult)
+			if !ok || signal != SignalDeliveryResult {
+				return nil
+			}
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			key := workflowID
+			if res.Kind == KindReminder {
+				return nil
+			}
+			if res.OK {
+				if r.entered[key] == 0 {
+					r.fail("%s counted delivered (%s, via %q) but never typed or printed", key, res.ID, res.Via)
+				}
+				r.answered[key] = true
+			}
+			r.note("result %s ok=%v via=%q", res.ID, res.OK, res.Via)
+			return nil
+		})
+}
+
+// scheduleAgent plays the agent's hooks: at each turn's start its prompt (user-prompt-submit),
+// post-tool-use takes during the turn, a stop take at its end. Each take prints what it got and
+// commits it after a delay within the lease, or dies before printing (no commit).
+func (r *checkRun) scheduleAgent() {
+	n := 0
+	for _, s := range r.turn {
+		r.report(s.from, EventUserPromptSubmit)
+		for at := s.from + time.Duration(2+r.rng.IntN(30))*time.Second; at < s.to; at += time.Duration(3+r.rng.IntN(40)) * time.Second {
+			n++
+			r.hook(at, EventPostToolUse, fmt.Sprintf("post-tool-use/%d", n))
+		}
+		n++
+		r.hook(s.to, EventStop, fmt.Sprintf("stop/%d", n))
+	}
+}
+
+func (r *checkRun) report(at time.Duration, event string) {
+	r.env.RegisterDelayedCallback(func() {
+		r.note("hook %s", event)
+		r.env.SignalWorkflow(SignalAgentEvent, AgentEvent{Event: event, At: r.env.Now()})
+	}, at)
+}
+
+// hook is one take at at: its outcome is drawn now, so the schedule is the seed's.
+func (r *checkRun) hook(at time.Duration, event, key string) {
+	dies := r.rng.IntN(10) == 0
+	var delay time.Duration
+	switch r.rng.IntN(10) {
+	case 0:
+		delay = policy.OfferLease - time.Millisecond // the last moment of the lease
+	case 1:
+		delay = policy.OfferLease - time.Duration(1+r.rng.IntN(5))*time.Second
+	default:
+		delay = time.Duration(r.rng.IntN(1500)) * time.Millisecond
+	}
+	// A lease that ends while the worker is away: the commit may reach the server after the
+	// lease's end but before the worker is back (it then reads both at once).
+	for _, w := range r.away {
+		if end := at + policy.OfferLease; end >= w.from && end < w.to && r.rng.IntN(2) == 0 {
+			delay = policy.OfferLease + time.Duration(r.rng.Int64N(int64(w.to-end)))
+		}
+	}
+	twice := r.rng.IntN(8) == 0 // Claude Code runs the same hook again (same key)
+	taken := false              // the first run reached the session
+	r.env.RegisterDelayedCallback(func() {
+		if r.outage(r.now()) {
+			r.note("take %s: no worker to answer", key)
+			return
+		}
+		taken = true
+		r.env.UpdateWorkflow(UpdateTake, key+"@"+at.String(), &testsuite.TestUpdateCallback{
+			OnAccept: func() {},
+			OnReject: func(err error) { r.note("take %s refused: %v", key, err) },
+			OnComplete: func(v interface{}, err error) {
+				if err != nil {
+					r.note("take %s failed: %v", key, err)
+					return
+				}
+				res := v.(TakeResult)
+				if len(res.Messages) == 0 {
+					return
+				}
+				if dies {
+					r.note("take %s: %d taken, hook died before printing", key, len(res.Messages))
+					return
+				}
+				r.mu.Lock()
+				for _, m := range res.Messages {
+					r.enter("printed by "+key, m.Text)
+				}
+				r.mu.Unlock()
+				r.env.RegisterDelayedCallback(func() {
+					r.note("commit %s", key)
+					r.env.SignalWorkflow(SignalTaken, TakenRequest{Key: key})
+				}, delay)
+			},
+		}, TakeRequest{Key: key, Event: event})
+	}, at)
+	if twice {
+		r.env.RegisterDelayedCallback(func() {
+			r.env.UpdateWorkflow(UpdateTake, key+"@again", &testsuite.TestUpdateCallback{
+				OnAccept: func() {}, OnReject: func(error) {},
+				OnComplete: func(v interface{}, err error) {
+					if err == nil && taken && len(v.(TakeResult).Messages) > 0 {
+						r.fail("the same hook run (%s) took again", key)
+					}
+				},
+			}, TakeRequest{Key: key, Event: event})
+		}, at+time.Duration(1+r.rng.IntN(900))*time.Millisecond)
+	}
+}
+
+// scheduleIntents plays the intents: each message's first request (the door's), its requests
+// again while no result came within the delivery timeout (sometimes sooner: a worker recovering
+// re-queues #1), and reminders with their ticks, each asked again the same way.
+func (r *checkRun) scheduleIntents() {
+	r.keys = 5 + r.rng.IntN(20)
+	for i := 1; i <= r.keys; i++ {
+		id := fmt.Sprintf("intent/1/%d", i)
+		arrive := time.Duration(r.rng.IntN(600)) * time.Second
+		msg := DeliveryRequest{ID: id + "#1", ReplyTo: id, Kind: KindMessage, Text: fmt.Sprintf("【新着メッセージ】msg_id=%d chat=1: [M%d] text", i, i)}
+		r.deliver(arrive, msg)
+		attempt := 1
+		// Asking again while nothing answered: after the delivery timeout, or a recovery's #1.
+		for at := arrive + policy.DeliveryTimeout; at < 25*time.Minute; at += policy.DeliveryTimeout {
+			attempt++
+			again := msg
+			again.ID = fmt.Sprintf("%s#%d", id, attempt)
+			if r.rng.IntN(4) == 0 {
+				again.ID = id + "#1" // Recorder.Recover queues the door's request again
+			}
+			r.deliverUnlessAnswered(at, again)
+		}
+		if r.rng.IntN(6) == 0 {
+			r.deliver(arrive+time.Duration(r.rng.IntN(120))*time.Second, DeliveryRequest{ID: id + "#1", ReplyTo: id, Kind: KindMessage, Text: msg.Text})
+		}
+		// Reminders: two ticks, each possibly asked twice.
+		for tick := 1; tick <= 2; tick++ {
+			at := arrive + time.Duration(30+r.rng.IntN(60))*time.Second + time.Duration(tick-1)*5*time.Minute
+			rem := DeliveryRequest{ID: fmt.Sprintf("%s#r%d", id, tick), ReplyTo: id, Kind: KindReminder, Tick: tick,
+				Text: fmt.Sprintf("【未対応メッセージ】msg_id=%d chat=1: [R%d#%d]", i, i, tick)}
+			r.deliverUnlessAnswered(at, rem)
+			if r.rng.IntN(3) == 0 {
+				again := rem
+				again.ID += "-again"
+				r.deliverUnlessAnswered(at+policy.DeliveryTimeout, again)
+			}
+		}
+	}
+	// Events in time order for the report.
+	sort.SliceStable(r.log, func(i, j int) bool { return r.log[i].at < r.log[j].at })
+}
+
+func (r *checkRun) deliver(at time.Duration, req DeliveryRequest) {
+	r.env.RegisterDelayedCallback(func() {
+		r.note("deliver %s", req.ID)
+		r.env.SignalWorkflow(SignalDeliver, req)
+	}, at)
+}
+
+// deliverUnlessAnswered asks at at, unless the intent's message was answered by then (an
+// intent whose message is delivered stops asking for it; a reminder of an answered intent is
+// still asked for: the agent has not replied).
+func (r *checkRun) deliverUnlessAnswered(at time.Duration, req DeliveryRequest) {
+	r.env.RegisterDelayedCallback(func() {
+		r.mu.Lock()
+		done := req.Kind == KindMessage && r.answered[req.ReplyTo]
+		r.mu.Unlock()
+		if done {
+			return
+		}
+		r.note("deliver %s", req.ID)
+		r.env.SignalWorkflow(SignalDeliver, req)
+	}, at)
+}
+
+// TestMain lets the checker's flags be parsed.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	os.Exit(m.Run())
+}
