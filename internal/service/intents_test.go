@@ -391,8 +391,8 @@ func TestI2TelegramDeliveredAndClosed(t *testing.T) {
 	}
 	var want strings.Builder
 	for i, text := range texts {
-		fmt.Fprintf(&want, "【新着メッセージ】msg_id=%d chat=%d from=@user%d (answer with mcp__intentq__reply chat_id=%d reply_to=%d): %s\n",
-			10+i, allowedChat, allowedUser, allowedChat, 10+i, workflows.TypedForm(text))
+		fmt.Fprintf(&want, "【新着メッセージ】msg_id=%d chat=%d from=%d @user%d (answer with mcp__intentq__reply chat_id=%d reply_to=%d): %s\n",
+			10+i, allowedChat, allowedUser, allowedUser, allowedChat, 10+i, workflows.TypedForm(text))
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
