@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,6 +17,8 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/intentq/intentq/internal/toolpolicy"
 )
 
 // AgentRunName is AgentRunner.Run.
@@ -29,22 +34,55 @@ const (
 	ErrTypeInvalidTool      = "InvalidTool"      // non-retryable
 	ErrTypeCancelled        = "Cancelled"        // non-retryable
 	ErrTypeRunFailed        = "RunFailed"        // non-retryable: the CLI reported an error result
+	// ErrTypeUnknownHeadless: the run names a session the worker's config does not have as a
+	// headless session; nothing runs (non-retryable).
+	ErrTypeUnknownHeadless = "UnknownSession"
 )
 
 // DefaultMaxOutput caps the stdout and stderr kept from a run.
 const DefaultMaxOutput = 1 << 20
 
-// RunRequest runs an agent CLI once, headless. The prompt goes to standard input, never into
-// the command line.
+// RunRequest runs the agent CLI of a headless session once. It names the session and carries
+// the message data only: the program, its arguments, the work folder, the timeout, the tool
+// policy's flags and the environment come from the worker's own config when the run starts
+// (RunSpec), since a workflow's input is written by whoever can reach the Temporal namespace
+// (issue 23). Requests scheduled by older workflow code also carried command, args, dir and
+// timeout: those fields are ignored (JSON drops them). The prompt goes to standard input, never
+// into the command line.
 type RunRequest struct {
-	Command string        `json:"command"`
-	Args    []string      `json:"args"`
-	Prompt  string        `json:"prompt"`
-	Dir     string        `json:"dir,omitempty"`
-	Timeout time.Duration `json:"timeout"`
-	// MaxOutput caps the bytes kept of stdout and of stderr (default DefaultMaxOutput).
-	MaxOutput int `json:"max_output,omitempty"`
+	// Session is the headless session (sessions.<name> with mode headless).
+	Session string `json:"session"`
+	// Channel is where the prompt came from (cli, telegram, web): it picks the tool policy.
+	Channel string `json:"channel,omitempty"`
+	Prompt  string `json:"prompt"`
+	// ResumeID is the CLI's session to resume, from an earlier run's output; used only when it
+	// is a UUID.
+	ResumeID string `json:"resume_id,omitempty"`
 }
+
+// RunSpec is what the worker's config says about a run of one session from one channel.
+type RunSpec struct {
+	// Command and Args start the CLI headless (clis.<kind>.command, headless_args, the model).
+	Command string
+	Args    []string
+	// ToolFlags are the tool policy's flags for the CLI.
+	ToolFlags []string
+	// Dir is the session's work folder; Timeout bounds the run (scheduler.run_timeout).
+	Dir     string
+	Timeout time.Duration
+	// Env is the run's whole environment (a scrubbed copy of the worker's).
+	Env []string
+	// SettingsFlag passes the CLI a settings file (claude: --settings); with Guard and Hook
+	// set, the file holds a PreToolUse hook that runs Hook with --guard FILE, FILE holding
+	// Guard: every tool call is checked at run time (toolpolicy.Guard).
+	SettingsFlag string
+	Hook         []string
+	Guard        *toolpolicy.Guard
+}
+
+// ErrNotHeadless is wrapped by a resolver's error for a session the worker's config does not
+// have (or not in mode headless).
+var ErrNotHeadless = errors.New("not a headless session of this worker's config")
 
 // RunResult is what one run produced, parsed from the CLI's JSON result (SPEC P4, P7).
 type RunResult struct {
@@ -99,29 +137,112 @@ type claudeResult struct {
 type AgentRunner struct {
 	// HeartbeatEvery is how often a running CLI heartbeats (default 5 s).
 	HeartbeatEvery time.Duration
+	// Resolve turns a request's session and channel into what runs, from the worker's config;
+	// an error wrapping ErrNotHeadless for a session it does not have. Nil: nothing runs.
+	Resolve func(session, channel string) (RunSpec, error)
+	// Alert tells the person (ntfy, the worker's own topic) that a run was refused for an
+	// unknown session: someone who can write to the namespace asked for it. Optional.
+	Alert func(ctx context.Context, title, message string)
+	// MaxOutput caps the bytes kept of stdout and of stderr (default DefaultMaxOutput).
+	MaxOutput int
+
+	mu      sync.Mutex
+	alerted map[string]time.Time // unknown session -> last alert
 }
+
+// alertEvery is how often one unknown session name alerts.
+const alertEvery = time.Hour
+
+// refuseUnknown fails a run for a session the config does not have, and alerts once an hour
+// per name.
+func (a *AgentRunner) refuseUnknown(ctx context.Context, req RunRequest, cause error) error {
+	name := req.Session
+	if len(name) > 80 {
+		name = name[:80] + "…"
+	}
+	who := "a workflow"
+	if activity.IsActivity(ctx) {
+		who = "workflow " + activity.GetInfo(ctx).WorkflowExecution.ID
+		activity.GetLogger(ctx).Warn("headless run refused: unknown session", "session", name, "workflow", who, "error", cause)
+	}
+	msg := fmt.Sprintf("agent run refused: %s asked to run session %q: %v; nothing was run", who, name, cause)
+	if a.Alert != nil {
+		a.mu.Lock()
+		if a.alerted == nil || len(a.alerted) > 1000 {
+			a.alerted = map[string]time.Time{}
+		}
+		now := time.Now()
+		due := now.Sub(a.alerted[name]) >= alertEvery
+		if due {
+			a.alerted[name] = now
+		}
+		a.mu.Unlock()
+		if due {
+			a.Alert(ctx, "intentq: headless run refused",
+				msg+". Only someone who can write to the Temporal namespace can start such a workflow.")
+		}
+	}
+	return temporal.NewNonRetryableApplicationError(msg, ErrTypeUnknownHeadless, cause)
+}
+
+// uuidRE is the form of Claude Code's session ids.
+var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// ValidResumeID reports whether id may follow --resume: a UUID, nothing else.
+func ValidResumeID(id string) bool { return uuidRE.MatchString(id) }
 
 // Run starts the CLI, heartbeats while it runs, and classifies the outcome: a JSON result is
 // parsed whatever the exit code; timeouts, crashes and network trouble are retryable errors,
 // denied or invalid tools, cancellation and error results are not. The result is returned with
 // the error when there is one, for the audit.
-func (a AgentRunner) Run(ctx context.Context, req RunRequest) (RunResult, error) {
-	if req.Command == "" {
-		return RunResult{}, temporal.NewNonRetryableApplicationError("agent run: no command", ErrTypeRunFailed, nil)
+func (a *AgentRunner) Run(ctx context.Context, req RunRequest) (RunResult, error) {
+	if a.Resolve == nil {
+		return RunResult{}, temporal.NewNonRetryableApplicationError("agent run: this worker has no headless sessions configured", ErrTypeRunFailed, nil)
 	}
-	timeout := req.Timeout
+	spec, err := a.Resolve(req.Session, req.Channel)
+	switch {
+	case errors.Is(err, ErrNotHeadless):
+		return RunResult{}, a.refuseUnknown(ctx, req, err)
+	case err != nil:
+		return RunResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("agent run: session %s: %v", req.Session, err), ErrTypeRunFailed, err)
+	case spec.Command == "":
+		return RunResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("agent run: session %s: its CLI has no command", req.Session), ErrTypeRunFailed, nil)
+	}
+	if fi, err := os.Stat(spec.Dir); err != nil || !fi.IsDir() {
+		return RunResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("agent run: session %s: work folder %q is not a folder", req.Session, spec.Dir), ErrTypeRunFailed, err)
+	}
+	args := append([]string(nil), spec.Args...)
+	if req.ResumeID != "" {
+		if ValidResumeID(req.ResumeID) {
+			args = append(args, "--resume", req.ResumeID)
+		} else if activity.IsActivity(ctx) {
+			activity.GetLogger(ctx).Warn("resume id is not a UUID: the run starts a new CLI session", "session", req.Session)
+		}
+	}
+	args = append(args, spec.ToolFlags...)
+	if spec.SettingsFlag != "" && spec.Guard != nil {
+		settings, cleanup, err := writeHookSettings(spec)
+		if err != nil {
+			return RunResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("agent run: session %s: the tool policy hook: %v", req.Session, err), ErrTypeRunFailed, err)
+		}
+		defer cleanup()
+		args = append(args, spec.SettingsFlag, settings)
+	}
+	timeout := spec.Timeout
 	if timeout <= 0 {
 		timeout = 30 * time.Minute
 	}
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	max := req.MaxOutput
+	max := a.MaxOutput
 	if max <= 0 {
 		max = DefaultMaxOutput
 	}
 	stdout, stderr := &cappedBuffer{max: max}, &cappedBuffer{max: max}
-	cmd := exec.CommandContext(runCtx, req.Command, req.Args...)
-	cmd.Dir = req.Dir
+	cmd := exec.CommandContext(runCtx, spec.Command, args...)
+	cmd.Dir = spec.Dir
+	// Never the worker's environment: nil would inherit it, INTENTQ_* secrets included.
+	cmd.Env = append([]string{}, spec.Env...)
 	cmd.Stdin = strings.NewReader(req.Prompt)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -130,7 +251,7 @@ func (a AgentRunner) Run(ctx context.Context, req RunRequest) (RunResult, error)
 
 	done := make(chan error, 1)
 	if err := cmd.Start(); err != nil {
-		return RunResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("agent run: start %s: %v", req.Command, err), ErrTypeRunFailed, err)
+		return RunResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("agent run: start %s: %v", spec.Command, err), ErrTypeRunFailed, err)
 	}
 	go func() { done <- cmd.Wait() }()
 	every := a.HeartbeatEvery
@@ -157,14 +278,14 @@ wait:
 	case ctx.Err() != nil:
 		return res, RunError(res, "agent run cancelled", ErrTypeCancelled, true, ctx.Err())
 	case runCtx.Err() != nil:
-		return res, RunError(res, fmt.Sprintf("agent run: %s timed out after %s", req.Command, timeout), ErrTypeRunTimeout, false, nil)
+		return res, RunError(res, fmt.Sprintf("agent run: %s timed out after %s", spec.Command, timeout), ErrTypeRunTimeout, false, nil)
 	}
 	parsed, perr := parseResult(stdout.Bytes())
 	if perr != nil {
 		if looksLikeNetwork(res.Stderr) {
 			return res, RunError(res, fmt.Sprintf("agent run: network error (exit %d): %s", res.ExitCode, lastLine(res.Stderr)), ErrTypeNetwork, false, nil)
 		}
-		return res, RunError(res, fmt.Sprintf("agent run: %s exited %d without a JSON result (%v)%s", req.Command, res.ExitCode, describeExit(waitErr), stderrHint(res.Stderr)), ErrTypeCLICrashed, false, nil)
+		return res, RunError(res, fmt.Sprintf("agent run: %s exited %d without a JSON result (%v)%s", spec.Command, res.ExitCode, describeExit(waitErr), stderrHint(res.Stderr)), ErrTypeCLICrashed, false, nil)
 	}
 	res.Result, res.SessionID, res.IsError = parsed.Result, parsed.SessionID, parsed.IsError
 	res.DurationMS, res.NumTurns = parsed.DurationMS, parsed.NumTurns
@@ -187,6 +308,57 @@ wait:
 		return res, RunError(res, "agent run: the CLI reported an error: "+firstLine(res.Result), ErrTypeRunFailed, true, nil)
 	}
 	return res, nil
+}
+
+// writeHookSettings writes the run's guard and a settings file whose PreToolUse hook checks
+// every tool call against it, into a private folder of their own (outside the work folder, so
+// a run cannot rewrite them); cleanup removes them. The hook fails closed: when its program
+// cannot run, it exits 2, which blocks the call.
+func writeHookSettings(spec RunSpec) (string, func(), error) {
+	if len(spec.Hook) == 0 {
+		return "", nil, errors.New("no hook program (the starter binary, next to the worker or on PATH)")
+	}
+	dir, err := os.MkdirTemp("", "intentq-run-")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup := func() { _ = os.RemoveAll(dir) }
+	guard, err := json.Marshal(spec.Guard)
+	if err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	guardFile := filepath.Join(dir, "guard.json")
+	words := make([]string, 0, len(spec.Hook)+2)
+	for _, w := range append(append([]string(nil), spec.Hook...), "--guard", guardFile) {
+		words = append(words, shellQuote(w))
+	}
+	command := strings.Join(words, " ") + ` || { echo "intentq: the tool policy hook failed: call refused" >&2; exit 2; }`
+	settings := map[string]any{
+		"disableAllHooks": false,
+		"hooks": map[string]any{"PreToolUse": []any{map[string]any{
+			"matcher": "*",
+			"hooks":   []any{map[string]any{"type": "command", "command": command, "timeout": 60}},
+		}}},
+	}
+	data, err := json.Marshal(settings)
+	if err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	settingsFile := filepath.Join(dir, "settings.json")
+	for file, content := range map[string][]byte{guardFile: guard, settingsFile: data} {
+		if err := os.WriteFile(file, content, 0o400); err != nil {
+			cleanup()
+			return "", nil, err
+		}
+	}
+	return settingsFile, cleanup, nil
+}
+
+// shellQuote quotes a word for sh.
+func shellQuote(w string) string {
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
 }
 
 // parseResult finds the JSON result object in stdout (the last line that parses as one, so

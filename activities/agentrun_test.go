@@ -3,6 +3,8 @@ package activities
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,12 +13,27 @@ import (
 	"go.temporal.io/sdk/temporal"
 )
 
-func runFake(t *testing.T, ctx context.Context, prompt string, timeout time.Duration) (RunResult, error) {
+// fakeSpec is a run of the fake CLI as a worker's config would resolve it.
+func fakeSpec(t *testing.T, timeout time.Duration) RunSpec {
 	t.Helper()
 	fake, _ := filepath.Abs("testdata/fakeclaude.sh")
-	return AgentRunner{HeartbeatEvery: 50 * time.Millisecond}.Run(ctx, RunRequest{
-		Command: fake, Args: []string{"-p", "--output-format", "json"}, Prompt: prompt, Timeout: timeout, MaxOutput: 1 << 20,
-	})
+	return RunSpec{Command: fake, Args: []string{"-p", "--output-format", "json"}, Dir: t.TempDir(), Timeout: timeout,
+		Env: []string{"PATH=" + os.Getenv("PATH")}}
+}
+
+// fakeRunner runs spec for the session "batch" and knows no other.
+func fakeRunner(spec RunSpec) *AgentRunner {
+	return &AgentRunner{HeartbeatEvery: 50 * time.Millisecond, MaxOutput: 1 << 20, Resolve: func(session, channel string) (RunSpec, error) {
+		if session != "batch" {
+			return RunSpec{}, fmt.Errorf("session %q: %w", session, ErrNotHeadless)
+		}
+		return spec, nil
+	}}
+}
+
+func runFake(t *testing.T, ctx context.Context, prompt string, timeout time.Duration) (RunResult, error) {
+	t.Helper()
+	return fakeRunner(fakeSpec(t, timeout)).Run(ctx, RunRequest{Session: "batch", Channel: "cli", Prompt: prompt})
 }
 
 func errType(err error) (string, bool) {

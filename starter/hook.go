@@ -53,6 +53,7 @@ func newHook() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&session, "session", "", "the intentq session this agent serves (default: the agent's own, else the default session)")
+	cmd.AddCommand(newHookPolicy())
 	return cmd
 }
 

@@ -42,14 +42,19 @@ const (
 	maxResultInAudit = 64 << 10
 )
 
-// HeadlessConfig is how a headless session runs its CLI.
+// HeadlessConfig names a headless session. The worker runs a prompt only for a session its own
+// config has, as that config says (activities.RunSpec: command, arguments, work folder,
+// timeout, tool policy, environment): whoever can write to the Temporal namespace writes this
+// input too (issue 23).
 type HeadlessConfig struct {
 	Name string `json:"name"`
-	// Command and BaseArgs start the CLI in headless JSON mode, e.g. claude -p --output-format
-	// json [--model M]; --resume and the tool flags are added per run.
-	Command  string        `json:"command"`
-	BaseArgs []string      `json:"base_args"`
-	Timeout  time.Duration `json:"timeout"`
+	// Command and BaseArgs are what older workers ran; they are ignored (kept so inputs and
+	// states that carry them still decode, and for the config signal of older starters).
+	Command  string   `json:"command"`
+	BaseArgs []string `json:"base_args"`
+	// Timeout only bounds how long the workflow waits for a run; the run itself is bounded by
+	// the worker's scheduler.run_timeout.
+	Timeout time.Duration `json:"timeout"`
 }
 
 // PromptRequest submits a prompt. Key makes it idempotent (the same key twice runs once).
@@ -57,7 +62,8 @@ type PromptRequest struct {
 	Key     string `json:"key"`
 	Channel string `json:"channel"`
 	Text    string `json:"text"`
-	// ToolFlags are the CLI's allowed/disallowed tool flags from the tool policy (SPEC P5).
+	// ToolFlags are ignored: the worker renders the tool policy of the channel and session
+	// from its own config (SPEC P5, issue 23). Kept so older requests decode.
 	ToolFlags []string `json:"tool_flags,omitempty"`
 	// NoRetry: the policy allows a non-idempotent tool and the prompt is not marked safe to
 	// repeat, so a failed run is not tried again (SPEC P6).
@@ -268,11 +274,6 @@ func (h *headless) run(ctx workflow.Context, i int) {
 	backoff := RunBackoffFirst
 	var lastErr error
 	for attempt := 1; attempt <= attempts; attempt++ {
-		args := append([]string(nil), h.Config.BaseArgs...)
-		if h.ResumeID != "" {
-			args = append(args, "--resume", h.ResumeID)
-		}
-		args = append(args, req.ToolFlags...)
 		actx := workflow.WithActivityOptions(runCtx, workflow.ActivityOptions{
 			StartToCloseTimeout: policy.Or(h.Config.Timeout, policy.DefaultRunTimeout) + time.Minute,
 			// A worker that dies mid-run stops heartbeating; the attempt fails over in 30 s.
@@ -285,8 +286,12 @@ func (h *headless) run(ctx workflow.Context, i int) {
 		})
 		started := workflow.Now(ctx)
 		var res activities.RunResult
+		// The run names the session and carries the prompt: the worker resolves the rest from
+		// its own config. Only the activity's input changed from older code (it is not part of
+		// what replay compares), so running sessions replay without a version marker.
+		p := h.Prompts[h.index(id)]
 		err := workflow.ExecuteActivity(actx, activities.AgentRunName, activities.RunRequest{
-			Command: h.Config.Command, Args: args, Prompt: h.Prompts[h.index(id)].Text, Timeout: h.Config.Timeout,
+			Session: h.Config.Name, Channel: p.Channel, Prompt: p.Text, ResumeID: h.ResumeID,
 		}).Get(ctx, &res)
 		if appErr, ok := asApplicationError(err); ok && appErr.HasDetails() {
 			_ = appErr.Details(&res) // a failed attempt still reports exit code, cost, tokens

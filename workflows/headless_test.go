@@ -2,7 +2,7 @@ package workflows
 
 import (
 	"context"
-	"strings"
+	"encoding/json"
 	"sync"
 	"testing"
 	"time"
@@ -114,8 +114,8 @@ func TestP1HeadlessFIFOAndIdempotent(t *testing.T) {
 	require.Equal(t, 1, h.maxSeen)
 	require.Equal(t, 3, h.acquired)
 	require.Equal(t, 3, h.released)
-	require.Equal(t, "-p --output-format json --allowedTools Read", strings.Join(h.runs[0].Args, " "))
-	require.Equal(t, "-p --output-format json --resume cs-1", strings.Join(h.runs[1].Args, " "), "later runs resume the CLI's session")
+	require.Equal(t, activities.RunRequest{Session: "batch", Channel: "cli", Prompt: "one"}, h.runs[0], "a run names the session, nothing to execute")
+	require.Equal(t, activities.RunRequest{Session: "batch", Channel: "telegram", Prompt: "two", ResumeID: "cs-1"}, h.runs[1], "later runs resume the CLI's session")
 	require.InDelta(t, 1.5, st.CostUSD, 1e-9)
 	for _, p := range st.Prompts {
 		require.Equal(t, PromptSucceeded, p.Status)
@@ -220,4 +220,31 @@ func TestP6HeadlessCancel(t *testing.T) {
 	require.Equal(t, PromptSucceeded, st.Prompts[0].Status)
 	require.Equal(t, PromptCancelled, st.Prompts[1].Status)
 	require.Empty(t, st.Prompts[1].Invocations)
+}
+
+// Issue 23: the workflow's input names the session; its program, arguments and tool flags never
+// reach the run. The worker refuses a session its config does not have (non-retryable): the
+// prompt fails once, with the reason.
+func TestHeadlessRunNamesTheSessionOnly(t *testing.T) {
+	h := newHeadlessHarness(t)
+	h.outcome = func(n int, req activities.RunRequest) (activities.RunResult, error) {
+		return activities.RunResult{}, temporal.NewNonRetryableApplicationError(
+			"agent run refused: workflow session/batch asked to run session \"evil\": not a headless session of this worker's config; nothing was run",
+			activities.ErrTypeUnknownHeadless, nil)
+	}
+	h.prompt(0, PromptRequest{Key: "k", Channel: "cli", Text: "hi", ToolFlags: []string{"--dangerously-skip-permissions"}}, nil)
+	var st HeadlessState
+	h.env.RegisterDelayedCallback(func() { st = h.audit(t); h.env.CancelWorkflow() }, time.Hour)
+	evil := HeadlessConfig{Name: "evil", Command: "/bin/sh", BaseArgs: []string{"-c", "touch /tmp/pwned"}, Timeout: time.Minute}
+	h.env.ExecuteWorkflow(HeadlessWorkflowName, HeadlessState{Config: evil})
+
+	require.Len(t, h.runs, 1, "not retried")
+	input, _ := json.Marshal(h.runs[0])
+	for _, s := range []string{"/bin/sh", "touch", "dangerously"} {
+		require.NotContains(t, string(input), s)
+	}
+	require.Equal(t, "evil", h.runs[0].Session)
+	require.Equal(t, PromptFailed, st.Prompts[0].Status)
+	require.Contains(t, st.Prompts[0].Error, "nothing was run")
+	require.EqualValues(t, 1, st.Failed)
 }

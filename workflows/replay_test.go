@@ -41,6 +41,7 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 	t.Helper()
 	r.RegisterWorkflowWithOptions(IntentWorkflow, workflow.RegisterOptions{Name: IntentWorkflowName})
 	r.RegisterWorkflowWithOptions(SessionWorkflow, workflow.RegisterOptions{Name: SessionWorkflowName})
+	r.RegisterWorkflowWithOptions(HeadlessSessionWorkflow, workflow.RegisterOptions{Name: HeadlessWorkflowName})
 	for _, file := range []string{
 		// Before busy-aware delivery, history commit, escalation and confirmation (GetVersion).
 		"testdata/intent_delivered_closed_v1.json", "testdata/session_v1.json",
@@ -62,6 +63,11 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 		"testdata/intent_reminded.json", "testdata/session_reminders.json",
 		// Current.
 		"testdata/intent_delivered_closed.json", "testdata/session.json",
+		// A headless session (a success, a retried network error, a denied tool) from when runs
+		// carried the program and arguments (issue 23), then one whose runs name the session.
+		// Regenerate with WRITE_HEADLESS_HISTORY=$PWD/workflows/testdata/headless.json
+		// go test -run TestHeadlessRunsFromWorkerConfig ./internal/service/.
+		"testdata/headless_v1.json", "testdata/headless.json",
 	} {
 		if err := r.ReplayWorkflowHistoryFromJSONFile(nil, file); err != nil {
 			t.Errorf("replay %s: %v", file, err)

@@ -14,6 +14,8 @@ case "$prompt" in
             echo "end $(date +%s%N) $prompt $PPID" >> "$FAKE_LOG"
             printf '{"type":"result","is_error":false,"result":"%s","session_id":"s","total_cost_usd":0.001}\n' "$prompt" ;;
   args*)    printf '{"type":"result","is_error":false,"result":"%s","session_id":"s"}\n' "$*" ;;
+  pwd*)     printf '{"type":"result","is_error":false,"result":"%s","session_id":"s"}\n' "$(pwd -P)" ;;
+  env*)     printf '{"type":"result","is_error":false,"result":"%s","session_id":"s"}\n' "$(env | cut -d= -f1 | sort | tr '\n' ' ')" ;;
   flood*)   yes 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' | head -c 3000000; echo '{"type":"result","result":"late"}' ;;
   *)        echo '{"type":"result","is_error":true,"result":"unknown prompt"}' ;;
 esac

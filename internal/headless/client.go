@@ -62,11 +62,13 @@ func Audit(ctx context.Context, c client.Client, session string) (workflows.Head
 }
 
 // Prepare readies a prompt for a headless session from the config: secrets masked (SPEC
-// P8), the tool policy of its channel and session turned into the CLI's flags (P5), and no
-// automatic retry when the policy allows a non-idempotent tool and the prompt is not marked
-// safe to repeat (P6).
+// P8), the tool policy of its channel and session checked (a CLI that cannot enforce it is an
+// error now rather than at run time, P5), and no automatic retry when the policy allows a
+// non-idempotent tool and the prompt is not marked safe to repeat (P6). The policy's flags are
+// not sent: the worker renders them from its own config when the prompt runs (issue 23).
 func Prepare(cfg *config.Config, session string, req workflows.PromptRequest, safeToRepeat bool) (workflows.PromptRequest, error) {
 	req.Text = redact.Secrets(req.Text)
+	req.ToolFlags = nil
 	if req.Channel == "" {
 		req.Channel = toolpolicy.ChannelCLI
 	}
@@ -75,12 +77,8 @@ func Prepare(cfg *config.Config, session string, req workflows.PromptRequest, sa
 		return req, fmt.Errorf("tool policy for %s on %s: %w", req.Channel, session, err)
 	}
 	kind := cfg.Sessions[session].CLI
-	req.ToolFlags, err = eff.FlagsFor(kind)
-	switch {
-	case errors.Is(err, toolpolicy.ErrUnenforceable):
+	if _, err := toolFlags(eff, kind); err != nil {
 		return req, fmt.Errorf("tool policy for %s on %s (clis.%s): %w", req.Channel, session, kind, err)
-	case err != nil:
-		req.ToolFlags = eff.Flags(kind) // a custom kind: Claude Code's flags
 	}
 	req.NoRetry = !safeToRepeat && len(toolpolicy.NonIdempotent(eff)) > 0
 	return req, nil

@@ -140,6 +140,10 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 		Tmux:     tmux,
 		Ntfy:     &activities.Ntfy{URL: cfg.Ntfy.URL, Token: cfg.Ntfy.Token.Reveal()},
 		Telegram: &activities.Telegram{Token: cfg.Telegram.Token.Reveal(), Endpoint: cfg.Telegram.APIEndpoint},
+		// Headless runs: only this config's sessions, as it says; refusals alert.
+		Runner: headless.Runner(cfg, func(ctx context.Context, title, message string) {
+			push(ctx, cfg, activities.Push{Title: title, Message: message, Priority: 5, Tags: []string{"rotating_light"}})
+		}),
 	})
 	if err := s.worker.Start(); err != nil {
 		return nil, fmt.Errorf("start worker on task queue %q: %w", cfg.Temporal.TaskQueue, err)
@@ -296,6 +300,8 @@ type Deps struct {
 	Tmux     *activities.Tmux
 	Ntfy     *activities.Ntfy
 	Telegram *activities.Telegram
+	// Runner runs the headless sessions of the worker's config; nil: none runs.
+	Runner *activities.AgentRunner
 }
 
 // Register adds every intentq workflow and activity to a worker.
@@ -313,7 +319,11 @@ func Register(r worker.Registry, deps Deps) {
 	r.RegisterActivityWithOptions(deps.Tmux.SendKeys, activity.RegisterOptions{Name: activities.TmuxSendKeysName})
 	r.RegisterActivityWithOptions(activities.History{}.Append, activity.RegisterOptions{Name: activities.HistoryAppendName})
 	r.RegisterActivityWithOptions(activities.History{}.AppendAll, activity.RegisterOptions{Name: activities.HistoryAppendAllName})
-	r.RegisterActivityWithOptions(activities.AgentRunner{}.Run, activity.RegisterOptions{Name: activities.AgentRunName})
+	runner := deps.Runner
+	if runner == nil {
+		runner = &activities.AgentRunner{}
+	}
+	r.RegisterActivityWithOptions(runner.Run, activity.RegisterOptions{Name: activities.AgentRunName})
 	r.RegisterActivityWithOptions(deps.Telegram.Send, activity.RegisterOptions{Name: activities.TelegramSendName})
 	r.RegisterActivityWithOptions(deps.Telegram.React, activity.RegisterOptions{Name: activities.TelegramReactName})
 	r.RegisterActivityWithOptions(deps.Ntfy.Publish, activity.RegisterOptions{Name: activities.NtfyPublishName})

@@ -52,6 +52,15 @@ type Rule struct {
 	Allow []string `mapstructure:"allow" json:"allow,omitempty"`
 	// Deny lists tools the scope denies; a tool in both lists of one scope is denied.
 	Deny []string `mapstructure:"deny" json:"deny,omitempty"`
+	// Dir is the work folder of headless runs (global or session scope; the session's wins):
+	// the CLI runs there, and a run reads and writes no file outside it unless an allow rule
+	// names the path (Read(//abs/path/**), Read(~/notes/**)). Absolute or ~/...; empty:
+	// data_dir/headless/<session>.
+	Dir string `mapstructure:"dir" json:"dir,omitempty"`
+	// Env names more environment variables a run may see (NAME, or PREFIX_* for all that
+	// start so), on top of the few the CLI needs (PATH, HOME, LANG, TERM, its API variables);
+	// the scopes that apply add up. INTENTQ_* variables never reach a run.
+	Env []string `mapstructure:"env" json:"env,omitempty"`
 }
 
 // Policy is the configured tool policy: rules for every run, per channel and per session.
@@ -222,13 +231,29 @@ func (p Policy) Validate() error {
 			}
 		}
 	}
+	runs := func(scope string, r Rule, dirAllowed bool) {
+		switch d := strings.TrimSpace(r.Dir); {
+		case d == "":
+		case !dirAllowed:
+			errs = append(errs, fmt.Errorf("toolpolicy: %s dir: a work folder belongs to a session (or global), not to a channel", scope))
+		case !strings.HasPrefix(d, "/") && d != "~" && !strings.HasPrefix(d, "~/"):
+			errs = append(errs, fmt.Errorf("toolpolicy: %s dir: %q is not an absolute path (or ~/...)", scope, r.Dir))
+		}
+		for _, name := range r.Env {
+			if err := checkEnvName(name); err != nil {
+				errs = append(errs, fmt.Errorf("toolpolicy: %s env: %w", scope, err))
+			}
+		}
+	}
 	check(ScopeGlobal, p.Global)
+	runs(ScopeGlobal, p.Global, true)
 	for _, name := range sortedKeys(p.Channels) {
 		if _, ok := Default(normalizeChannel(name)); !ok {
 			errs = append(errs, unknownChannel(name))
 			continue
 		}
 		check(ScopeChannel+":"+normalizeChannel(name), p.Channels[name])
+		runs(ScopeChannel+":"+normalizeChannel(name), p.Channels[name], false)
 	}
 	for _, id := range sortedKeys(p.Sessions) {
 		if strings.TrimSpace(id) == "" {
@@ -236,8 +261,62 @@ func (p Policy) Validate() error {
 			continue
 		}
 		check(ScopeSession+":"+id, p.Sessions[id])
+		runs(ScopeSession+":"+id, p.Sessions[id], true)
 	}
 	return errors.Join(errs...)
+}
+
+// Dir is the work folder configured for a session's headless runs: the session scope's dir,
+// else the global one, else empty (the caller's default). It may start with ~/.
+func (p Policy) Dir(session string) string {
+	if d := strings.TrimSpace(p.Sessions[session].Dir); d != "" {
+		return d
+	}
+	return strings.TrimSpace(p.Global.Dir)
+}
+
+// Env lists the extra environment variables of a run in a session that came from a channel:
+// those of the global, channel and session scopes, in that order, without duplicates.
+func (p Policy) Env(channel, session string) []string {
+	ch := normalizeChannel(channel)
+	lists := [][]string{p.Global.Env}
+	for name, r := range p.Channels {
+		if normalizeChannel(name) == ch {
+			lists = append(lists, r.Env)
+		}
+	}
+	if session != "" {
+		lists = append(lists, p.Sessions[session].Env)
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, l := range lists {
+		for _, name := range l {
+			if name = strings.TrimSpace(name); name != "" && !seen[name] && checkEnvName(name) == nil {
+				seen[name] = true
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
+// checkEnvName accepts a variable name (letters, digits, _) or a prefix of names ending in *,
+// except intentq's own INTENTQ_* variables.
+func checkEnvName(name string) error {
+	n := strings.TrimSuffix(strings.TrimSpace(name), "*")
+	if n == "" {
+		return fmt.Errorf("%q names no variable", name)
+	}
+	for i, c := range n {
+		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
+			return fmt.Errorf("%q is not a variable name (or PREFIX_*)", name)
+		}
+	}
+	if strings.HasPrefix(strings.ToUpper(n), "INTENTQ") {
+		return fmt.Errorf("%q: intentq's own variables never reach a run", name)
+	}
+	return nil
 }
 
 // sortedKeys returns the keys of m in order, so that errors come out the same every time.

@@ -17,6 +17,9 @@ type command struct {
 	// opaque is set when the line does something the word lists do not show: a substitution,
 	// a subshell, a redirection into a file, a here-document, or an unterminated quote.
 	opaque bool
+	// inputs are the files input redirections read ("cat < FILE"): harmless for the tool
+	// policy, but a read all the same for a guard's folder checks.
+	inputs []string
 }
 
 // parseCommand splits a command line into simple commands.
@@ -89,7 +92,10 @@ func parseCommand(s string) command {
 			i++
 		case ch == '<':
 			dropFD()
-			i = skipInput(s, i)
+			var file string
+			if file, i = skipInput(s, i); file != "" {
+				c.inputs = append(c.inputs, file)
+			}
 		case ch == '\'':
 			j := strings.IndexByte(s[i+1:], '\'')
 			if j < 0 {
@@ -231,15 +237,20 @@ func skipOutput(s string, i int) (int, bool) {
 	return end, target == "/dev/null"
 }
 
-// skipInput skips an input redirection starting with the '<' at s[i] and returns the index of
-// its last byte. Reading a file is harmless.
-func skipInput(s string, i int) int {
+// skipInput skips an input redirection starting with the '<' at s[i] and returns the file it
+// reads (empty for a copy of a file descriptor, <&3) and the index of its last byte. Reading a
+// file is harmless to the tool policy.
+func skipInput(s string, i int) (string, int) {
 	j := i + 1
-	if j < len(s) && s[j] == '&' {
+	dup := j < len(s) && s[j] == '&'
+	if dup {
 		j++
 	}
-	_, end := redirectTarget(s, j)
-	return end
+	target, end := redirectTarget(s, j)
+	if dup {
+		return "", end
+	}
+	return target, end
 }
 
 // redirectTarget returns the word a redirection names, after optional blanks from s[j], and the
@@ -321,6 +332,40 @@ func denyViews(s string, depth int) [][]string {
 		out = append(out, denyViews(body, depth+1)...)
 	}
 	return out
+}
+
+// pathViews returns what a guard's folder checks look at in a command line: every simple
+// command both as written and as deny rules see it (unwrapped), and the files input
+// redirections read, following substitutions, sh -c and eval as denyViews does.
+func pathViews(s string, depth int) (views [][]string, inputs []string) {
+	if depth > maxDepth {
+		return nil, nil
+	}
+	c := parseCommand(s)
+	inputs = append(inputs, c.inputs...)
+	add := func(v [][]string, in []string) {
+		views, inputs = append(views, v...), append(inputs, in...)
+	}
+	for _, seg := range c.segments {
+		views = append(views, seg)
+		v := unwrap(seg)
+		if len(v) == 0 {
+			continue
+		}
+		views = append(views, v)
+		switch {
+		case shells[v[0]]:
+			if script, ok := shellScript(v[1:]); ok {
+				add(pathViews(script, depth+1))
+			}
+		case v[0] == "eval":
+			add(pathViews(strings.Join(v[1:], " "), depth+1))
+		}
+	}
+	for _, body := range c.nested {
+		add(pathViews(body, depth+1))
+	}
+	return views, inputs
 }
 
 // unwrap strips assignments and wrapper commands from the front of a simple command, takes the

@@ -21,10 +21,16 @@ type Prompter interface {
 // ErrUnknownSession: the path names no headless session.
 var ErrUnknownSession = errors.New("no such headless session")
 
+// PromptChannel is the channel of every prompt the HTTP door queues: its tool policy (web) is
+// what the door's token allows. A request cannot choose another (the cli channel allows every
+// tool).
+const PromptChannel = "web"
+
 type promptBody struct {
-	Text    *string `json:"text"`
-	Key     string  `json:"key"`
-	Channel string  `json:"channel"`
+	Text *string `json:"text"`
+	Key  string  `json:"key"`
+	// Channel may only repeat the door's own (PromptChannel).
+	Channel string `json:"channel"`
 }
 
 // handlePrompts serves POST /v1/sessions/{id}/prompts: 202 with the prompt's record (the same
@@ -50,11 +56,13 @@ func (s *Server) handlePrompts(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, errorBody("text: is missing or empty"))
 		return
 	}
-	if p.Channel == "" {
-		p.Channel = "web"
+	if ch := strings.ToLower(strings.TrimSpace(p.Channel)); ch != "" && ch != PromptChannel {
+		writeJSON(w, http.StatusBadRequest, errorBody("channel: this door's prompts run under the "+PromptChannel+" policy; "+
+			"a request cannot choose another (omit channel)"))
+		return
 	}
 	session := r.PathValue("id")
-	rec, err := s.prompter.Submit(r.Context(), session, workflows.PromptRequest{Key: p.Key, Channel: p.Channel, Text: *p.Text})
+	rec, err := s.prompter.Submit(r.Context(), session, workflows.PromptRequest{Key: p.Key, Channel: PromptChannel, Text: *p.Text})
 	switch {
 	case errors.Is(err, ErrUnknownSession):
 		writeJSON(w, http.StatusNotFound, errorBody(err.Error()))
@@ -62,7 +70,7 @@ func (s *Server) handlePrompts(w http.ResponseWriter, r *http.Request) {
 		s.log.Error("prompt not queued", zap.String("session", session), zap.Error(err))
 		writeJSON(w, http.StatusServiceUnavailable, errorBody("not queued, try again: "+err.Error()))
 	default:
-		s.log.Info("prompt queued", zap.String("session", session), zap.String("prompt", rec.ID), zap.String("channel", p.Channel))
+		s.log.Info("prompt queued", zap.String("session", session), zap.String("prompt", rec.ID), zap.String("channel", PromptChannel))
 		writeJSON(w, http.StatusAccepted, rec)
 	}
 }

@@ -1,0 +1,229 @@
+package headless
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/intentq/intentq/activities"
+	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/toolpolicy"
+)
+
+// Runner is the worker's AgentRun activity: it runs only the headless sessions of cfg, each
+// as cfg says (Resolve), and alerts through alert when a workflow names another.
+func Runner(cfg *config.Config, alert func(ctx context.Context, title, message string)) *activities.AgentRunner {
+	return &activities.AgentRunner{Resolve: Resolver(cfg), Alert: alert}
+}
+
+// Resolver resolves a run of a headless session from a channel into what runs, from the
+// worker's config only (issue 23): the CLI's command and headless arguments
+// (clis.<kind>), the tool policy's flags for the channel and session, the work folder
+// (policies.sessions.<name>.dir, else data_dir/headless/<name>), scheduler.run_timeout, a
+// scrubbed environment (RunEnv), and, for CLIs that take a settings file (Claude Code), the
+// PreToolUse hook that checks every tool call (`starter hook policy`). A session that is not
+// in cfg with mode headless is an error wrapping activities.ErrNotHeadless.
+func Resolver(cfg *config.Config) func(session, channel string) (activities.RunSpec, error) {
+	return func(session, channel string) (activities.RunSpec, error) {
+		s, ok := cfg.Sessions[session]
+		if !ok || s.Mode != config.ModeHeadless || session == "" {
+			return activities.RunSpec{}, fmt.Errorf("session %q: %w", session, activities.ErrNotHeadless)
+		}
+		cli, ok := cfg.CLIs[s.CLI]
+		if !ok {
+			return activities.RunSpec{}, fmt.Errorf("session %s: clis.%s is not configured", session, s.CLI)
+		}
+		if channel == "" {
+			channel = toolpolicy.ChannelCLI
+		}
+		eff, err := cfg.Policies.Resolve(channel, session)
+		if err != nil {
+			return activities.RunSpec{}, fmt.Errorf("tool policy for %s on %s: %w", channel, session, err)
+		}
+		flags, err := toolFlags(eff, s.CLI)
+		if err != nil {
+			return activities.RunSpec{}, fmt.Errorf("tool policy for %s on %s (clis.%s): %w", channel, session, s.CLI, err)
+		}
+		dir, err := WorkDir(cfg, session)
+		if err != nil {
+			return activities.RunSpec{}, err
+		}
+		spec := activities.RunSpec{
+			Command: cli.Command, Args: cli.HeadlessBaseArgs(), ToolFlags: flags,
+			Dir: dir, Timeout: cfg.Scheduler.RunTimeout,
+			Env: RunEnv(os.Environ(), s.CLI, cfg.Policies.Env(channel, session)),
+		}
+		if cli.SettingsFlag != "" {
+			starter, err := starterProgram()
+			if err != nil {
+				return activities.RunSpec{}, fmt.Errorf("session %s: %w", session, err)
+			}
+			home, _ := os.UserHomeDir()
+			spec.SettingsFlag = cli.SettingsFlag
+			spec.Hook = []string{starter, "hook", "policy"}
+			spec.Guard = &toolpolicy.Guard{Policy: eff, Dir: dir, Home: home, Private: PrivatePaths(cfg, home)}
+		}
+		return spec, nil
+	}
+}
+
+// WorkDir is a headless session's work folder: policies.sessions.<name>.dir (or
+// policies.global.dir), else data_dir/headless/<name>, which is created (0700).
+func WorkDir(cfg *config.Config, session string) (string, error) {
+	if d := cfg.Policies.Dir(session); d != "" {
+		d, err := expandHome(d)
+		if err != nil {
+			return "", err
+		}
+		return filepath.Clean(d), nil
+	}
+	d := filepath.Join(cfg.DataDir, "headless", session)
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		return "", fmt.Errorf("session %s: work folder: %w", session, err)
+	}
+	return filepath.Abs(d)
+}
+
+func expandHome(p string) (string, error) {
+	if p != "~" && !strings.HasPrefix(p, "~/") {
+		return p, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("expand %s: %w", p, err)
+	}
+	return filepath.Join(home, p[1:]), nil
+}
+
+// credentialStores are the files and folders under the home folder that hold credentials: no
+// headless run may read or write them, whatever its policy and work folder.
+var credentialStores = []string{
+	".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker/config.json", ".netrc", ".git-credentials",
+	".pgpass", ".config/gh", ".config/gcloud", ".claude/.credentials.json", ".claude/channels",
+}
+
+// PrivatePaths are what no headless run may touch: intentq's data_dir (tokens, keys, every
+// message's history) and secret files, and the credential stores in home.
+func PrivatePaths(cfg *config.Config, home string) []string {
+	var out []string
+	add := func(p string) {
+		if p == "" {
+			return
+		}
+		if p, err := expandHome(p); err == nil {
+			if abs, err := filepath.Abs(p); err == nil {
+				out = append(out, abs)
+			}
+		}
+	}
+	add(cfg.DataDir)
+	add(cfg.EncryptionKeyFile())
+	for _, p := range []string{cfg.Temporal.APIKeyFile, cfg.Temporal.TLS.KeyFile, cfg.Ingest.TokenFile, cfg.Telegram.TokenFile, cfg.Ntfy.TokenFile} {
+		add(p)
+	}
+	if home != "" {
+		for _, p := range credentialStores {
+			out = append(out, filepath.Join(home, p))
+		}
+	}
+	return out
+}
+
+// starterProgram finds the starter binary the hook runs: next to this worker, else on PATH.
+func starterProgram() (string, error) {
+	var beside string
+	if exe, err := os.Executable(); err == nil {
+		if real, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = real
+		}
+		if filepath.Base(exe) == "starter" {
+			return exe, nil
+		}
+		beside = filepath.Join(filepath.Dir(exe), "starter")
+		if fi, err := os.Stat(beside); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return beside, nil
+		}
+	}
+	if p, err := exec.LookPath("starter"); err == nil {
+		return filepath.Abs(p)
+	}
+	return "", fmt.Errorf("the tool policy hook runs `starter hook policy`, but there is no starter binary next to the worker (%s) or on PATH: nothing runs without it", beside)
+}
+
+// Variables every run gets when the worker has them: what a CLI needs to find its programs,
+// its home and settings, the language, the terminal, and the way out (proxies, CAs).
+var (
+	runEnvNames = []string{
+		"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "COLORTERM", "NO_COLOR", "TZ", "TMPDIR",
+		"XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR",
+		"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+		"SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS",
+	}
+	runEnvPrefixes = []string{"LC_"}
+	// cliEnv are each kind's API variables (names, or prefixes ending in *); other kinds get
+	// Claude Code's, whose flags they take.
+	cliEnv = map[string][]string{
+		toolpolicy.KindClaude:  {"ANTHROPIC_*", "CLAUDE_*"},
+		toolpolicy.KindCodex:   {"OPENAI_*", "CODEX_*"},
+		toolpolicy.KindCopilot: {"COPILOT_*", "GH_TOKEN", "GITHUB_TOKEN", "GH_HOST"},
+		toolpolicy.KindKimi:    {"KIMI_*", "MOONSHOT_*"},
+	}
+)
+
+// RunEnv is a run's environment, taken from the worker's (environ): the few variables a CLI
+// needs (PATH, HOME, LANG, LC_*, TERM, TMPDIR, proxies, ...), the API variables of its kind
+// (ANTHROPIC_* and CLAUDE_* for Claude Code), and the names in extra (policies.*.env, NAME or
+// PREFIX_*). Nothing else: no INTENTQ_* variable ever (tokens, keys), no other secret the
+// worker's environment holds.
+func RunEnv(environ []string, kind string, extra []string) []string {
+	api, ok := cliEnv[kind]
+	if !ok {
+		api = cliEnv[toolpolicy.KindClaude]
+	}
+	patterns := append(append([]string(nil), api...), extra...)
+	keep := func(name string) bool {
+		if strings.HasPrefix(strings.ToUpper(name), "INTENTQ") {
+			return false
+		}
+		for _, n := range runEnvNames {
+			if name == n {
+				return true
+			}
+		}
+		for _, p := range runEnvPrefixes {
+			if strings.HasPrefix(name, p) {
+				return true
+			}
+		}
+		for _, p := range patterns {
+			if prefix, ok := strings.CutSuffix(p, "*"); ok && strings.HasPrefix(name, prefix) || name == p {
+				return true
+			}
+		}
+		return false
+	}
+	out := []string{}
+	for _, kv := range environ {
+		if name, _, ok := strings.Cut(kv, "="); ok && name != "" && keep(name) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// toolFlags renders the policy as the flags of a CLI kind; a kind Flags does not know gets
+// Claude Code's flags, a kind that cannot enforce the policy is an error.
+func toolFlags(eff toolpolicy.Effective, kind string) ([]string, error) {
+	flags, err := eff.FlagsFor(kind)
+	switch {
+	case errors.Is(err, toolpolicy.ErrUnenforceable):
+		return nil, err
+	case err != nil:
+		return eff.Flags(kind), nil // a custom kind: Claude Code's flags
+	}
+	return flags, nil
+}
