@@ -934,6 +934,7 @@ func TestP2TwoWorkersGlobalLimit(t *testing.T) {
 	cfg := testenv.Config(t)
 	logPath := filepath.Join(t.TempDir(), "runs.log")
 	t.Setenv("FAKE_LOG", logPath)
+	cfg.Policies.Global.Env = []string{"FAKE_LOG"} // runs see only the variables the config names
 	fake, _ := filepath.Abs("../../activities/testdata/fakeclaude.sh")
 	cfg.CLIs["fake"] = config.CLI{Command: fake, HeadlessArgs: []string{"-p", "--output-format", "json"}}
 	cfg.Scheduler.MaxConcurrentSessions = 2
