@@ -449,15 +449,17 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 		cancelSide()
 	}
 	<-asked
+	if len(taken.Messages) > 0 {
+		// Printed at once: nothing slow stands before the print, and the stop is blocked (the
+		// turn goes on), so there is no completion to report yet.
+		return Answer{Output: Output{Decision: "block", Reason: MessagesBlock(taken.Messages, "as you finished")}, Taken: takenKey(taken)}, nil
+	}
 	if kind := Classify(in.LastAssistantMessage, s.CompletionPatterns, s.ErrorPatterns); known && kind != "" && s.Coordinator != "" && s.Coordinator != s.Agent {
 		msg := workflows.InboxSend{Key: kind + "/" + in.SessionID + "/" + s.now().UTC().Format(time.RFC3339), From: s.Agent, Type: kind,
 			Content: firstRunes(in.LastAssistantMessage, 500)}
 		if err := b.SendInbox(ctx, s.Coordinator, msg); err != nil {
 			s.logger().Warn("stop hook: report to the coordinator failed", zap.String("agent", s.Agent), zap.String("type", kind), zap.Error(err))
 		}
-	}
-	if len(taken.Messages) > 0 {
-		return Answer{Output: Output{Decision: "block", Reason: MessagesBlock(taken.Messages, "as you finished")}, Taken: takenKey(taken)}, nil
 	}
 	if !known {
 		return Answer{}, nil

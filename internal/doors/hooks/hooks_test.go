@@ -597,3 +597,49 @@ func TestHooksListAPageAndPointToTheRest(t *testing.T) {
 		t.Errorf("reminder after Bash:\n%s", out)
 	}
 }
+
+// slowCommitBackend is a backend whose commit checks the time it was given.
+type slowCommitBackend struct {
+	*fakeBackend
+	commitCtxErr error
+	commitLeft   time.Duration
+}
+
+func (f *slowCommitBackend) Taken(ctx context.Context, session, key string) error {
+	f.commitCtxErr = ctx.Err()
+	if d, ok := ctx.Deadline(); ok {
+		f.commitLeft = time.Until(d)
+	}
+	return f.fakeBackend.Taken(ctx, session, key)
+}
+
+// Issue 24: the commit has its own budget that the take does not eat: a take that answers at
+// the last moment of the handler's time is printed and committed on a live context, and the
+// hook ends KillMargin before Claude Code's own limit.
+func TestRunCommitsOnItsOwnBudget(t *testing.T) {
+	b := &slowCommitBackend{fakeBackend: backend()}
+	b.queue = []workflows.DeliveryRequest{{ID: "intent/5/3#1", ReplyTo: "intent/5/3", Kind: workflows.KindMessage, Text: "hello"}}
+	var out bytes.Buffer
+	slowDial := func(ctx context.Context) (Backend, func(), error) {
+		<-ctx.Done() // the handler's time runs out while dialling... then the answer comes
+		return nil, nil, ctx.Err()
+	}
+	start := time.Now()
+	if err := Run(context.Background(), EventPostToolUse, strings.NewReader(`{"tool_name":"Read","tool_use_id":"t1"}`), &out, settings(), slowDial, MaxTimeout); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > MaxTimeout-KillMargin {
+		t.Fatalf("the hook took %s, more than Claude Code's limit less the margin", took)
+	}
+	if out.Len() != 0 {
+		t.Fatalf("a hook that got no answer printed %q", out.String())
+	}
+	out.Reset()
+	dial := func(context.Context) (Backend, func(), error) { return b, func() {}, nil }
+	if err := Run(context.Background(), EventPostToolUse, strings.NewReader(`{"tool_name":"Read","tool_use_id":"t2"}`), &out, settings(), dial, 3*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "hello") || len(b.taken) != 1 || b.commitCtxErr != nil || b.commitLeft < 500*time.Millisecond {
+		t.Fatalf("printed %q, committed %v (ctx %v, %s left)", out.String(), b.taken, b.commitCtxErr, b.commitLeft)
+	}
+}

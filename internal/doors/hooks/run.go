@@ -55,16 +55,28 @@ var handlers = map[string]func(context.Context, Backend, Settings, Input) (Answe
 	EventNotification:     Notification,
 }
 
-// MaxTimeout caps every hook's time (SPEC S4).
+// MaxTimeout caps every hook's time (SPEC S4): Claude Code's own limit in the settings intentq
+// installs. A hook finishes KillMargin before it, so Claude Code never kills a hook that has
+// committed what it printed before it could read the output.
 const MaxTimeout = 10 * time.Second
+
+// KillMargin is kept free under MaxTimeout.
+const KillMargin = 1500 * time.Millisecond
+
+// CommitBudget is the time kept for the commit after the print (at most a third of the hook's
+// time): the handler never eats it, and the hook prints only when at least half of it is left
+// (exactly once: a printed take is committed).
+const CommitBudget = 1500 * time.Millisecond
 
 // Dial connects the backend; it must honour ctx.
 type Dial func(ctx context.Context) (Backend, func(), error)
 
 // Run answers one hook event: it reads the input from stdin, runs the handler against the
-// backend within timeout (at most MaxTimeout), prints the output and then commits the messages
-// it printed. Whatever goes wrong, malformed input, Temporal down, a slow cluster, it allows
-// (prints nothing, commits nothing) and logs why: a hook never wedges the agent.
+// backend within timeout (at most MaxTimeout - KillMargin) less CommitBudget, prints the output
+// and then commits the messages it printed on a budget of their own. An answer that comes too
+// late to be committed is not printed (its messages go back to the queue when the take's lease
+// ends). Whatever goes wrong, malformed input, Temporal down, a slow cluster, it allows (prints
+// nothing, commits nothing) and logs why: a hook never wedges the agent.
 func Run(ctx context.Context, event string, stdin io.Reader, stdout io.Writer, s Settings, dial Dial, timeout time.Duration) error {
 	handler, ok := handlers[event]
 	if !ok {
@@ -76,13 +88,14 @@ func Run(ctx context.Context, event string, stdin io.Reader, stdout io.Writer, s
 		log.Warn("hook input unusable; allowing", zap.Error(err))
 		return nil
 	}
-	if timeout <= 0 || timeout > MaxTimeout {
-		timeout = min(max(timeout, 0), MaxTimeout)
-		if timeout == 0 {
-			timeout = 5 * time.Second
-		}
+	if timeout <= 0 {
+		timeout = 5 * time.Second
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	timeout = min(timeout, MaxTimeout-KillMargin)
+	end := time.Now().Add(timeout)
+	commitBudget := min(CommitBudget, timeout/3)
+	parent := ctx
+	ctx, cancel := context.WithDeadline(ctx, end.Add(-commitBudget))
 	defer cancel()
 
 	type result struct {
@@ -104,20 +117,33 @@ func Run(ctx context.Context, event string, stdin io.Reader, stdout io.Writer, s
 		}
 		done <- result{answer, b, closeFn}
 	}()
+	var r result
 	select {
-	case r := <-done:
-		if r.closeFn != nil {
-			defer r.closeFn()
-		}
-		if err := Write(stdout, r.answer.Output); err != nil {
-			return err // not printed: not committed, the messages wait again
-		}
-		commitPrinted(ctx, r.backend, s.Session, r.answer, log)
-		return nil
+	case r = <-done:
 	case <-ctx.Done():
-		log.Warn("hook ran out of time; allowing", zap.Duration("timeout", timeout))
+		// An answer that came at the deadline still counts (select picks at random).
+		select {
+		case r = <-done:
+		default:
+			log.Warn("hook ran out of time; allowing", zap.Duration("timeout", timeout))
+			return nil
+		}
+	}
+	if r.closeFn != nil {
+		defer r.closeFn()
+	}
+	left := time.Until(end)
+	if (r.answer.Taken != "" || r.answer.Context != nil) && left < commitBudget/2 {
+		log.Warn("hook answered too late to commit what it would print; printing nothing", zap.Duration("left", left))
 		return nil
 	}
+	if err := Write(stdout, r.answer.Output); err != nil {
+		return err // not printed: not committed, the messages wait again
+	}
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(parent), max(left, 100*time.Millisecond))
+	defer ccancel()
+	commitPrinted(cctx, r.backend, s.Session, r.answer, log)
+	return nil
 }
 
 // commitPrinted commits what a hook printed, the take and the context block at once (two
