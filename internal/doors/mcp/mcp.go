@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -249,17 +250,43 @@ func reply(ctx context.Context, b Backend, s Settings, a ReplyArgs) (ReplyResult
 		if err := s.servesChat(a.ChatID); err != nil {
 			return ReplyResult{}, err
 		}
-		oldest, err := b.OldestPending(ctx, a.ChatID)
-		if errors.Is(err, intent.ErrNotFound) {
-			// Nothing waits in this chat: a follow-up; sent as it is.
-			ids, err := b.SendUnlinked(ctx, a.ChatID, "", a.Text)
-			return ReplyResult{MessageIDs: ids}, err
+		// Keyed by the call: the same answer to the same chat again (a repeated tool call)
+		// is answered from the first, never sent to the chat's next pending intent.
+		l := s.ledger()
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		key := callKey(a.ChatID, a.Text)
+		if prev, ok := l.find(key, time.Now()); ok {
+			return ReplyResult{Intent: prev.Intent, MessageIDs: prev.MessageIDs, Closed: prev.Intent != "", Repeated: true}, nil
 		}
-		if err != nil {
-			return ReplyResult{}, err
+		res, err := replyToOldest(ctx, b, s, a)
+		if err == nil {
+			if rerr := l.record(sentReply{Key: key, Intent: res.Intent, MessageIDs: res.MessageIDs, At: time.Now()}); rerr != nil {
+				return res, fmt.Errorf("sent, but not remembered (a repeat of this call would send again): %w", rerr)
+			}
 		}
-		id = oldest
+		return res, err
 	}
+	return replyToIntent(ctx, b, s, id, a.Text)
+}
+
+// replyToOldest answers the chat's oldest pending intent, or, with nothing pending, sends the
+// text as a follow-up.
+func replyToOldest(ctx context.Context, b Backend, s Settings, a ReplyArgs) (ReplyResult, error) {
+	oldest, err := b.OldestPending(ctx, a.ChatID)
+	if errors.Is(err, intent.ErrNotFound) {
+		// Nothing waits in this chat: a follow-up; sent as it is.
+		ids, err := b.SendUnlinked(ctx, a.ChatID, "", a.Text)
+		return ReplyResult{MessageIDs: ids}, err
+	}
+	if err != nil {
+		return ReplyResult{}, err
+	}
+	return replyToIntent(ctx, b, s, oldest, a.Text)
+}
+
+// replyToIntent sends text as the answer to intent id, through its workflow (once per text).
+func replyToIntent(ctx context.Context, b Backend, s Settings, id, text string) (ReplyResult, error) {
 	// The intent's workflow sends to the intent's chat: that chat must be served, and the
 	// intent the session's own.
 	chat, _, err := workflows.ParseIntentID(id)
@@ -272,7 +299,7 @@ func reply(ctx context.Context, b Backend, s Settings, a ReplyArgs) (ReplyResult
 	if err := s.ownsIntent(ctx, b, id); err != nil {
 		return ReplyResult{}, err
 	}
-	rec, err := b.Reply(ctx, id, workflows.ReplyRequest{Key: workflows.ReplyKey(a.Text), Text: a.Text})
+	rec, err := b.Reply(ctx, id, workflows.ReplyRequest{Key: workflows.ReplyKey(text), Text: text})
 	if err != nil {
 		return ReplyResult{}, fmt.Errorf("reply to %s: %w", id, err)
 	}

@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -319,5 +321,48 @@ func TestToolsActOnlyForTheirSession(t *testing.T) {
 	}
 	if len(none.replied) != 0 || none.unlinked != 0 || len(none.reacted) != 0 || len(none.changed) != 0 || len(none.pending) != 0 || len(none.read) != 0 {
 		t.Errorf("no session: the backend was used: %+v", none)
+	}
+}
+
+// Issue 24: `reply` without reply_to, repeated (the first result was lost), is keyed by the
+// call: the repeat sends nothing and closes nothing (before, it answered the chat's NEXT
+// pending message with the same text); with nothing pending, a repeated follow-up is sent
+// once. The ledger survives a restart of the MCP server (it lives in data_dir).
+func TestReplyWithoutReplyToRepeatedSendsOnce(t *testing.T) {
+	s := secretary()
+	s.Config.DataDir = t.TempDir()
+	b := &stubBackend{oldest: "intent/42/1"}
+	ctx := context.Background()
+	first, err := reply(ctx, b, s, ReplyArgs{ChatID: "42", Text: "T"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.oldest = "intent/42/2" // the first answer closed message 1; message 2 is pending now
+	again, err := reply(ctx, b, s, ReplyArgs{ChatID: "42", Text: "T"})
+	if err != nil || !again.Repeated || again.Intent != "intent/42/1" || len(b.replied) != 1 {
+		t.Fatalf("repeat: %+v %v; replies %v (first %+v)", again, err, b.replied, first)
+	}
+	// Another answer still goes to the next pending message.
+	if res, err := reply(ctx, b, s, ReplyArgs{ChatID: "42", Text: "U"}); err != nil || res.Intent != "intent/42/2" || res.Repeated {
+		t.Fatalf("another answer: %+v %v", res, err)
+	}
+	b.oldest = ""
+	for range 2 {
+		if _, err := reply(ctx, b, s, ReplyArgs{ChatID: "42", Text: "follow-up"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b.unlinked != 1 {
+		t.Fatalf("a repeated follow-up was sent %d times", b.unlinked)
+	}
+	// A new process (empty memory) reads the ledger from data_dir.
+	ledgersMu.Lock()
+	ledgers = map[string]*replyLedger{}
+	ledgersMu.Unlock()
+	if res, err := reply(ctx, b, s, ReplyArgs{ChatID: "42", Text: "T"}); err != nil || !res.Repeated {
+		t.Fatalf("after a restart: %+v %v", res, err)
+	}
+	if info, err := os.Stat(filepath.Join(s.Config.DataDir, "replies", "secretary.json")); err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("ledger file: %v %v", info, err)
 	}
 }
