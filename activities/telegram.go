@@ -2,10 +2,15 @@ package activities
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -30,6 +35,10 @@ type SendRequest struct {
 	ChatID  string `json:"chat_id"`
 	ReplyTo string `json:"reply_to,omitempty"`
 	Text    string `json:"text"`
+	// Key names the answer (its intent and text): the parts sent are recorded under it, each
+	// before the next is sent, so a retry after a crash resumes after the last part Telegram
+	// accepted. Empty: only heartbeats record them.
+	Key string `json:"key,omitempty"`
 }
 
 // Telegram sends messages through the Bot API.
@@ -37,6 +46,10 @@ type Telegram struct {
 	Token string
 	// Endpoint is telegram-bot-api's endpoint format; empty: api.telegram.org.
 	Endpoint string
+	// SentDir keeps, per SendRequest.Key, the IDs of the parts sent (fsynced before the next
+	// part goes out); empty: heartbeats only (batched by the SDK: a worker that dies after a
+	// part may not have reported it).
+	SentDir string
 }
 
 // Send sends the text in parts of at most 4096 characters, the first as a reply, and returns
@@ -58,6 +71,10 @@ func (t *Telegram) Send(ctx context.Context, req SendRequest) ([]int, error) {
 	if activity.IsActivity(ctx) && activity.HasHeartbeatDetails(ctx) {
 		_ = activity.GetHeartbeatDetails(ctx, &sent) // parts an earlier attempt already sent
 	}
+	ledger := t.sentPath(req.Key)
+	if recorded := readSent(ledger); len(recorded) > len(sent) {
+		sent = recorded
+	}
 	for i := len(sent); i < len(parts); i++ {
 		msg := tgbotapi.NewMessage(chat, parts[i])
 		if i == 0 && req.ReplyTo != "" {
@@ -74,6 +91,9 @@ func (t *Telegram) Send(ctx context.Context, req SendRequest) ([]int, error) {
 			return sent, fmt.Errorf("telegram send to chat %s (part %d of %d): %w", req.ChatID, i+1, len(parts), redactToken(err, t.Token))
 		}
 		sent = append(sent, m.MessageID)
+		if err := writeSent(ledger, sent); err != nil {
+			return sent, temporal.NewNonRetryableApplicationError(fmt.Sprintf("telegram send to chat %s: part %d sent, but not recorded: %v", req.ChatID, i+1, err), ErrTypeTelegramRejected, err)
+		}
 		if activity.IsActivity(ctx) {
 			activity.RecordHeartbeat(ctx, sent)
 		}
@@ -141,6 +161,79 @@ func (t *Telegram) React(ctx context.Context, req ReactRequest) error {
 			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("telegram reaction on %s/%s: %d %s", req.ChatID, req.MessageID, apiErr.Code, apiErr.Message), ErrTypeTelegramRejected, nil)
 		}
 		return fmt.Errorf("telegram reaction on %s/%s: %w", req.ChatID, req.MessageID, redactToken(err, t.Token))
+	}
+	return nil
+}
+
+// sentPath is the file that records the parts sent for key ("" without SentDir or key).
+func (t *Telegram) sentPath(key string) string {
+	if t.SentDir == "" || key == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(key))
+	return filepath.Join(t.SentDir, hex.EncodeToString(sum[:16]))
+}
+
+// readSent reads the part IDs recorded at path (none when there is no record).
+func readSent(path string) []int {
+	if path == "" {
+		return nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var ids []int
+	if json.Unmarshal(b, &ids) != nil {
+		return nil
+	}
+	return ids
+}
+
+// writeSent records the part IDs at path, durably, before the next part is sent.
+func writeSent(path string, ids []int) error {
+	if path == "" {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	b, _ := json.Marshal(ids)
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// PruneSent removes records of sends older than age.
+func (t *Telegram) PruneSent(age time.Duration) error {
+	if t.SentDir == "" {
+		return nil
+	}
+	entries, err := os.ReadDir(t.SentDir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("sent records: %w", err)
+	}
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > age {
+			_ = os.Remove(filepath.Join(t.SentDir, e.Name()))
+		}
 	}
 	return nil
 }
