@@ -10,12 +10,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/headless"
@@ -276,38 +279,121 @@ func (r *Recorder) input(m Message, session string) workflows.IntentInput {
 	}
 }
 
-// Recover queues the first delivery of every pending intent whose message has not reached its
-// pane yet, oldest first, session by session: after a crash between starting a batch's intents
-// and queueing their deliveries, the sessions learn of them at worker start, in arrival order
-// and before newer messages (the worker runs it before its doors open). A message the session
-// already typed is not typed again (the session remembers), and one already queued keeps its
-// place. It returns how many deliveries it queued.
+// Recover queues the first delivery of every pending Telegram intent that has not reached its
+// pane yet, after a crash between starting a batch's intents and queueing their deliveries: the
+// sessions learn of them at worker start, in arrival order, with one signal per session, before
+// newer messages (the worker runs it before its doors open). Intents are read in parallel
+// (RecoverParallel), each read retried on a slow answer (RecoverAttempts); a session whose
+// intents could not all be read is left out whole (queueing part of it would put newer messages
+// before older ones) and named in the error, which wraps ErrRecoverIncomplete. A message the
+// session already has (typed, or held or committed by a hook) is answered, not handed over
+// again, and one already queued keeps its place. It returns how many deliveries it queued.
 func (r *Recorder) Recover(ctx context.Context) (int, error) {
 	queued := 0
+	var failed []string
+	var errs []error
 	for _, name := range r.cfg.SessionNames() {
 		if r.cfg.Sessions[name].Mode != config.ModeTmux {
 			continue
 		}
-		list, err := List(ctx, r.client, Filter{Status: workflows.StatusPending, Session: name})
+		reqs, err := r.recoverSession(ctx, name)
+		if err == nil && len(reqs) > 0 {
+			err = session.QueueAll(ctx, r.client, name, reqs)
+		}
 		if err != nil {
-			return queued, fmt.Errorf("recover deliveries of %s: %w", name, err)
+			failed = append(failed, name)
+			errs = append(errs, err)
+			continue
 		}
-		for _, s := range list {
-			if s.Source != workflows.SourceTelegram || s.Delivered != nil {
-				continue
-			}
-			v, err := Show(ctx, r.client, s.ID)
-			if err != nil {
-				return queued, fmt.Errorf("recover deliveries of %s: %w", name, err)
-			}
-			if !v.Deliver || v.Delivered != nil || v.Status != workflows.StatusPending {
-				continue
-			}
-			if err := session.Queue(ctx, r.client, name, workflows.DoorDeliveryRequest(v.IntentInput)); err != nil {
-				return queued, err
-			}
-			queued++
-		}
+		queued += len(reqs)
+	}
+	if len(failed) > 0 {
+		return queued, fmt.Errorf("%w: sessions %s: %w", ErrRecoverIncomplete, strings.Join(failed, ", "), errors.Join(errs...))
 	}
 	return queued, nil
+}
+
+// ErrRecoverIncomplete marks a recovery that could not read every pending intent of some
+// sessions.
+var ErrRecoverIncomplete = errors.New("recovery incomplete")
+
+// RecoverParallel bounds the intents Recover reads at once; RecoverAttempts how often it asks
+// one that answers slowly, each within RecoverQueryTimeout.
+const (
+	RecoverParallel     = 16
+	RecoverAttempts     = 4
+	RecoverQueryTimeout = 10 * time.Second
+)
+
+// recoverSession reads the session's pending Telegram intents not yet delivered, and returns
+// their door requests in arrival order.
+func (r *Recorder) recoverSession(ctx context.Context, name string) ([]workflows.DeliveryRequest, error) {
+	list, err := List(ctx, r.client, Filter{Status: workflows.StatusPending, Session: name})
+	if err != nil {
+		return nil, fmt.Errorf("recover deliveries of %s: %w", name, err)
+	}
+	var todo []Summary
+	for _, s := range list {
+		if s.Source == workflows.SourceTelegram && s.Delivered == nil {
+			todo = append(todo, s)
+		}
+	}
+	views := make([]*workflows.IntentView, len(todo))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(RecoverParallel)
+	for i, s := range todo {
+		g.Go(func() error {
+			var v workflows.IntentView
+			err := retry(gctx, RecoverAttempts, func(ctx context.Context) error {
+				qctx, cancel := context.WithTimeout(ctx, RecoverQueryTimeout)
+				defer cancel()
+				var err error
+				v, err = Show(qctx, r.client, s.ID)
+				return err
+			})
+			if errors.Is(err, ErrNotFound) {
+				return nil // gone meanwhile (retention): nothing to deliver
+			}
+			if err != nil {
+				return fmt.Errorf("recover deliveries of %s: %w", name, err)
+			}
+			if v.Deliver && v.Delivered == nil && v.Status == workflows.StatusPending {
+				views[i] = &v
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	var found []workflows.IntentView
+	for _, v := range views {
+		if v != nil {
+			found = append(found, *v)
+		}
+	}
+	// Arrival order: what a dead worker started is typed before what arrives after.
+	sort.SliceStable(found, func(i, j int) bool { return found[i].ReceivedAt.Before(found[j].ReceivedAt) })
+	reqs := make([]workflows.DeliveryRequest, 0, len(found))
+	for _, v := range found {
+		reqs = append(reqs, workflows.DoorDeliveryRequest(v.IntentInput))
+	}
+	return reqs, nil
+}
+
+// retry runs f up to attempts times, waiting a little longer after each failure, until it
+// succeeds, fails with ErrNotFound, or ctx ends.
+func retry(ctx context.Context, attempts int, f func(context.Context) error) error {
+	var err error
+	for i := range attempts {
+		if err = f(ctx); err == nil || errors.Is(err, ErrNotFound) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(time.Duration(i+1) * 500 * time.Millisecond):
+		}
+	}
+	return err
 }
