@@ -47,6 +47,13 @@ const maxDigestBytes = 3500
 // always read, or "N messages waiting for <session>" with one line per message (IDs and the
 // masked snippet only, SPEC I7), as many as fit.
 func DigestPush(session, topic string, reqs []PushRequest) activities.Push {
+	p, _ := digestPush(session, topic, reqs)
+	return p
+}
+
+// digestPush is DigestPush, and the requests whose line it carries (oldest first); the others
+// are folded into "… and N more".
+func digestPush(session, topic string, reqs []PushRequest) (activities.Push, []PushRequest) {
 	reqs = slices.Clone(reqs)
 	slices.SortStableFunc(reqs, func(a, b PushRequest) int { return a.ReceivedAt.Compare(b.ReceivedAt) })
 	line := func(r PushRequest) string {
@@ -55,21 +62,23 @@ func DigestPush(session, topic string, reqs []PushRequest) activities.Push {
 	p := activities.Push{Session: session, Topic: topic, Title: "Telegram pending", Priority: 3, Tags: []string{"envelope"}}
 	if len(reqs) == 1 {
 		p.Message = line(reqs[0])
-		return p
+		return p, reqs
 	}
 	p.Title = fmt.Sprintf("intentq: %d messages waiting for %s", len(reqs), session)
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%d messages waiting for %s, oldest first:", len(reqs), session)
+	carried := reqs
 	for i, r := range reqs {
 		l := "\n" + line(r)
 		if sb.Len()+len(l) > maxDigestBytes {
 			fmt.Fprintf(&sb, "\n… and %d more (starter pending)", len(reqs)-i)
+			carried = reqs[:i]
 			break
 		}
 		sb.WriteString(l)
 	}
 	p.Message = sb.String()
-	return p
+	return p, carried
 }
 
 // takePushes moves the pushes intents hand over into HeldPushes.
@@ -137,9 +146,22 @@ func (s *session) pushDigests(ctx workflow.Context) {
 			byTopic[r.Topic] = append(byTopic[r.Topic], r)
 		}
 		var answers []workflow.Future
+		var folded []PushRequest
+		countLines := workflow.GetVersion(ctx, "digest-counts-lines", workflow.DefaultVersion, 1) == 1
 		for _, topic := range topics {
 			reqs := byTopic[topic]
-			err := workflow.ExecuteActivity(withNtfyOptions(ctx), activities.NtfyPublishName, DigestPush(s.Config.Name, topic, reqs)).Get(ctx, nil)
+			push, carried := digestPush(s.Config.Name, topic, reqs)
+			if countLines && len(carried) < len(reqs) {
+				// A push counts for an intent only if its line reached the phone: the folded
+				// remainder goes out in the next digest, at once.
+				for _, r := range reqs {
+					if !slices.ContainsFunc(carried, func(c PushRequest) bool { return c.ID == r.ID }) {
+						folded = append(folded, r)
+					}
+				}
+				reqs = carried
+			}
+			err := workflow.ExecuteActivity(withNtfyOptions(ctx), activities.NtfyPublishName, push).Get(ctx, nil)
 			if err != nil {
 				workflow.GetLogger(ctx).Warn("reminder push failed", "session", s.Config.Name, "count", len(reqs), "error", err)
 			}
@@ -151,7 +173,10 @@ func (s *session) pushDigests(ctx workflow.Context) {
 		for _, f := range answers {
 			_ = f.Get(ctx, nil) // an intent that ended meanwhile needs no answer
 		}
-		s.HeldPushes = append([]PushRequest(nil), s.HeldPushes[n:]...)
+		s.HeldPushes = append(folded, s.HeldPushes[n:]...)
+		if len(folded) > 0 {
+			s.gatherSince = time.Time{} // they have waited: no new gathering
+		}
 		s.pushing, s.pushingN = false, 0
 		s.wakeCh.SendAsync(true) // the main loop may continue as new now
 	}

@@ -797,3 +797,35 @@ func TestSessionConfigureReplaces(t *testing.T) {
 	require.Empty(t, view.Config.NtfyTopic)
 	require.Empty(t, view.Config.BusyPatterns)
 }
+
+// Issue 24: after an outage, a digest of 200 intents cannot carry every line (ntfy's size): a
+// push counts for an intent only if its line reached the phone, and the folded remainder goes
+// out in the next digest at once; every intent is answered once, after its line went out.
+func TestDigestCountsOnlyTheLinesItCarries(t *testing.T) {
+	h := newSessionHarness(t)
+	const n = 200
+	h.env.RegisterDelayedCallback(func() {
+		for i := 1; i <= n; i++ {
+			h.env.SignalWorkflow(SignalRemindPush, PushRequest{ID: fmt.Sprintf("p%d", i), ReplyTo: fmt.Sprintf("intent/1/%d", i),
+				MessageID: fmt.Sprint(i), ChatID: "1", Snippet: "a snippet of forty characters, masked…", ReceivedAt: h.start.Add(time.Duration(i) * time.Millisecond)})
+		}
+	}, time.Second)
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 5*time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: SessionConfig{Name: "secretary", TmuxTarget: "secretary:0", Push: true}})
+	if len(h.pushes) < 2 {
+		t.Fatalf("%d pushes for %d intents: want the remainder pushed next", len(h.pushes), n)
+	}
+	carried := map[string]int{}
+	for _, p := range h.pushes {
+		require.LessOrEqual(t, len(p.Message), 4096)
+		for _, line := range strings.Split(p.Message, "\n") {
+			if id, ok := strings.CutPrefix(line, "msg_id="); ok {
+				carried[strings.Fields(id)[0]]++
+			}
+		}
+	}
+	for i := 1; i <= n; i++ {
+		require.Equal(t, 1, carried[fmt.Sprint(i)], "intent %d's line pushed", i)
+		require.True(t, h.results[fmt.Sprintf("p%d", i)].OK, "intent %d answered", i)
+	}
+}
