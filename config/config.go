@@ -4,6 +4,7 @@
 package config
 
 import (
+	"net"
 	"path/filepath"
 	"time"
 
@@ -71,8 +72,12 @@ type Encryption struct {
 	// Key is one keyring line instead of the file (e.g. INTENTQ_TEMPORAL_ENCRYPTION_KEY).
 	Key Secret `mapstructure:"key"`
 	// CodecOrigins may call the worker's codec endpoint (/codec/encode, /codec/decode on the
-	// ingest listener) from a browser: the Web UI's address.
+	// ingest listener) from a browser: the Web UI's address. They still need the access token.
 	CodecOrigins []string `mapstructure:"codec_origins"`
+	// AcceptPlain lets workers, starter and the codec decode payloads that are not encrypted
+	// (recorded before encryption was turned on). Off: such payloads are refused, since anyone
+	// who can write to the namespace could have written them.
+	AcceptPlain bool `mapstructure:"accept_plain"`
 }
 
 // Encryption modes.
@@ -114,9 +119,13 @@ type TLS struct {
 
 // Embedded configures the in-process Temporal server and Web UI.
 type Embedded struct {
-	IP     string `mapstructure:"ip"`
-	Port   int    `mapstructure:"port"`
-	UIPort int    `mapstructure:"ui_port"`
+	// IP is where the gRPC frontend listens; anything but loopback needs AllowRemote.
+	IP string `mapstructure:"ip"`
+	// AllowRemote accepts a non-loopback IP: the frontend (which requires the access token, sent
+	// in clear text) is then reachable from other machines. The Web UI stays on loopback.
+	AllowRemote bool `mapstructure:"allow_remote"`
+	Port        int  `mapstructure:"port"`
+	UIPort      int  `mapstructure:"ui_port"`
 	// Retention is how long closed workflows are kept.
 	Retention time.Duration `mapstructure:"retention"`
 	// LogLevel is the embedded server's own log level (quiet by default).
@@ -125,9 +134,12 @@ type Embedded struct {
 
 // Ingest configures the HTTP ingest endpoint used by the patched plugin.
 type Ingest struct {
-	Listen    string `mapstructure:"listen"`
-	Token     Secret `mapstructure:"token"`
-	TokenFile string `mapstructure:"token_file"`
+	Listen string `mapstructure:"listen"`
+	// AllowRemote accepts a non-loopback ingest.listen (e.g. 0.0.0.0 inside a container whose
+	// port is published on the host's loopback); its Host check is then off, the tokens remain.
+	AllowRemote bool   `mapstructure:"allow_remote"`
+	Token       Secret `mapstructure:"token"`
+	TokenFile   string `mapstructure:"token_file"`
 	// MaxTextBytes caps the text accepted from the ingest and CLI doors.
 	MaxTextBytes int `mapstructure:"max_text_bytes"`
 }
@@ -263,10 +275,15 @@ func (c *Config) TemporalAddress() string {
 	return joinHostPort(c.Temporal.Embedded.IP, c.Temporal.Embedded.Port)
 }
 
-// UIAddress is the embedded Web UI's base URL, empty when an external cluster is used.
+// UIAddress is the embedded Web UI's base URL, empty when an external cluster is used. The UI
+// listens on loopback whatever temporal.embedded.ip says (it answers only to loopback names).
 func (c *Config) UIAddress() string {
 	if !c.EmbeddedServer() {
 		return ""
 	}
-	return "http://" + joinHostPort(c.Temporal.Embedded.IP, c.Temporal.Embedded.UIPort)
+	ip := c.Temporal.Embedded.IP
+	if parsed := net.ParseIP(ip); parsed == nil || !parsed.IsLoopback() {
+		ip = "127.0.0.1"
+	}
+	return "http://" + joinHostPort(ip, c.Temporal.Embedded.UIPort)
 }

@@ -177,6 +177,9 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{name: "secret twice", file: "ingest: {token: a, token_file: /nonexistent}\n", want: "ingest.token and ingest.token_file"},
 		{name: "secret file missing", file: "ingest: {token_file: /nonexistent/token}\n", want: "ingest.token_file"},
 		{name: "tls half", file: "temporal: {tls: {cert_file: /a}}\n", want: "temporal.tls"},
+		{name: "remote embedded ip", file: "temporal: {embedded: {ip: 0.0.0.0}}\n", want: "temporal.embedded.allow_remote"},
+		{name: "remote ingest", env: map[string]string{"INTENTQ_INGEST_LISTEN": "0.0.0.0:8787"}, want: "ingest.allow_remote"},
+		{name: "ingest on every interface", env: map[string]string{"INTENTQ_INGEST_LISTEN": ":8787"}, want: "ingest.listen"},
 		{name: "bad yaml", file: "temporal: [\n", want: "c.yaml"},
 	}
 	for _, tc := range cases {
@@ -311,5 +314,42 @@ sessions:
 	t.Setenv("INTENTQ_CLIS_CLAUDE_NO_SUCH_FIELD", "x")
 	if _, err := Load(flags(t, "--config", file)); err == nil || !strings.Contains(err.Error(), "INTENTQ_CLIS_CLAUDE_NO_SUCH_FIELD") {
 		t.Errorf("unknown map field: %v", err)
+	}
+}
+
+// Listeners beyond loopback are accepted only when the config says so.
+func TestAllowRemote(t *testing.T) {
+	isolate(t)
+	t.Setenv("INTENTQ_TEMPORAL_EMBEDDED_IP", "0.0.0.0")
+	t.Setenv("INTENTQ_TEMPORAL_EMBEDDED_ALLOW_REMOTE", "true")
+	t.Setenv("INTENTQ_INGEST_LISTEN", "0.0.0.0:8787")
+	t.Setenv("INTENTQ_INGEST_ALLOW_REMOTE", "true")
+	cfg, err := Load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Temporal.Embedded.AllowRemote || !cfg.Ingest.AllowRemote {
+		t.Errorf("allow_remote not loaded: %+v %+v", cfg.Temporal.Embedded, cfg.Ingest)
+	}
+	// An external cluster does not use temporal.embedded.ip.
+	isolate(t)
+	t.Setenv("INTENTQ_TEMPORAL_EMBEDDED_IP", "0.0.0.0")
+	t.Setenv("INTENTQ_TEMPORAL_ADDRESS", "temporal:7233")
+	if _, err := Load(nil); err != nil {
+		t.Errorf("external cluster with a remote embedded.ip: %v", err)
+	}
+}
+
+// A secret file others may read is refused, naming the chmod that fixes it.
+func TestSecretFileMustBePrivate(t *testing.T) {
+	home := isolate(t)
+	tokenFile := writeFile(t, home, "ingest.token", "s3cr3t\n")
+	if err := os.Chmod(tokenFile, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("INTENTQ_INGEST_TOKEN_FILE", tokenFile)
+	_, err := Load(nil)
+	if err == nil || !strings.Contains(err.Error(), "ingest.token_file") || !strings.Contains(err.Error(), "chmod 600 "+tokenFile) {
+		t.Fatalf("Load with a 0644 token file: %v, want an error naming ingest.token_file and the chmod", err)
 	}
 }

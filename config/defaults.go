@@ -27,6 +27,7 @@ func defaults() map[string]any {
 		"temporal.tls.ca_file":              "",
 		"temporal.tls.server_name":          "",
 		"temporal.embedded.ip":              "127.0.0.1",
+		"temporal.embedded.allow_remote":    false,
 		"temporal.embedded.port":            7233,
 		"temporal.embedded.ui_port":         8233,
 		"temporal.embedded.retention":       30 * 24 * time.Hour,
@@ -35,8 +36,10 @@ func defaults() map[string]any {
 		"temporal.encryption.key_file":      "",
 		"temporal.encryption.key":           "",
 		"temporal.encryption.codec_origins": []string{"http://127.0.0.1:8233", "http://localhost:8233"},
+		"temporal.encryption.accept_plain":  false,
 
 		"ingest.listen":         "127.0.0.1:8787",
+		"ingest.allow_remote":   false,
 		"metrics.listen":        "127.0.0.1:9464",
 		"ingest.token":          "",
 		"ingest.token_file":     "",

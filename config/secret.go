@@ -3,8 +3,8 @@ package config
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"strings"
+
+	"github.com/intentq/intentq/internal/base/trust"
 )
 
 // Secret is a credential (bot token, ingest token, ntfy token, API key). Every way of printing
@@ -37,7 +37,8 @@ func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) 
 func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // resolveSecret fills *value from file when only the file is given. Setting both is an error,
-// because the user cannot tell which one wins.
+// because the user cannot tell which one wins. The file must be private (trust.ReadSecretFile:
+// no access for group or others, else an error naming the chmod that fixes it).
 func resolveSecret(key string, value *Secret, file string) error {
 	if file == "" {
 		return nil
@@ -45,13 +46,9 @@ func resolveSecret(key string, value *Secret, file string) error {
 	if value.IsSet() {
 		return fmt.Errorf("config: set only one of %s and %s_file", key, key)
 	}
-	data, err := os.ReadFile(expandHome(file))
+	v, err := trust.ReadSecretFile(expandHome(file))
 	if err != nil {
 		return fmt.Errorf("config: %s_file: %w", key, err)
-	}
-	v := strings.TrimSpace(string(data))
-	if v == "" {
-		return fmt.Errorf("config: %s_file %s is empty", key, file)
 	}
 	*value = Secret(v)
 	return nil

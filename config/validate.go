@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/intentq/intentq/internal/base/trust"
 )
 
 var (
@@ -58,6 +60,9 @@ func (c *Config) Validate() error {
 	e := t.Embedded
 	if ip := net.ParseIP(e.IP); ip == nil {
 		bad("temporal.embedded.ip", "%q is not an IP address", e.IP)
+	} else if c.EmbeddedServer() && !ip.IsLoopback() && !e.AllowRemote {
+		bad("temporal.embedded.ip", "%s is not a loopback address: the Temporal frontend would be reachable from other machines, "+
+			"with the access token sent in clear text; keep 127.0.0.1 (use an SSH tunnel), or set temporal.embedded.allow_remote: true", e.IP)
 	}
 	if e.Port < 1 || e.Port > 65535-1 {
 		bad("temporal.embedded.port", "%d is not a port", e.Port)
@@ -78,10 +83,13 @@ func (c *Config) Validate() error {
 		bad("temporal.encryption.mode", "%q is not one of %s", c.Temporal.Encryption.Mode, strings.Join(modes, ", "))
 	}
 
-	if _, port, err := net.SplitHostPort(c.Ingest.Listen); err != nil {
+	if host, port, err := net.SplitHostPort(c.Ingest.Listen); err != nil {
 		bad("ingest.listen", "%q is not host:port", c.Ingest.Listen)
 	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		bad("ingest.listen", "%q has no valid port", c.Ingest.Listen)
+	} else if !trust.LoopbackIP(host) && !c.Ingest.AllowRemote {
+		bad("ingest.listen", "%q is not a loopback address: the ingest endpoint (and the codec) would be reachable from other machines; "+
+			"keep 127.0.0.1, or set ingest.allow_remote: true (e.g. inside a container whose port is published on loopback)", c.Ingest.Listen)
 	}
 	if c.Ingest.MaxTextBytes < 4096 {
 		bad("ingest.max_text_bytes", "%d is below Telegram's own 4096-character limit", c.Ingest.MaxTextBytes)

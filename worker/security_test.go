@@ -72,6 +72,8 @@ func startSecurityWorker(t *testing.T) *securityWorker {
 		"INTENTQ_REMINDERS_FIRST_AFTER=10m",
 		// The secretary's pane shows a shell: its CLI exited (or was never started).
 		"INTENTQ_SESSIONS_SECRETARY_TMUX_TARGET=victim:0",
+		// A session set from the environment replaces the built-in one: it is the default again.
+		"INTENTQ_SESSIONS_SECRETARY_DEFAULT=true",
 	)
 	tmuxSession(t, env, "victim", "bash --norc --noprofile")
 	w := &securityWorker{env: env, home: home, ingest: ingest, bot: bot, ntfy: ntfy,
@@ -101,8 +103,9 @@ func (w *securityWorker) dial(t *testing.T, creds client.Credentials) client.Cli
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Plain gRPC on loopback: the SDK would turn TLS on for API-key credentials otherwise.
 	c, err := client.NewLazyClient(client.Options{HostPort: w.frontend, Namespace: "default", Credentials: creds,
-		DataConverter: encryption.DataConverter(keys)})
+		DataConverter: encryption.DataConverter(keys), ConnectionOptions: client.ConnectionOptions{TLSDisabled: true}})
 	if err != nil {
 		t.Fatalf("dial %s: %v", w.frontend, err)
 	}
@@ -266,7 +269,8 @@ func TestSecurityAttacks(t *testing.T) {
 		for {
 			var audit workflows.HeadlessState
 			res, err := c.QueryWorkflow(ctx, id, "", workflows.QueryAudit)
-			if err == nil && res.Get(&audit) == nil && len(audit.Prompts) == 1 && audit.Prompts[0].Status == workflows.PromptFailed || audit.Prompts[0].Status == workflows.PromptSucceeded {
+			if err == nil && res.Get(&audit) == nil && len(audit.Prompts) == 1 &&
+				(audit.Prompts[0].Status == workflows.PromptFailed || audit.Prompts[0].Status == workflows.PromptSucceeded) {
 				if audit.Prompts[0].Status == workflows.PromptSucceeded {
 					t.Fatalf("the worker ran the prompt of an unknown session: %+v", audit.Prompts[0])
 				}

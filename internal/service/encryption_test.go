@@ -50,8 +50,10 @@ func TestPayloadEncryptionKeepsTextOffTheCluster(t *testing.T) {
 	resp.Body.Close()
 	id := workflows.IntentID("5", "9")
 
-	// What the cluster holds, read without the key.
-	raw, err := client.Dial(client.Options{HostPort: cfg.TemporalAddress(), Namespace: cfg.Temporal.Namespace})
+	// What the cluster holds, read without the key (with the access token the embedded server
+	// requires).
+	raw, err := client.Dial(client.Options{HostPort: cfg.TemporalAddress(), Namespace: cfg.Temporal.Namespace,
+		Credentials: client.NewAPIKeyStaticCredentials(svc.Token()), ConnectionOptions: client.ConnectionOptions{TLSDisabled: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,9 +95,20 @@ func TestPayloadEncryptionKeepsTextOffTheCluster(t *testing.T) {
 		return err == nil && len(list) == 1 && strings.HasPrefix(list[0].Snippet, "the launch")
 	})
 
-	// The codec endpoint decrypts for the Web UI.
+	// The codec endpoint decrypts for the Web UI, for the holder of the access token only.
 	body, _ := protojson.Marshal(&commonpb.Payloads{Payloads: input})
 	resp, err = http.Post("http://"+cfg.Ingest.Listen+"/codec/decode", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("codec without the access token answered %d, want 401", resp.StatusCode)
+	}
+	req, _ = http.NewRequest(http.MethodPost, "http://"+cfg.Ingest.Listen+"/codec/decode", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+svc.Token())
+	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

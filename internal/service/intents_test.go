@@ -944,6 +944,7 @@ func TestP2TwoWorkersGlobalLimit(t *testing.T) {
 	first, _ := startService(t, cfg)
 	second := *cfg
 	second.Temporal.Address = cfg.TemporalAddress()
+	second.Temporal.APIKey = config.Secret(first.Token()) // the first worker's access token
 	// Both workers of one deployment agree on encryption: the first, on the embedded server, has
 	// it off.
 	second.Temporal.Encryption.Mode = config.EncryptionOff

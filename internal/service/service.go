@@ -26,6 +26,7 @@ import (
 	"github.com/intentq/intentq/internal/base/metrics"
 	"github.com/intentq/intentq/internal/base/private"
 	"github.com/intentq/intentq/internal/base/tclient"
+	"github.com/intentq/intentq/internal/base/trust"
 	"github.com/intentq/intentq/internal/doors/ingest"
 	"github.com/intentq/intentq/internal/doors/spool"
 	"github.com/intentq/intentq/internal/doors/telegram"
@@ -60,6 +61,9 @@ type Service struct {
 	watchdogDone chan struct{}
 	watchdog     *watchdog.Watchdog
 	metrics      *metrics.Server
+	// token is the access token (data_dir/access.token): the embedded server, its Web UI and
+	// the codec require it.
+	token string
 }
 
 // Start brings everything up in dependency order and returns once all parts serve. On error,
@@ -76,6 +80,14 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 	// system workers start before intentq's, so the size is set before the server starts (set
 	// later, the SDK's default of 10,000 held every pending intent of a big backlog in memory).
 	worker.SetStickyWorkflowCacheSize(cfg.Temporal.WorkflowCache)
+	// The access token: created at the first start (0600), refused when others may read it.
+	if s.token, err = trust.EnsureToken(trust.TokenPath(cfg.DataDir)); err != nil {
+		return nil, err
+	}
+	codec, err := codecHandler(cfg)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.EmbeddedServer() {
 		serverLog, err := logging.Quiet(logger.Named("temporal"), cfg.Temporal.Embedded.LogLevel)
 		if err != nil {
@@ -90,7 +102,8 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 			Namespace:        cfg.Temporal.Namespace,
 			Retention:        e.Retention,
 			SearchAttributes: workflows.SearchAttributes(),
-			CodecEndpoint:    codecEndpoint(cfg),
+			Token:            s.token,
+			Codec:            codec,
 			Logger:           serverLog,
 		})
 		if err != nil {
@@ -178,17 +191,18 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 		}
 	}()
 
-	var codec http.Handler
-	if cfg.EncryptionOn() {
+	if codec != nil {
 		k, err := tclient.Keyring(cfg)
 		if err != nil {
 			return nil, err
 		}
-		codec = encryption.CodecHandler(k, cfg.Temporal.Encryption.CodecOrigins)
-		logger.Info("payloads are encrypted; codec endpoint for the Web UI", zap.String("key_id", k.Current()), zap.String("endpoint", codecEndpoint(cfg)))
+		logger.Info("payloads are encrypted; codec endpoint for the Web UI (access token required)", zap.String("key_id", k.Current()), zap.String("endpoint", codecEndpoint(cfg)))
 	}
 	s.ingest, err = ingest.Listen(ingest.Options{
 		Codec:        codec,
+		AccessToken:  s.token,
+		CodecOrigins: cfg.Temporal.Encryption.CodecOrigins,
+		AllowRemote:  cfg.Ingest.AllowRemote,
 		Addr:         cfg.Ingest.Listen,
 		Token:        cfg.Ingest.Token,
 		MaxTextBytes: cfg.Ingest.MaxTextBytes,
@@ -339,7 +353,8 @@ func (s *Service) Fields() []zap.Field {
 		zap.String("ingest", "http://"+s.ingest.Addr()),
 	}
 	if s.server != nil && s.server.UIURL() != "" {
-		fields = append(fields, zap.String("ui", s.server.UIURL()))
+		// The login URL: it sets the browser's cookie (the token is in it, as Jupyter's is).
+		fields = append(fields, zap.String("ui", trust.LoginURL(s.server.UIURL(), s.token)))
 	}
 	if s.metrics != nil {
 		fields = append(fields, zap.String("metrics", "http://"+s.metrics.Addr()+"/metrics"))
@@ -456,11 +471,35 @@ func push(ctx context.Context, cfg *config.Config, p activities.Push) {
 	_ = (&activities.Ntfy{URL: cfg.Ntfy.URL, Token: cfg.Ntfy.Token.Reveal()}).Publish(ctx, p)
 }
 
-// codecEndpoint is where the Web UI decrypts payloads: the worker's codec endpoint when
-// encryption is on, else none.
+// codecEndpoint is where a Web UI decrypts payloads when encryption is on: the embedded UI's
+// own origin, and the ingest listener for other UIs and tools; both require the access token.
 func codecEndpoint(cfg *config.Config) string {
 	if !cfg.EncryptionOn() {
 		return ""
 	}
+	if cfg.EmbeddedServer() && cfg.Temporal.Embedded.UIPort != 0 {
+		return cfg.UIAddress() + embedded.CodecPath + " (and http://" + cfg.Ingest.Listen + "/codec)"
+	}
 	return "http://" + cfg.Ingest.Listen + "/codec"
 }
+
+// codecHandler is the payload codec the Web UI and tools decrypt through (nil: encryption off).
+// It refuses payloads that are not encrypted unless temporal.encryption.accept_plain is set;
+// the listeners put it behind the access token.
+func codecHandler(cfg *config.Config) (http.Handler, error) {
+	if !cfg.EncryptionOn() {
+		return nil, nil
+	}
+	k, err := tclient.Keyring(cfg)
+	if err != nil {
+		return nil, err
+	}
+	codec := k.Strict()
+	if cfg.Temporal.Encryption.AcceptPlain {
+		codec = k
+	}
+	return encryption.CodecHandler(codec, cfg.Temporal.Encryption.CodecOrigins), nil
+}
+
+// Token is the access token the service's server, Web UI and codec require.
+func (s *Service) Token() string { return s.token }

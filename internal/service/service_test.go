@@ -15,6 +15,7 @@ import (
 
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/base/encryption"
+	"github.com/intentq/intentq/internal/base/trust"
 	"github.com/intentq/intentq/internal/platform/doctor"
 	"github.com/intentq/intentq/internal/service"
 	"github.com/intentq/intentq/internal/testkit/testenv"
@@ -26,7 +27,7 @@ func TestEmbeddedDefault(t *testing.T) {
 	ctx := context.Background()
 	cfg := testenv.Config(t)
 	testenv.Agent(t, os.Environ(), cfg.Sessions[config.DefaultSessionName].TmuxTarget, cfg.Claude.Settings)
-	testenv.StartService(t, cfg, zaptest.NewLogger(t))
+	svc := testenv.StartService(t, cfg, zaptest.NewLogger(t))
 
 	report := doctor.Run(ctx, cfg, zaptest.NewLogger(t))
 	var out bytes.Buffer
@@ -34,19 +35,32 @@ func TestEmbeddedDefault(t *testing.T) {
 	if !report.OK() {
 		t.Fatalf("doctor found problems:\n%s", out.String())
 	}
-	for _, name := range []string{"config", "temporal", "namespace", "search attributes", "worker", "probe", "web ui", "ingest", "tmux secretary", "hooks"} {
+	for _, name := range []string{"config", "data_dir", "access token", "listeners", "temporal", "namespace", "search attributes", "worker", "probe", "web ui", "ingest", "tmux secretary", "hooks"} {
 		if !hasCheck(report, name) {
 			t.Errorf("doctor did not pass %s:\n%s", name, out.String())
 		}
 	}
 
-	resp, err := http.Get(cfg.UIAddress() + "/namespaces/default/workflows")
+	// The Web UI answers the holder of the access token (the browser: through the login URL).
+	req, _ := http.NewRequest(http.MethodGet, cfg.UIAddress()+"/namespaces/default/workflows", nil)
+	req.Header.Set("Authorization", "Bearer "+svc.Token())
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("UI workflows page: %s", resp.Status)
+	}
+	if resp, err := http.Get(cfg.UIAddress() + "/namespaces/default/workflows"); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("UI without the token: %v %v, want 401", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	for _, f := range svc.Fields() {
+		if f.Key == "ui" && f.String != trust.LoginURL(cfg.UIAddress(), svc.Token()) {
+			t.Errorf("ready's ui = %q, want the login URL", f.String)
+		}
 	}
 }
 

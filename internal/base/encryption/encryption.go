@@ -2,8 +2,15 @@
 // codec that encrypts every payload intentq writes (workflow inputs, results, signals, updates,
 // memos, activity arguments) with AES-256-GCM before it leaves the process, and decrypts it on
 // the way back. The key's id travels in each payload's metadata, so keys can rotate: the
-// newest key of the keyring encrypts, every key in it decrypts. Payloads written before
-// encryption was turned on are passed through, so their histories still replay.
+// newest key of the keyring encrypts, every key in it decrypts.
+//
+// GCM authenticates what it decrypts, but a payload that is not encrypted at all carries no
+// proof of who wrote it: whoever can write to the namespace could pass plain input to a
+// worker, or show the Web UI a forged message. So the worker's clients and the codec endpoint
+// use Strict, which refuses every payload this codec did not encrypt; the Keyring itself (and
+// DataConverter) passes such payloads through, for histories recorded before encryption was
+// turned on (temporal.encryption.accept_plain) and for search attributes, which Temporal
+// stores unencrypted.
 //
 // A keyring is a file (0600) of lines `<id>:<base64 key>`, the newest last (`starter keygen`
 // appends one), or one such line in the environment.
@@ -30,6 +37,8 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/intentq/intentq/internal/base/trust"
 )
 
 // Metadata of an encrypted payload.
@@ -88,12 +97,11 @@ func ParseKeyring(r io.Reader) (*Keyring, error) {
 // LoadKeyring reads the keyring from path, which must be private (no access for group or
 // others: the key decrypts every message).
 func LoadKeyring(path string) (*Keyring, error) {
-	info, err := os.Stat(path)
-	if err != nil {
+	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("encryption key file: %w (starter keygen makes one)", err)
 	}
-	if info.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("encryption key file %s is readable by others (mode %o): chmod 600 it", path, info.Mode().Perm())
+	if err := trust.CheckPrivate(path); err != nil {
+		return nil, fmt.Errorf("encryption key file: %w", err)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -202,19 +210,48 @@ func (k *Keyring) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, err
 	return out, nil
 }
 
-// DataConverter is the SDK's default converter with every payload encrypted by k.
+// DataConverter is the SDK's default converter with every payload encrypted by k; payloads
+// that are not encrypted are decoded as they are (see Strict).
 func DataConverter(k *Keyring) converter.DataConverter {
 	return converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), k)
+}
+
+// StrictDataConverter is DataConverter refusing payloads that are not encrypted.
+func StrictDataConverter(k *Keyring) converter.DataConverter {
+	return converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), k.Strict())
+}
+
+// ErrNotEncrypted marks a payload refused because it is not encrypted.
+var ErrNotEncrypted = errors.New("payload is not encrypted: with temporal.encryption on, intentq encrypts every payload it writes, so this one was written by someone else; refused (temporal.encryption.accept_plain: true passes payloads recorded before encryption was turned on)")
+
+// Strict is the codec that encrypts as k does and refuses to decode any payload k did not
+// encrypt (ErrNotEncrypted).
+func (k *Keyring) Strict() converter.PayloadCodec { return strictCodec{k} }
+
+type strictCodec struct{ k *Keyring }
+
+func (s strictCodec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
+	return s.k.Encode(payloads)
+}
+
+func (s strictCodec) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
+	for i, p := range payloads {
+		if string(p.GetMetadata()[converter.MetadataEncoding]) != Encoding {
+			return nil, fmt.Errorf("payload %d (encoding %q): %w", i, p.GetMetadata()[converter.MetadataEncoding], ErrNotEncrypted)
+		}
+	}
+	return s.k.Decode(payloads)
 }
 
 // MaxCodecBody bounds a codec request.
 const MaxCodecBody = 16 << 20
 
 // CodecHandler serves the SDK's remote codec protocol (POST .../encode and .../decode with
-// JSON payloads) for the Web UI and tools, with CORS for origins (the Web UI's address): the UI
-// shows decrypted text to whoever can reach this endpoint, so it listens on loopback.
-func CodecHandler(k *Keyring, origins []string) http.Handler {
-	inner := converter.NewPayloadCodecHTTPHandler(k)
+// JSON payloads) for the Web UI and tools, with CORS for origins (a Web UI on another origin).
+// It decrypts for whoever reaches it: the caller puts it behind trust.Guard (the access
+// token), and passes k.Strict() so that it refuses payloads that are not encrypted.
+func CodecHandler(codec converter.PayloadCodec, origins []string) http.Handler {
+	inner := converter.NewPayloadCodecHTTPHandler(codec)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if origin := r.Header.Get("Origin"); origin != "" && slices.Contains(origins, origin) {
 			h := w.Header()

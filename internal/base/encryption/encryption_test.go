@@ -2,6 +2,8 @@ package encryption
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,6 +13,7 @@ import (
 
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
+	"google.golang.org/protobuf/encoding/protojson"
 )
 
 func keyring(t *testing.T, lines ...string) *Keyring {
@@ -165,5 +168,54 @@ func TestCodecHandler(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("malformed request: %d", resp.StatusCode)
+	}
+}
+
+// Strict (what the worker's clients and the codec endpoint use) refuses payloads it did not
+// encrypt: anyone who can write to the namespace could have written them. The data converter
+// built on it refuses a forged plain input; encrypted ones still decode.
+func TestStrictRefusesPlainPayloads(t *testing.T) {
+	k := keyring(t, newLine(t))
+	plain, _ := converter.GetDefaultDataConverter().ToPayload("run /bin/sh")
+	if _, err := k.Strict().Decode([]*commonpb.Payload{plain}); !errors.Is(err, ErrNotEncrypted) {
+		t.Fatalf("strict decode of a plain payload: %v, want ErrNotEncrypted", err)
+	}
+	enc, err := k.Strict().Encode([]*commonpb.Payload{plain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dec, err := k.Strict().Decode(enc); err != nil || !bytes.Equal(dec[0].GetData(), plain.GetData()) {
+		t.Fatalf("strict round trip: %v %v", dec, err)
+	}
+	var s string
+	if err := StrictDataConverter(k).FromPayload(plain, &s); !errors.Is(err, ErrNotEncrypted) {
+		t.Errorf("strict converter read a plain payload: %q %v", s, err)
+	}
+	if err := DataConverter(k).FromPayload(plain, &s); err != nil || s != "run /bin/sh" {
+		t.Errorf("lenient converter (search attributes, accept_plain): %q %v", s, err)
+	}
+
+	srv := httptest.NewServer(CodecHandler(k.Strict(), nil))
+	defer srv.Close()
+	body, _ := protojson.Marshal(&commonpb.Payloads{Payloads: []*commonpb.Payload{plain}})
+	resp, err := http.Post(srv.URL+"/codec/decode", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(msg), "not encrypted") {
+		t.Errorf("codec endpoint on a plain payload: %d %s, want 400 not encrypted", resp.StatusCode, msg)
+	}
+}
+
+// The keyring file must be private: the error names the chmod.
+func TestKeyringFileMustBePrivate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(path, []byte(newLine(t)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadKeyring(path); err == nil || !strings.Contains(err.Error(), "chmod 600 "+path) {
+		t.Fatalf("LoadKeyring of a 0644 file: %v", err)
 	}
 }

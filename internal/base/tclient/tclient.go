@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"sort"
 	"strings"
@@ -27,10 +28,19 @@ import (
 
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/base/encryption"
+	"github.com/intentq/intentq/internal/base/trust"
 )
 
 // Dial connects to the cluster the configuration names (the embedded server's address when no
 // external one is set) and checks that it answers. Options adjust the client (e.g. metrics).
+//
+// On the embedded server every call carries the access token (data_dir/access.token, which the
+// worker creates at its first start) as `authorization: Bearer <token>`, over plain gRPC on
+// loopback. An external cluster keeps its own mechanisms: mTLS (temporal.tls.*) or an API key
+// (temporal.api_key, sent the same way; TLS implied except on a loopback address).
+//
+// With encryption on, the client encrypts every payload and refuses to decode one that is not
+// encrypted (encryption.Strict) unless temporal.encryption.accept_plain is set.
 func Dial(ctx context.Context, cfg *config.Config, logger *zap.Logger, options ...func(*client.Options)) (client.Client, error) {
 	opts := client.Options{
 		HostPort:  cfg.TemporalAddress(),
@@ -42,13 +52,27 @@ func Dial(ctx context.Context, cfg *config.Config, logger *zap.Logger, options .
 		if err != nil {
 			return nil, err
 		}
-		opts.DataConverter = encryption.DataConverter(k)
+		// What intentq decodes outside the SDK (search attributes, which Temporal keeps
+		// unencrypted; memos) passes plain payloads through.
+		setPayloads(encryption.DataConverter(k))
+		opts.DataConverter = encryption.StrictDataConverter(k)
+		if cfg.Temporal.Encryption.AcceptPlain {
+			opts.DataConverter = encryption.DataConverter(k)
+		}
+	} else {
+		setPayloads(nil)
 	}
-	setPayloads(opts.DataConverter)
 	for _, o := range options {
 		o(&opts)
 	}
-	if !cfg.EmbeddedServer() {
+	if cfg.EmbeddedServer() {
+		tok, err := trust.ReadToken(trust.TokenPath(cfg.DataDir))
+		if err != nil {
+			return nil, fmt.Errorf("the embedded Temporal server needs the access token: %w", err)
+		}
+		opts.Credentials = client.NewAPIKeyStaticCredentials(tok)
+		opts.ConnectionOptions.TLSDisabled = true
+	} else {
 		tlsCfg, err := clientTLS(cfg.Temporal)
 		if err != nil {
 			return nil, err
@@ -56,6 +80,8 @@ func Dial(ctx context.Context, cfg *config.Config, logger *zap.Logger, options .
 		opts.ConnectionOptions.TLS = tlsCfg
 		if cfg.Temporal.APIKey.IsSet() {
 			opts.Credentials = client.NewAPIKeyStaticCredentials(cfg.Temporal.APIKey.Reveal())
+			// The SDK turns TLS on for an API key unless told not to (clientTLS decided).
+			opts.ConnectionOptions.TLSDisabled = tlsCfg == nil
 		}
 	}
 	c, err := client.DialContext(ctx, opts)
@@ -101,9 +127,11 @@ func Payloads() converter.DataConverter {
 }
 
 // clientTLS builds the TLS config for an external frontend; nil when TLS is off. An API key
-// implies TLS, as Temporal Cloud requires it.
+// implies TLS, as Temporal Cloud requires it, except on a loopback address with no
+// temporal.tls.* set: another intentq worker's embedded server, whose access token is the key
+// (`temporal.api_key_file: ~/.intentq/access.token`).
 func clientTLS(t config.Temporal) (*tls.Config, error) {
-	if !t.TLS.Enabled && t.TLS.CertFile == "" && !t.APIKey.IsSet() {
+	if !t.TLS.Enabled && t.TLS.CertFile == "" && t.TLS.CAFile == "" && (!t.APIKey.IsSet() || loopbackAddress(t.Address)) {
 		return nil, nil
 	}
 	tc := &tls.Config{ServerName: t.TLS.ServerName, MinVersion: tls.VersionTLS12}
@@ -126,6 +154,11 @@ func clientTLS(t config.Temporal) (*tls.Config, error) {
 		tc.RootCAs = pool
 	}
 	return tc, nil
+}
+
+func loopbackAddress(hostPort string) bool {
+	host, _, err := net.SplitHostPort(hostPort)
+	return err == nil && trust.LoopbackIP(host)
 }
 
 // NamespaceSpec is what intentq needs of its namespace.

@@ -65,17 +65,36 @@ type Guard struct {
 	Cookie bool
 	// Open are paths served without a credential (still behind the Host check): health checks.
 	Open []string
+	// Origins are further origins allowed to call (a Web UI on another port calling a codec,
+	// with CORS); they still need the credential.
+	Origins []string
+	// AnyHost skips the Host check: a listener meant for other machines (ingest.allow_remote),
+	// whose callers name it by any address. The credential is still required.
+	AnyHost bool
+}
+
+// originAllowed reports whether origin is absent, the listener's own, or one of g.Origins.
+func (g Guard) originAllowed(origin string) bool {
+	if OriginAllowed(origin, g.Port) {
+		return true
+	}
+	for _, o := range g.Origins {
+		if origin == strings.TrimRight(o, "/") {
+			return true
+		}
+	}
+	return false
 }
 
 // Wrap returns next behind the guard. Refusals are 403 for a foreign Host or Origin and 401 for a
 // missing or wrong credential; neither says which token was expected.
 func (g Guard) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !HostAllowed(r.Host, g.Port) {
+		if !g.AnyHost && !HostAllowed(r.Host, g.Port) {
 			http.Error(w, "forbidden: this server answers only to its loopback address (Host "+strconv.Quote(r.Host)+")", http.StatusForbidden)
 			return
 		}
-		if !OriginAllowed(r.Header.Get("Origin"), g.Port) {
+		if !g.originAllowed(r.Header.Get("Origin")) {
 			http.Error(w, "forbidden: cross-origin request", http.StatusForbidden)
 			return
 		}

@@ -115,6 +115,7 @@ const PollerFreshness = 2 * time.Minute
 func Run(ctx context.Context, cfg *config.Config, logger *zap.Logger) Report {
 	r := Report{{Name: "config", OK: true, Detail: fmt.Sprintf("loaded; namespace %s, task queue %s", cfg.Temporal.Namespace, cfg.Temporal.TaskQueue)}}
 	r = append(r, checkEncryption(cfg))
+	r = append(r, Private(cfg)...)
 
 	dialCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	c, err := tclient.Dial(dialCtx, cfg, logger)
@@ -141,10 +142,10 @@ func Run(ctx context.Context, cfg *config.Config, logger *zap.Logger) Report {
 	}
 	if cfg.EmbeddedServer() && cfg.Temporal.Embedded.UIPort != 0 {
 		r = append(r, checkHTTP(ctx, "web ui", cfg.UIAddress()+"/namespaces/"+cfg.Temporal.Namespace+"/workflows",
-			"the Web UI runs inside the worker: start it with make run"))
+			"the Web UI runs inside the worker: start it with make run; open it through the URL `starter ui` prints", uiToken(cfg)))
 	}
 	r = append(r, checkHTTP(ctx, "ingest", "http://"+cfg.Ingest.Listen+"/healthz",
-		"the ingest endpoint runs inside the worker (ingest.listen): start it with make run"))
+		"the ingest endpoint runs inside the worker (ingest.listen): start it with make run", ""))
 	return append(r, Local(ctx, cfg)...)
 }
 
@@ -272,12 +273,16 @@ func checkProbe(ctx context.Context, c client.Client, taskQueue string) Result {
 	return Result{Name: "probe", OK: true, Detail: fmt.Sprintf("workflow and activity ran on %s in %s", info.Identity, time.Since(started).Round(time.Millisecond))}
 }
 
-func checkHTTP(ctx context.Context, name, url, hint string) Result {
+// checkHTTP GETs url (with the access token as a bearer header when token is set) and wants 200.
+func checkHTTP(ctx context.Context, name, url, hint, token string) Result {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return Result{Name: name, Detail: err.Error()}
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

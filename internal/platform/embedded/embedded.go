@@ -1,5 +1,11 @@
 // Package embedded runs a real Temporal server in-process on a SQLite file, with the Temporal
 // Web UI, both on loopback: the default deployment of intentq, which needs nothing installed.
+//
+// Loopback is not a boundary (other users of the machine, web pages through DNS rebinding), so:
+// the gRPC frontend admits only calls carrying the access token (ClaimMapper, Authorizer); the
+// server's internal services (internal frontend, history, matching, worker) speak mTLS with a
+// CA of their own in data_dir/tls, so a local process cannot call them; and the Web UI is
+// served in-process behind trust.Guard, read-only (see ui.go).
 package embedded
 
 import (
@@ -15,9 +21,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	uiserver "github.com/temporalio/ui-server/v2/server"
-	uiconfig "github.com/temporalio/ui-server/v2/server/config"
-	uioptions "github.com/temporalio/ui-server/v2/server/server_options"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
@@ -36,6 +39,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/intentq/intentq/internal/base/tclient"
+	"github.com/intentq/intentq/internal/base/trust"
 )
 
 // DBFile is the SQLite database's name inside the data directory.
@@ -45,9 +49,11 @@ const clusterName = "active"
 
 // Options configures the embedded server.
 type Options struct {
-	// DataDir holds the SQLite database; it is created when missing.
+	// DataDir holds the SQLite database and the internode certificates (TLSDir); it is
+	// created when missing.
 	DataDir string
-	// IP is the address both the frontend and the UI bind to (loopback by default).
+	// IP is the address the gRPC frontend binds to (loopback by default). The Web UI always
+	// binds to loopback (it answers only to loopback host names).
 	IP string
 	// Port is the gRPC frontend port; UIPort the Web UI's (0: no UI).
 	Port, UIPort int
@@ -55,8 +61,12 @@ type Options struct {
 	Namespace        string
 	Retention        time.Duration
 	SearchAttributes map[string]enumspb.IndexedValueType
-	// CodecEndpoint is where the Web UI decrypts payloads (the worker's codec); empty: none.
-	CodecEndpoint string
+	// Token is the access token (trust.EnsureToken): the frontend admits only calls that carry
+	// it, and the Web UI only browsers logged in with it. Required.
+	Token string
+	// Codec is the payload codec the Web UI decrypts with (encryption on), served on the UI's
+	// own origin at CodecPath behind the UI's guard; nil: none.
+	Codec http.Handler
 	// Logger receives the server's own logs, already restricted to the wanted level.
 	Logger *zap.Logger
 }
@@ -64,10 +74,12 @@ type Options struct {
 // Server is a running embedded Temporal server and Web UI.
 type Server struct {
 	server   temporal.Server
-	ui       *uiserver.Server
+	ui       *http.Server
+	uiClose  func()
 	uiDone   chan struct{}
 	frontend string
 	uiAddr   string
+	internal map[string]string
 	stopping *atomic.Bool
 }
 
@@ -91,16 +103,27 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
+	if opts.Token == "" {
+		return nil, errors.New("embedded temporal: no access token")
+	}
 	frontend := net.JoinHostPort(opts.IP, strconv.Itoa(opts.Port))
 	if err := checkFree(frontend, "temporal.embedded.port"); err != nil {
 		return nil, err
 	}
 	var uiAddr string
+	var uiListener net.Listener
 	if opts.UIPort != 0 {
-		uiAddr = net.JoinHostPort(opts.IP, strconv.Itoa(opts.UIPort))
-		if err := checkFree(uiAddr, "temporal.embedded.ui_port"); err != nil {
-			return nil, err
+		uiAddr = net.JoinHostPort(uiIP(opts.IP), strconv.Itoa(opts.UIPort))
+		l, err := net.Listen("tcp", uiAddr)
+		if err != nil {
+			return nil, &PortInUseError{Addr: uiAddr, Key: "temporal.embedded.ui_port", Err: err}
 		}
+		uiListener = l
+		defer func() {
+			if uiListener != nil {
+				_ = uiListener.Close()
+			}
+		}()
 	}
 
 	stopping := new(atomic.Bool)
@@ -109,7 +132,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	serverOpts, err := serverOptions(opts, sqlCfg)
+	serverOpts, internal, err := serverOptions(opts, sqlCfg)
 	if err != nil {
 		return nil, err
 	}
@@ -124,27 +147,24 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		_ = srv.Stop()
 		return nil, err
 	}
-	s := &Server{server: srv, frontend: frontend, stopping: stopping}
+	s := &Server{server: srv, frontend: frontend, internal: internal, stopping: stopping}
 
-	if uiAddr != "" {
+	if uiListener != nil {
 		s.uiAddr = uiAddr
-		s.ui = uiserver.NewServer(uioptions.WithConfigProvider(&uiconfig.Config{
-			Host:                opts.IP,
-			Port:                opts.UIPort,
-			TemporalGRPCAddress: frontend,
-			EnableUI:            true,
-			DefaultNamespace:    opts.Namespace,
-			HideLogs:            true,
-			DisableNewsFetch:    true,
-			CORS:                uiconfig.CORS{CookieInsecure: true},
-			Codec:               uiconfig.Codec{Endpoint: opts.CodecEndpoint},
-		}))
+		h, err := newUIHandler(net.JoinHostPort(loopbackFor(opts.IP), strconv.Itoa(opts.Port)), opts.UIPort, s.UIURL(), opts.Namespace, opts.Token, opts.Codec)
+		if err != nil {
+			_ = s.Stop()
+			return nil, fmt.Errorf("embedded temporal: %w", err)
+		}
+		s.uiClose = h.close
+		s.ui = &http.Server{Handler: h.handler, ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog: zap.NewStdLog(opts.Logger.Named("ui"))}
 		s.uiDone = make(chan struct{})
+		l := uiListener
+		uiListener = nil
 		go func() {
 			defer close(s.uiDone)
-			// Start blocks until Stop; a bind error exits the process inside the UI server,
-			// which checkFree makes unlikely.
-			_ = s.ui.Start()
+			_ = s.ui.Serve(l)
 		}()
 		if err := waitHTTP(ctx, "http://"+uiAddr+"/healthz"); err != nil {
 			_ = s.Stop()
@@ -160,7 +180,8 @@ func addSearchAttributes(ctx context.Context, opts Options, frontend string) err
 	if len(opts.SearchAttributes) == 0 {
 		return nil
 	}
-	c, err := client.Dial(client.Options{HostPort: frontend, Namespace: opts.Namespace, Logger: sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
+	c, err := client.Dial(client.Options{HostPort: frontend, Namespace: opts.Namespace, Logger: sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler)),
+		Credentials: client.NewAPIKeyStaticCredentials(opts.Token), ConnectionOptions: client.ConnectionOptions{TLSDisabled: true}})
 	if err != nil {
 		return fmt.Errorf("embedded temporal: dial %s: %w", frontend, err)
 	}
@@ -183,7 +204,8 @@ func addSearchAttributes(ctx context.Context, opts Options, frontend string) err
 // FrontendAddress is the gRPC address clients dial.
 func (s *Server) FrontendAddress() string { return s.frontend }
 
-// UIURL is the Web UI's base URL, empty when the UI is off.
+// UIURL is the Web UI's base URL, empty when the UI is off. The browser logs in through
+// trust.LoginURL(UIURL, token).
 func (s *Server) UIURL() string {
 	if s.uiAddr == "" {
 		return ""
@@ -191,12 +213,20 @@ func (s *Server) UIURL() string {
 	return "http://" + s.uiAddr
 }
 
+// InternalAddresses are the gRPC addresses of the server's internal services (internal
+// frontend, history, matching, worker), by service name: all require internode mTLS.
+func (s *Server) InternalAddresses() map[string]string { return s.internal }
+
 // Stop stops the UI, then the server. Workers using the server should be stopped first.
 func (s *Server) Stop() error {
 	if s.ui != nil {
-		s.ui.Stop()
+		_ = s.ui.Close()
 		<-s.uiDone
 		s.ui = nil
+	}
+	if s.uiClose != nil {
+		s.uiClose()
+		s.uiClose = nil
 	}
 	if s.server == nil {
 		return nil
@@ -278,13 +308,17 @@ const MaxInFlightUpdates = 100
 // HistoryCacheSize bounds the workflows whose state the embedded server keeps in memory.
 const HistoryCacheSize = 2000
 
-func serverOptions(opts Options, sqlCfg *serverconfig.SQL) ([]temporal.ServerOption, error) {
-	ports, err := freePorts(3)
+func serverOptions(opts Options, sqlCfg *serverconfig.SQL) ([]temporal.ServerOption, map[string]string, error) {
+	ports, err := freePorts(4)
 	if err != nil {
-		return nil, fmt.Errorf("embedded temporal: pick internal ports: %w", err)
+		return nil, nil, fmt.Errorf("embedded temporal: pick internal ports: %w", err)
 	}
 	host := func(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 	frontendSelf := net.JoinHostPort(loopbackFor(opts.IP), strconv.Itoa(opts.Port))
+	certs, err := ensureInternodeTLS(filepath.Join(opts.DataDir, TLSDir))
+	if err != nil {
+		return nil, nil, fmt.Errorf("embedded temporal: %w", err)
+	}
 
 	cfg := &serverconfig.Config{}
 	cfg.Global.Membership.MaxJoinDuration = 30 * time.Second
@@ -305,27 +339,32 @@ func serverOptions(opts Options, sqlCfg *serverconfig.SQL) ([]temporal.ServerOpt
 		},
 	}
 	cfg.DCRedirectionPolicy.Policy = "noop"
+	// The public frontend speaks plain gRPC and admits only calls with the access token
+	// (ClaimMapper, Authorizer). The server's own services reach each other, and the system
+	// workers reach the frontend API, through the internal frontend; all of those speak mTLS
+	// with the certificates in data_dir/tls (internode), so a local process without the node
+	// key cannot call them. PublicClient is left empty: the system workers then find the
+	// internal frontend through membership and use the internode TLS config.
 	cfg.Services = map[string]serverconfig.Service{
-		"frontend": {RPC: serverconfig.RPC{GRPCPort: opts.Port, BindOnIP: opts.IP}},
-		"history":  {RPC: serverconfig.RPC{GRPCPort: ports[0], BindOnLocalHost: true}},
-		"matching": {RPC: serverconfig.RPC{GRPCPort: ports[1], BindOnLocalHost: true}},
-		"worker":   {RPC: serverconfig.RPC{GRPCPort: ports[2], BindOnLocalHost: true}},
+		"frontend":          {RPC: serverconfig.RPC{GRPCPort: opts.Port, BindOnIP: opts.IP}},
+		"internal-frontend": {RPC: serverconfig.RPC{GRPCPort: ports[3], BindOnLocalHost: true}},
+		"history":           {RPC: serverconfig.RPC{GRPCPort: ports[0], BindOnLocalHost: true}},
+		"matching":          {RPC: serverconfig.RPC{GRPCPort: ports[1], BindOnLocalHost: true}},
+		"worker":            {RPC: serverconfig.RPC{GRPCPort: ports[2], BindOnLocalHost: true}},
+	}
+	cfg.Global.TLS = serverconfig.RootTLS{
+		Internode: serverconfig.GroupTLS{
+			Server: serverconfig.ServerTLS{CertFile: certs.Cert, KeyFile: certs.Key, ClientCAFiles: []string{certs.CA}, RequireClientAuth: true},
+			Client: serverconfig.ClientTLS{ServerName: InternodeServerName, RootCAFiles: []string{certs.CA}},
+		},
 	}
 	cfg.Archival.History.State = "disabled"
 	cfg.Archival.Visibility.State = "disabled"
 	cfg.NamespaceDefaults.Archival.History.State = "disabled"
 	cfg.NamespaceDefaults.Archival.Visibility.State = "disabled"
-	cfg.PublicClient.HostPort = frontendSelf
 
 	logger := serverlog.NewZapLogger(opts.Logger)
-	authorizer, err := authorization.GetAuthorizerFromConfig(&cfg.Global.Authorization)
-	if err != nil {
-		return nil, fmt.Errorf("embedded temporal: authorizer: %w", err)
-	}
-	claimMapper, err := authorization.GetClaimMapperFromConfig(&cfg.Global.Authorization, logger)
-	if err != nil {
-		return nil, fmt.Errorf("embedded temporal: claim mapper: %w", err)
-	}
+	claimMapper := ClaimMapper(opts.Token)
 	// A single node on one SQLite connection: the database serialises every call itself, so the
 	// persistence rate limits meant to share a cluster's database only turn a burst into
 	// "Persistence Max QPS Reached" errors. Search attributes are registered with the namespace
@@ -350,20 +389,27 @@ func serverOptions(opts Options, sqlCfg *serverconfig.SQL) ([]temporal.ServerOpt
 	// holds every pending intent of a big backlog for an hour); the rest are read from SQLite
 	// when they wake.
 	dyn[dynamicconfig.HistoryCacheHostLevelMaxSize.Key()] = HistoryCacheSize
+	internal := map[string]string{
+		string(primitives.InternalFrontendService): host(ports[3]),
+		string(primitives.HistoryService):          host(ports[0]),
+		string(primitives.MatchingService):         host(ports[1]),
+		string(primitives.WorkerService):           host(ports[2]),
+	}
 	return []temporal.ServerOption{
 		temporal.WithConfig(cfg),
-		temporal.ForServices(temporal.DefaultServices),
+		temporal.ForServices(temporal.Services),
 		temporal.WithStaticHosts(map[primitives.ServiceName]static.Hosts{
-			primitives.FrontendService: static.SingleLocalHost(frontendSelf),
-			primitives.HistoryService:  static.SingleLocalHost(host(ports[0])),
-			primitives.MatchingService: static.SingleLocalHost(host(ports[1])),
-			primitives.WorkerService:   static.SingleLocalHost(host(ports[2])),
+			primitives.FrontendService:         static.SingleLocalHost(frontendSelf),
+			primitives.InternalFrontendService: static.SingleLocalHost(host(ports[3])),
+			primitives.HistoryService:          static.SingleLocalHost(host(ports[0])),
+			primitives.MatchingService:         static.SingleLocalHost(host(ports[1])),
+			primitives.WorkerService:           static.SingleLocalHost(host(ports[2])),
 		}),
 		temporal.WithLogger(logger),
-		temporal.WithAuthorizer(authorizer),
+		temporal.WithAuthorizer(Authorizer()),
 		temporal.WithClaimMapper(func(*serverconfig.Config) authorization.ClaimMapper { return claimMapper }),
 		temporal.WithDynamicConfigClient(dyn),
-	}, nil
+	}, internal, nil
 }
 
 // checkFree fails with a PortInUseError when addr cannot be bound.
@@ -392,6 +438,15 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// uiIP is where the Web UI listens: ip when it is a loopback address, else 127.0.0.1 (the UI
+// answers only to loopback host names; reach it from elsewhere through an SSH tunnel).
+func uiIP(ip string) string {
+	if trust.LoopbackIP(ip) && ip != "localhost" {
+		return ip
+	}
+	return "127.0.0.1"
 }
 
 // loopbackFor turns an unspecified bind address into one that can be dialled.

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/intentq/intentq/internal/base/tclient"
 	"github.com/intentq/intentq/internal/platform/embedded"
@@ -33,8 +34,12 @@ func sleeper(ctx workflow.Context, d time.Duration) (string, error) {
 	return "woke", nil
 }
 
+// testToken is the access token the tests' servers require.
+const testToken = "0123456789abcdef0123456789abcdef"
+
 func options(t *testing.T, dir string, retention time.Duration) embedded.Options {
 	return embedded.Options{
+		Token:            testToken,
 		DataDir:          dir,
 		IP:               "127.0.0.1",
 		Port:             testenv.FreePort(t),
@@ -47,7 +52,8 @@ func options(t *testing.T, dir string, retention time.Duration) embedded.Options
 
 func dial(t *testing.T, s *embedded.Server) client.Client {
 	t.Helper()
-	c, err := client.Dial(client.Options{HostPort: s.FrontendAddress(), Namespace: "default"})
+	c, err := client.Dial(client.Options{HostPort: s.FrontendAddress(), Namespace: "default",
+		Credentials: client.NewAPIKeyStaticCredentials(testToken), ConnectionOptions: client.ConnectionOptions{TLSDisabled: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +84,9 @@ func TestRestartKeepsWorkflows(t *testing.T) {
 	if err != nil || len(missing) > 0 {
 		t.Errorf("search attributes missing on a new namespace: %v %v", missing, err)
 	}
-	resp, err := http.Get(s1.UIURL() + "/namespaces/default/workflows")
+	req, _ := http.NewRequest(http.MethodGet, s1.UIURL()+"/namespaces/default/workflows", nil)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,6 +199,7 @@ func TestVisibilityNotThrottled(t *testing.T) {
 	}
 	defer conn.Close()
 	svc := workflowservice.NewWorkflowServiceClient(conn)
+	ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+testToken)
 	for i := 0; i < 50; i++ {
 		_, err := svc.ListWorkflowExecutions(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: "default", PageSize: 10, Query: "WorkflowType = 'Intent'"})
 		if err != nil {
