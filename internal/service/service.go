@@ -138,21 +138,30 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 
 	identity := workerIdentity()
 	// A delivery typed by a worker that died before reporting it is not typed again by the next.
-	tmux := &activities.Tmux{TypedDir: filepath.Join(cfg.DataDir, "typed")}
+	// The activities act only on what this config names for a session (its pane, keys, history
+	// file, topic), never on what a workflow's input says.
+	sessions := session.Endpoints(cfg)
+	tmux := &activities.Tmux{TypedDir: filepath.Join(cfg.DataDir, "typed"), Sessions: sessions}
 	if err := tmux.PruneTyped(48 * time.Hour); err != nil {
 		logger.Warn("typing markers", zap.Error(err))
+	}
+	// Each part of an answer is recorded before the next goes out (a retry resumes after it).
+	telegramSender := &activities.Telegram{Token: cfg.Telegram.Token.Reveal(), Endpoint: cfg.Telegram.APIEndpoint, SentDir: filepath.Join(cfg.DataDir, "sent")}
+	if err := telegramSender.PruneSent(48 * time.Hour); err != nil {
+		logger.Warn("sent records", zap.Error(err))
 	}
 	failures := &watchdog.FailureWindow{Window: 10 * time.Minute, Limit: 10}
 	s.worker = worker.New(s.client, cfg.Temporal.TaskQueue, worker.Options{
 		Identity:          identity,
 		WorkerStopTimeout: 10 * time.Second,
-		Interceptors:      []interceptor.WorkerInterceptor{watchdog.CountFailures(failures, activities.TmuxInjectName, activities.NtfyPublishName)},
+		Interceptors:      []interceptor.WorkerInterceptor{watchdog.CountFailures(failures, activities.TmuxInjectName)},
 	})
 	Register(s.worker, Deps{
 		Identity: identity,
 		Tmux:     tmux,
-		Ntfy:     &activities.Ntfy{URL: cfg.Ntfy.URL, Token: cfg.Ntfy.Token.Reveal()},
-		Telegram: &activities.Telegram{Token: cfg.Telegram.Token.Reveal(), Endpoint: cfg.Telegram.APIEndpoint},
+		Ntfy:     &activities.Ntfy{URL: cfg.Ntfy.URL, Token: cfg.Ntfy.Token.Reveal(), Sessions: sessions},
+		Telegram: telegramSender,
+		History:  &activities.History{Sessions: sessions},
 		// Headless runs: only this config's sessions, as it says; refusals alert.
 		Runner: headless.Runner(cfg, func(ctx context.Context, title, message string) {
 			push(ctx, cfg, activities.Push{Title: title, Message: message, Priority: 5, Tags: []string{"rotating_light"}})
@@ -168,10 +177,24 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 	rec := intent.New(s.client, cfg)
 	// Before the doors open: messages started but not queued when the last worker died reach
 	// their sessions first, in the order they arrived.
-	if n, err := rec.Recover(ctx); err != nil {
-		logger.Warn("recovering undelivered messages failed; their intents ask again on their own", zap.Error(err))
-	} else if n > 0 {
-		logger.Info("undelivered messages queued again", zap.Int("count", n))
+	// The doors wait until it is complete; a session that still cannot be read after
+	// recoverFor is named loudly (its intents then ask again on their own, later).
+	recoverStart := time.Now()
+	for attempt := 1; ; attempt++ {
+		n, err := rec.Recover(ctx)
+		if err == nil {
+			if n > 0 {
+				logger.Info("undelivered messages queued again", zap.Int("count", n), zap.Duration("took", time.Since(recoverStart)))
+			}
+			break
+		}
+		if time.Since(recoverStart) > recoverFor || ctx.Err() != nil {
+			logger.Error("recovery of undelivered messages incomplete; the doors open, and those sessions' messages wait for their intents to ask again", zap.Error(err))
+			push(ctx, cfg, activities.Push{Title: "intentq: recovery incomplete", Message: redact.Secrets(err.Error()), Priority: 4, Tags: []string{"warning"}})
+			break
+		}
+		logger.Warn("recovery of undelivered messages incomplete; trying again before the doors open", zap.Int("attempt", attempt), zap.Error(err))
+		time.Sleep(time.Duration(min(attempt, 5)) * time.Second)
 	}
 	// The plugin's spool: what it took while no worker ran is recorded before the doors open,
 	// then the spool is drained whenever it grows.
@@ -259,7 +282,9 @@ func (s *Service) startWatchdog(cfg *config.Config, failures *watchdog.FailureWi
 				}
 				return "", nil
 			}},
-			failures.Check("reminders", "reminder deliveries or pushes"),
+			// Typing failures only: an ntfy outage is told by the sessions' alert desks, which
+			// hold what ntfy did not take and summarise it once it answers (one voice).
+			failures.Check("reminders", "reminder deliveries"),
 		},
 		Ntfy:   &activities.Ntfy{URL: cfg.Ntfy.URL, Token: cfg.Ntfy.Token.Reveal()},
 		Topic:  cfg.Ntfy.Topic,
@@ -308,12 +333,17 @@ func repatch(cfg *config.Config) (string, error) {
 	return fmt.Sprintf("patch of %s was %s; re-applied", t.ServerTS, before), nil
 }
 
+// recoverFor bounds how long the doors wait for the recovery of undelivered messages.
+const recoverFor = 2 * time.Minute
+
 // Deps are what the registered activities need from the process.
 type Deps struct {
 	Identity string
 	Tmux     *activities.Tmux
 	Ntfy     *activities.Ntfy
 	Telegram *activities.Telegram
+	// History appends to the sessions' history files; nil: files named by the requests.
+	History *activities.History
 	// Runner runs the headless sessions of the worker's config; nil: none runs.
 	Runner *activities.AgentRunner
 }
@@ -331,8 +361,12 @@ func Register(r worker.Registry, deps Deps) {
 	r.RegisterActivityWithOptions(deps.Tmux.Inject, activity.RegisterOptions{Name: activities.TmuxInjectName})
 	r.RegisterActivityWithOptions(deps.Tmux.Capture, activity.RegisterOptions{Name: activities.TmuxCaptureName})
 	r.RegisterActivityWithOptions(deps.Tmux.SendKeys, activity.RegisterOptions{Name: activities.TmuxSendKeysName})
-	r.RegisterActivityWithOptions(activities.History{}.Append, activity.RegisterOptions{Name: activities.HistoryAppendName})
-	r.RegisterActivityWithOptions(activities.History{}.AppendAll, activity.RegisterOptions{Name: activities.HistoryAppendAllName})
+	history := deps.History
+	if history == nil {
+		history = &activities.History{}
+	}
+	r.RegisterActivityWithOptions(history.Append, activity.RegisterOptions{Name: activities.HistoryAppendName})
+	r.RegisterActivityWithOptions(history.AppendAll, activity.RegisterOptions{Name: activities.HistoryAppendAllName})
 	runner := deps.Runner
 	if runner == nil {
 		runner = &activities.AgentRunner{}
