@@ -5,7 +5,7 @@ ARGS    ?=
 # Packages whose tests do not link the Temporal server: the race detector is affordable there.
 RACE_PKGS := ./config/... ./workflows/... ./activities/... ./internal/policy/... ./internal/agentcli/... ./internal/session/... ./internal/redact/... ./internal/doors/... ./internal/base/logging/... ./internal/base/tclient/... ./internal/platform/watchdog/... ./internal/testkit/fakebot/... ./internal/testkit/fakentfy/...
 
-.PHONY: run build test vet bench clean
+.PHONY: run build test vet bench clean peers
 
 ## run: the worker with the embedded Temporal server and Web UI (http://127.0.0.1:8233)
 run: build
@@ -16,8 +16,13 @@ build:
 	$(GO) build -o $(BIN)/worker ./worker
 	$(GO) build -o $(BIN)/starter ./starter
 
-## test: go vet, then all tests (race detector where affordable)
-test: vet
+## peers: the real programs the tests run against (tmux, PostgreSQL, bun, Claude Code, Codex),
+## installed where missing (scripts/install-peers; idempotent)
+peers:
+	./scripts/install-peers
+
+## test: the peers, go vet, then all tests (race detector where affordable)
+test: peers vet
 	$(GO) test -race -count=1 $(RACE_PKGS)
 	$(GO) test -count=1 -timeout 15m ./...
 
@@ -25,7 +30,7 @@ vet:
 	$(GO) vet ./...
 
 ## bench: benchmarks with their figures (the end-to-end ones under bench/ run once each)
-bench:
+bench: peers
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 $$($(GO) list ./... | grep -v /bench)
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count=1 -timeout 20m ./bench/
 

@@ -1,6 +1,6 @@
 // Package peers finds the real programs the tests run against (tmux, bun). A test that needs one
 // and cannot find it fails, with what to install: it never skips, so a machine without the peer
-// cannot pass the suite by running less of it. `.ci/run` installs them.
+// cannot pass the suite by running less of it. `make test` installs them first (scripts/install-peers, which `.ci/run` runs too).
 package peers
 
 import (
@@ -64,6 +64,24 @@ func Claude(t testing.TB) string {
 		return p
 	}
 	t.Fatal("Claude Code is not installed: npm install --no-save --prefix .tools/claude @anthropic-ai/claude-code@2.1.330 (.ci/run does), or set INTENTQ_CLAUDE")
+	return ""
+}
+
+// Codex returns the Codex CLI (pinned by scripts/install-peers: @openai/codex@0.169.0):
+// $INTENTQ_CODEX, else the repository's .tools/codex install, else codex on PATH; or fails the
+// test.
+func Codex(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("INTENTQ_CODEX"); p != "" {
+		return p
+	}
+	if p := filepath.Join(repoRoot(), ".tools", "codex", "node_modules", ".bin", "codex"); executable(p) {
+		return p
+	}
+	if p, err := exec.LookPath("codex"); err == nil {
+		return p
+	}
+	t.Fatal("Codex is not installed: scripts/install-peers (make test runs it) installs @openai/codex@0.169.0 into .tools/codex, or set INTENTQ_CODEX")
 	return ""
 }
 
