@@ -11,6 +11,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/intentq/intentq/internal/base/trust"
 	"github.com/intentq/intentq/internal/testkit/fakebot"
 	"github.com/intentq/intentq/internal/testkit/procs"
 	"github.com/intentq/intentq/internal/testkit/testenv"
@@ -74,7 +75,17 @@ func BenchmarkN13Burst(b *testing.B) {
 			cancel()
 			elapsed := time.Since(began)
 
-			cl, err := client.Dial(client.Options{HostPort: address, Namespace: namespace})
+			opts := client.Options{HostPort: address, Namespace: namespace}
+			if run.address == "" {
+				// The embedded server requires the worker's access token.
+				tok, err := trust.ReadToken(trust.TokenPath(filepath.Join(home, "w0")))
+				if err != nil {
+					b.Fatal(err)
+				}
+				opts.Credentials = client.NewAPIKeyStaticCredentials(tok)
+				opts.ConnectionOptions.TLSDisabled = true
+			}
+			cl, err := client.Dial(opts)
 			if err != nil {
 				b.Fatal(err)
 			}
