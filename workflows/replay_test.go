@@ -60,6 +60,10 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 		// Reminded (pushes failed, retried, sent) and closed: a session from before a digest
 		// gathered from its first push's arrival; then current.
 		"testdata/intent_reminded_v7.json", "testdata/session_reminders_v7.json",
+		// Before activities took session names (issue 23), configure replaced the config, the
+		// exactly-once rules (issue 24) and digests counting only the lines they carry.
+		"testdata/intent_reminded_v8.json", "testdata/session_reminders_v8.json",
+		"testdata/intent_delivered_closed_v8.json", "testdata/session_v8.json",
 		"testdata/intent_reminded.json", "testdata/session_reminders.json",
 		// Current.
 		"testdata/intent_delivered_closed.json", "testdata/session.json",
