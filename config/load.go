@@ -245,6 +245,15 @@ func (c *Config) applyMapDefaults() {
 		if user.InterruptKeys == "" {
 			user.InterruptKeys = def.InterruptKeys
 		}
+		if user.LaunchArgs == nil {
+			user.LaunchArgs = def.LaunchArgs
+		}
+		if user.InputPlaceholders == nil {
+			user.InputPlaceholders = def.InputPlaceholders
+		}
+		if user.ProcessNames == nil && user.Command == def.Command {
+			user.ProcessNames = def.ProcessNames
+		}
 		c.CLIs[kind] = user
 	}
 	for kind, cli := range c.CLIs {

@@ -1,6 +1,9 @@
 package workflows
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Busy reports whether pane text (the bottom lines of a pane) shows the CLI at work: whether
 // any of the patterns occurs in it, case-sensitively. It returns the first pattern found. Empty
@@ -16,13 +19,13 @@ func Busy(pane string, patterns []string) (string, bool) {
 
 // Blocked reports whether pane text (the bottom lines) shows something a keystroke must not
 // reach: a dialog or menu (any of dialogs; a digit or Enter could approve a tool call), or a
-// person's draft on the input line (text after prompt on the last line that starts with it).
-// It returns what it found.
-func Blocked(pane string, dialogs []string, prompt string) (string, bool) {
+// person's draft on the input line (text after prompt on the last line that starts with it,
+// unless it is one of the CLI's placeholders for an empty line). It returns what it found.
+func Blocked(pane string, dialogs []string, prompt string, placeholders ...string) (string, bool) {
 	if p, ok := Busy(pane, dialogs); ok {
 		return "dialog: " + p, true
 	}
-	if line, ok := InputLine(pane, prompt); ok && line != "" {
+	if line, ok := InputLine(pane, prompt); ok && line != "" && !slices.Contains(placeholders, line) {
 		return "a draft on the input line", true
 	}
 	return "", false

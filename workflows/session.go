@@ -47,6 +47,8 @@ type SessionConfig struct {
 	DialogPatterns []string `json:"dialog_patterns,omitempty"`
 	InputPrompt    string   `json:"input_prompt,omitempty"`
 	InterruptKeys  []string `json:"interrupt_keys,omitempty"`
+	// InputPlaceholders are what the CLI shows on an empty input line: no draft.
+	InputPlaceholders []string `json:"input_placeholders,omitempty"`
 }
 
 // pushes reports whether the session pushes to ntfy.

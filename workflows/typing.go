@@ -102,7 +102,7 @@ func (s *session) waitUntilIdle(ctx workflow.Context, req DeliveryRequest) error
 			} else {
 				pattern, working = Busy(pane, s.Config.BusyPatterns)
 				if !working && workflow.GetVersion(ctx, "screen-guards", workflow.DefaultVersion, 1) == 1 {
-					pattern, working = Blocked(pane, s.Config.DialogPatterns, s.Config.InputPrompt)
+					pattern, working = Blocked(pane, s.Config.DialogPatterns, s.Config.InputPrompt, s.Config.InputPlaceholders...)
 				}
 			}
 		}

@@ -40,6 +40,11 @@ type CLI struct {
 	// InterruptKeys are the escalation's phase-2 keys (default Escape Escape C-c; Claude Code
 	// clears the input with C-u instead: Escape twice opens its Rewind menu).
 	InterruptKeys string `mapstructure:"interrupt_keys"`
+	// LaunchArgs are added to every interactive launch of the CLI (codex: --no-daemon).
+	LaunchArgs []string `mapstructure:"launch_args"`
+	// InputPlaceholders are what the CLI shows on an EMPTY input line (Codex: "Ask Codex to do
+	// anything"): text after InputPrompt that is one of them is no draft.
+	InputPlaceholders []string `mapstructure:"input_placeholders"`
 	// ProcessNames are the names tmux shows as the pane's foreground program
 	// (#{pane_current_command}) while this CLI runs. Nothing is typed into a pane whose
 	// foreground program is not one of them: when the CLI has exited the pane shows a shell, and
@@ -90,9 +95,10 @@ func (c CLI) Lines() int {
 	return *c.InputLines
 }
 
-// Launch is the command line that starts the CLI interactively: the command and the model.
+// Launch is the command line that starts the CLI interactively: the command, its launch
+// arguments and the model.
 func (c CLI) Launch() []string {
-	return append([]string{c.Command}, c.modelArgs()...)
+	return append(append([]string{c.Command}, c.LaunchArgs...), c.modelArgs()...)
 }
 
 // LaunchLine is Launch as one line to type into a shell.
@@ -131,10 +137,48 @@ func Builtin() map[string]CLI {
 			// 2.1.330 is a native binary: tmux shows "claude".
 			ProcessNames: []string{"claude"},
 		},
+		// Codex 0.169.0, observed in tmux (200x50) against a Responses API stand-in
+		// (internal/testkit/fakeopenai; ../shared/FACTS.md "The real Codex CLI, offline").
 		"codex": {
-			Command:      "codex",
-			Reset:        "/new",
-			BusyPatterns: []string{"Working", "esc to interrupt"},
+			Command: "codex",
+			// Each TUI keeps its app server (threads, tools, hooks, MCP servers) in its own process:
+			// by default the first TUI starts a shared daemon that runs every later TUI's hooks with
+			// the FIRST TUI's environment (its TMUX_PANE and INTENTQ_AGENT_ID).
+			LaunchArgs: []string{"--no-daemon"},
+			// /new starts a new thread; no hook fires at the command, the next prompt's SessionStart
+			// (source startup) tells it. /clear does the same and also clears the screen.
+			Reset: "/new",
+			// "• Working (3s • esc to interrupt)", a few lines above the input line while a turn runs
+			// a tool or waits for the model. NOT shown while an answer streams: the pane then looks
+			// idle, and only the hooks (UserPromptSubmit ... Stop) say the agent works.
+			BusyPatterns: []string{"esc to interrupt"},
+			// The input line is 4th from the bottom: "› " + text, a blank line, the model line, the
+			// hints line.
+			InputLines:  ptr(4),
+			InputPrompt: "›",
+			// An empty input line shows a dim placeholder (capture-pane drops the dimness): it is no
+			// draft.
+			InputPlaceholders: []string{"Ask Codex to do anything", "Ask a follow-up question"},
+			// What the bottom lines show while a keystroke would answer something: the approval
+			// prompts ("Would you like to run the following command?" / "make the following edits?" /
+			// "grant these permissions?", "› 1. Yes, proceed (y) / 2. Yes, and don't ask again ... (p)
+			// / 3. No ... (esc)", "Press enter to confirm or esc to cancel": a digit, y or p answers
+			// at once), the hooks review at start ("Hooks need review", "enter confirm · esc skip"),
+			// the transcript browser that Esc Esc opens ("Browsing transcript · ... ↵ rewind · esc
+			// back": Enter rewinds the conversation), the warnings panel (F2: "k keep & next · esc
+			// dismiss & close"), an MCP server's request ("Allow this request ...").
+			// Only the bottom delivery.busy_lines (8) are read: the prompts' titles are further up
+			// than their footers when the command is long.
+			DialogPatterns: []string{"Would you like to run the following command?", "Would you like to make the following edits?",
+				"Would you like to grant these permissions?", "Would you like to send input to the existing terminal?",
+				"Press enter to confirm or esc to cancel", "Yes, proceed (y)", "Hooks need review", "enter confirm · esc skip",
+				"Browsing transcript", "↵ rewind", "esc dismiss & close", "Allow this request"},
+			// Escalation's phase 2 clears the input line only: C-c on an EMPTY idle input quits Codex
+			// at once (the pane becomes a shell), and Escape twice opens the transcript browser.
+			InterruptKeys: "C-u",
+			// Through npm (@openai/codex) tmux shows "node" (the launcher, whose child is the native
+			// binary); the native binary run directly shows "codex".
+			ProcessNames: []string{"node", "codex"},
 		},
 		"copilot": {
 			Command:      "copilot",

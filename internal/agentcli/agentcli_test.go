@@ -17,7 +17,7 @@ func TestN4BuiltinTable(t *testing.T) {
 	if b["claude"].Reset != "/clear" || b["codex"].Reset != "/new" || b["copilot"].Reset != "C-c" || !b["copilot"].Relaunch {
 		t.Errorf("reset steps: claude %q codex %q copilot %q relaunch %v", b["claude"].Reset, b["codex"].Reset, b["copilot"].Reset, b["copilot"].Relaunch)
 	}
-	if b["claude"].Lines() != 4 || b["codex"].Lines() != 0 {
+	if b["claude"].Lines() != 4 || b["codex"].Lines() != 4 {
 		t.Errorf("input lines: claude %d codex %d", b["claude"].Lines(), b["codex"].Lines())
 	}
 }
@@ -49,7 +49,7 @@ func TestLaunchWithSettingsAndChannels(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("LaunchWith = %q, want %q", got, want)
 	}
-	if got := Builtin()["codex"].LaunchWith(LaunchOptions{Settings: "/x", Channels: []string{"c"}}); !reflect.DeepEqual(got, []string{"codex"}) {
-		t.Errorf("codex takes neither: %q", got)
+	if got := Builtin()["codex"].LaunchWith(LaunchOptions{Settings: "/x", Channels: []string{"c"}}); !reflect.DeepEqual(got, []string{"codex", "--no-daemon"}) {
+		t.Errorf("codex takes neither, and runs its own app server: %q", got)
 	}
 }

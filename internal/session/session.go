@@ -80,6 +80,8 @@ func TmuxConfig(cfg *config.Config, name string) workflows.SessionConfig {
 		InputPrompt:    cli.InputPrompt,
 		InterruptKeys:  strings.Fields(cli.InterruptKeys),
 		ClearKeys:      strings.Fields(cli.ClearKeys),
+		// Codex shows a placeholder on its empty input line.
+		InputPlaceholders: cli.InputPlaceholders,
 	}
 }
 
