@@ -123,6 +123,8 @@ func (c *cluster) workerEnv(t testing.TB, home, configFile, name string, extra .
 		fmt.Sprintf("INTENTQ_INGEST_LISTEN=127.0.0.1:%d", testenv.FreePort(t)),
 		"INTENTQ_METRICS_LISTEN=127.0.0.1:0",
 		"INTENTQ_CLIS_KIMI_PROCESS_NAMES=" + testenv.StandInProcessNames,
+		// The panes' read loops run in sh, not the user's login shell (tmux's default).
+		"SHELL=/bin/sh",
 	}, extra...)
 }
 
@@ -296,7 +298,8 @@ func TestClusterHeadlessLimitAcrossWorkers(t *testing.T) {
 	fake := filepath.Join(procs.Root(), "activities", "testdata", "fakeclaude.sh")
 	const sessions, prompts = 6, 3
 	var cfg strings.Builder
-	fmt.Fprintf(&cfg, "clis:\n  fake:\n    command: %q\n    headless_args: [\"-p\", \"--output-format\", \"json\"]\nscheduler:\n  max_concurrent_sessions: 2\nsessions:\n  secretary:\n    tmux_target: \"secretary:0\"\n    default: true\n", fake)
+	// Runs see only the environment variables the config names: the fake CLI's log is one.
+	fmt.Fprintf(&cfg, "policies:\n  global:\n    env: [FAKE_LOG]\nclis:\n  fake:\n    command: %q\n    headless_args: [\"-p\", \"--output-format\", \"json\"]\nscheduler:\n  max_concurrent_sessions: 2\nsessions:\n  secretary:\n    tmux_target: \"secretary:0\"\n    default: true\n", fake)
 	for i := 1; i <= sessions; i++ {
 		fmt.Fprintf(&cfg, "  h%d:\n    cli: fake\n    mode: headless\n", i)
 	}

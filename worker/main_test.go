@@ -136,6 +136,8 @@ func ingestEnv(t testing.TB, extra ...string) (env []string, home, ingest string
 		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_UI_PORT=%d", testenv.FreePort(t)),
 		"INTENTQ_INGEST_LISTEN=" + ingest, "INTENTQ_INGEST_TOKEN=tok", "INTENTQ_METRICS_LISTEN=127.0.0.1:0",
 		"INTENTQ_CLIS_CLAUDE_PROCESS_NAMES=" + testenv.StandInProcessNames,
+		// Stand-in panes' shell loops run in sh, not the user's login shell (tmux's default).
+		"SHELL=/bin/sh",
 	}
 	return append(env, extra...), home, ingest
 }

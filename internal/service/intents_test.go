@@ -1024,7 +1024,8 @@ func TestHooksWithoutWorker(t *testing.T) {
 	}
 	start := hook(hooks.EventSessionStart, `{"session_id":"nw","hook_event_name":"SessionStart","source":"startup"}`)
 	for i := 1; i <= 6; i++ {
-		if !strings.Contains(start, fmt.Sprintf(`full text %d\nsecond line`, i)) {
+		// Further lines of a message are indented (none can pass for another message's header).
+		if !strings.Contains(start, fmt.Sprintf(`full text %d\n  second line`, i)) {
 			t.Fatalf("session-start output lacks the full text of 77/%d: %s", i, start)
 		}
 	}

@@ -66,7 +66,8 @@ func FreePort(t testing.TB) int {
 // what is typed: `cat`, or a shell's read loop), as the value of clis.<kind>.process_names
 // (comma-separated, e.g. INTENTQ_CLIS_CLAUDE_PROCESS_NAMES). Nothing is typed into a pane whose
 // foreground program is not one of a CLI's process names; tests that play a pane whose agent
-// has exited run bash, which is not in the list.
+// has exited run bash, which is not in the list. Tests set SHELL=/bin/sh so that tmux runs a
+// stand-in's shell loop in sh rather than the user's login shell.
 const StandInProcessNames = "claude,cat,sh"
 
 // Config loads the default configuration with HOME and data_dir in a temporary directory, no
@@ -86,6 +87,9 @@ func Config(t testing.TB) *config.Config {
 	// Tests never type into the developer's own tmux sessions.
 	t.Setenv("TMUX_TMPDIR", t.TempDir())
 	t.Setenv("TMUX", "")
+	// Stand-in panes' shell loops run in sh (StandInProcessNames), not the login shell that
+	// tmux would use without SHELL.
+	t.Setenv("SHELL", "/bin/sh")
 	cfg, err := config.Load(nil)
 	if err != nil {
 		t.Fatal(err)
