@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -18,7 +21,7 @@ import (
 )
 
 func newHook() *cobra.Command {
-	var session string
+	var session, cli string
 	cmd := &cobra.Command{
 		Use:       "hook " + strings.Join(hooks.Events(), "|"),
 		Short:     "answer a Claude Code hook (JSON on stdin); always exits 0 and allows when anything fails",
@@ -41,7 +44,26 @@ func newHook() *cobra.Command {
 			if err := hooks.ClearError(cfg.DataDir); err != nil {
 				logger.Warn("hook", zap.Error(err))
 			}
-			s := hookSettings(cmd.Context(), cfg, session, logger)
+			stdin := cmd.InOrStdin()
+			var s hooks.Settings
+			switch cli {
+			case "", "claude":
+				s = hookSettings(cmd.Context(), cfg, session, logger)
+			case "codex":
+				// The agent from the hook's thread (Codex's shared daemon runs hooks with another
+				// TUI's environment); the input is read here for its thread id, and again by Run.
+				data, err := io.ReadAll(io.LimitReader(stdin, hooks.MaxInput+1))
+				if err != nil {
+					logger.Warn("hook: input unreadable; allowing", zap.Error(err))
+					return nil
+				}
+				stdin = bytes.NewReader(data)
+				s = codexHookSettings(cmd.Context(), cfg, session, data, logger)
+			default:
+				logger.Warn("hook: unknown --cli; allowing", zap.String("cli", cli))
+				_, _ = hooks.ReadInput(stdin)
+				return nil
+			}
 			dial := func(ctx context.Context) (hooks.Backend, func(), error) {
 				c, err := tclient.Dial(ctx, cfg, zap.NewNop())
 				if err != nil {
@@ -49,10 +71,11 @@ func newHook() *cobra.Command {
 				}
 				return hooks.Temporal{Client: c, Config: cfg}, func() { c.Close() }, nil
 			}
-			return hooks.Run(cmd.Context(), a[0], cmd.InOrStdin(), cmd.OutOrStdout(), s, dial, cfg.Hooks.Timeout)
+			return hooks.Run(cmd.Context(), a[0], stdin, cmd.OutOrStdout(), s, dial, cfg.Hooks.Timeout)
 		},
 	}
 	cmd.Flags().StringVar(&session, "session", "", "the intentq session this agent serves (default: the agent's own, else the default session)")
+	cmd.Flags().StringVar(&cli, "cli", "claude", "the agent CLI that runs the hook: claude, or codex (its agent is found from its thread: session_id)")
 	cmd.AddCommand(newHookPolicy())
 	return cmd
 }
@@ -60,14 +83,47 @@ func newHook() *cobra.Command {
 // hookSettings resolves the hook's agent (INTENTQ_AGENT_ID, else tmux @agent_id of $TMUX_PANE)
 // and session (--session, else the agent's session, else the default one).
 func hookSettings(ctx context.Context, cfg *config.Config, session string, logger *zap.Logger) hooks.Settings {
+	return settingsFor(cfg, session, envAgent(ctx), true, logger)
+}
+
+// envAgent is the agent the environment names: INTENTQ_AGENT_ID, else the tmux pane's @agent_id.
+func envAgent(ctx context.Context) string {
 	agent := os.Getenv("INTENTQ_AGENT_ID")
 	if agent == "" {
 		agent = tmuxAgentID(ctx)
 	}
+	return agent
+}
+
+// codexHookSettings resolves a Codex hook's agent from its thread (hooks.ThreadAgent): the
+// agent the thread is bound to, else the environment's where the hook runs in its own TUI's
+// process. Its session is --session, else the agent's; never the default session: every Codex
+// the person runs reads the same hooks.json.
+func codexHookSettings(ctx context.Context, cfg *config.Config, session string, input []byte, logger *zap.Logger) hooks.Settings {
+	var in hooks.Input
+	_ = json.Unmarshal(input, &in)
+	shared := hooks.SharedDaemon()
+	env := ""
+	if !shared {
+		env = envAgent(ctx)
+	}
+	agent, err := hooks.ThreadAgent(cfg.DataDir, in.SessionID, env, shared)
+	if err != nil {
+		logger.Warn("hook: the Codex thread's agent", zap.String("thread", in.SessionID), zap.Error(err))
+	}
+	if agent == "" && session == "" {
+		logger.Debug("hook: no agent for this Codex thread; nothing to do", zap.String("thread", in.SessionID), zap.Bool("shared_daemon", shared))
+	}
+	return settingsFor(cfg, session, agent, false, logger)
+}
+
+// settingsFor is the hooks' settings for agent; the session is --session, else the agent's,
+// else (with orDefault) the default one.
+func settingsFor(cfg *config.Config, session, agent string, orDefault bool, logger *zap.Logger) hooks.Settings {
 	if session == "" {
 		if _, ok := cfg.Sessions[agent]; ok && agent != "" {
 			session = agent
-		} else if def, err := cfg.SessionFor(""); err == nil {
+		} else if def, err := cfg.SessionFor(""); err == nil && orDefault {
 			session = def
 		}
 	}

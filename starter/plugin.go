@@ -79,7 +79,8 @@ func newRunAgent() *cobra.Command {
 		Long: "run-agent replaces run-claude.sh: with claude.patch_plugin set it patches and verifies the\n" +
 			"Telegram plugin first and does not start the agent when that fails. It then starts the CLI\n" +
 			"(clis.<kind>.command and model; for Claude Code --settings claude.settings, where the hooks\n" +
-			"are, and --channels plugin:telegram@<marketplace> when the plugin is the door) in a detached\n" +
+			"are, and --channels plugin:telegram@<marketplace> when the plugin is the door; for Codex\n" +
+			"--no-daemon, so that its hooks and MCP server run with this pane's environment) in a detached\n" +
 			"tmux session named after the session's tmux_target, unless that session already runs. The\n" +
 			"agent's id (the session's name) is INTENTQ_AGENT_ID in its environment and the tmux option\n" +
 			"@agent_id of its pane, so the Stop hook knows whose inbox to read.",
@@ -100,8 +101,11 @@ func newRunAgent() *cobra.Command {
 			if !ok || s.Mode != config.ModeTmux || s.Human {
 				return fmt.Errorf("session %q is not a tmux agent session in the config", name)
 			}
+			cli := cfg.CLIs[s.CLI]
 			opts := agentcli.LaunchOptions{Settings: cfg.Claude.Settings}
-			if cfg.Claude.PatchPlugin {
+			// The Telegram plugin is Claude Code's: a Codex session (launched with --no-daemon, so
+			// that its hooks and MCP server run with this pane's environment) does without it.
+			if cfg.Claude.PatchPlugin && cli.ChannelsFlag != "" {
 				out, err := ensurePlugin(cmd.Context(), cfg)
 				if err != nil {
 					return fmt.Errorf("%w; the agent was not started", err)
@@ -113,7 +117,6 @@ func newRunAgent() *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "tmux session %s already runs; not started again\n", tmuxSession)
 				return nil
 			}
-			cli := cfg.CLIs[s.CLI]
 			argv := append([]string{"new-session", "-d", "-s", tmuxSession, "-e", "INTENTQ_AGENT_ID=" + name, "--"}, cli.LaunchWith(opts)...)
 			if out, err := exec.CommandContext(cmd.Context(), "tmux", argv...).CombinedOutput(); err != nil {
 				return fmt.Errorf("start %s in tmux session %s: %w: %s", cli.Command, tmuxSession, err, strings.TrimSpace(string(out)))

@@ -25,10 +25,10 @@ import (
 
 func newSetup() *cobra.Command {
 	var service, remove, dryRun bool
-	var workerPath string
+	var workerPath, cli, codexDir string
 	cmd := &cobra.Command{
-		Use:   "setup [--service [--remove]] [--dry-run]",
-		Short: "install intentq's hooks into the secretary's Claude Code settings; --service also runs the worker as a user service with a watchdog",
+		Use:   "setup [--cli claude|codex] [--service [--remove]] [--dry-run]",
+		Short: "install intentq's hooks into the secretary's Claude Code settings (or Codex's, --cli codex); --service also runs the worker as a user service with a watchdog",
 		Long: "setup writes intentq's hooks (session-start, user-prompt-submit, pre-tool-use, post-tool-use, stop,\nnotification) into claude.settings, merging\n" +
 			"with what is there (a backup first; running it again changes nothing), allows intentq's MCP tools\n" +
 			"that act only for the calling session (not inbox_send) there, registers `starter mcp` as the MCP server \"intentq\" in ~/.claude.json, and prints how\n" +
@@ -36,7 +36,10 @@ func newSetup() *cobra.Command {
 			"--service also installs the worker as a user service that the system keeps running (a systemd\n" +
 			"user unit on Linux, a launchd agent on macOS) and a watchdog timer that runs\n" +
 			"`starter doctor --notify` every 5 minutes, so a dead worker still tells the phone. Secrets stay\n" +
-			"in their files. --service --remove undoes it. --dry-run prints what would change.",
+			"in their files. --service --remove undoes it. --dry-run prints what would change.\n\n" +
+			"--cli codex installs the same hooks into Codex's hooks.json ($CODEX_HOME, else ~/.codex; or\n" +
+			"--codex-home), registers the MCP server in its config.toml, and records there the hooks' trust as\n" +
+			"Codex's own review does, so that Codex does not ask for it at its next start.",
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if remove && !service {
@@ -51,6 +54,20 @@ func newSetup() *cobra.Command {
 				return err
 			}
 			out := cmd.OutOrStdout()
+			switch cli {
+			case "claude":
+			case "codex":
+				if service {
+					return usage(cmd, errors.New("--service goes without --cli codex (run setup --service once)"))
+				}
+				home, err := codexHome(codexDir)
+				if err != nil {
+					return err
+				}
+				return setupCodex(out, home, starter, dryRun)
+			default:
+				return usage(cmd, fmt.Errorf("--cli %s: setup knows claude and codex", cli))
+			}
 			if !remove {
 				if err := setupHooks(out, cfg.Claude.Settings, starter, dryRun); err != nil {
 					return err
@@ -96,6 +113,8 @@ func newSetup() *cobra.Command {
 	cmd.Flags().BoolVar(&remove, "remove", false, "with --service: stop and remove the user service and its timer")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would change and change nothing")
 	cmd.Flags().StringVar(&workerPath, "worker", "", "the worker binary for the service (default: worker next to starter)")
+	cmd.Flags().StringVar(&cli, "cli", "claude", "the agent CLI to install the hooks and the MCP server into: claude or codex")
+	cmd.Flags().StringVar(&codexDir, "codex-home", "", "with --cli codex: Codex's folder (default $CODEX_HOME, else ~/.codex)")
 	return cmd
 }
 

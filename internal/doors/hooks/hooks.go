@@ -411,9 +411,14 @@ func PreToolUse(ctx context.Context, b Backend, s Settings, in Input) (Answer, e
 }
 
 // Notification reports what Claude Code tells the person: a permission prompt (the agent waits
-// for them; nothing may be typed), or that it has been idle.
+// for them; nothing may be typed), or that it has been idle. Codex's PermissionRequest (its
+// approval prompt opens) is a permission prompt too; it prints nothing, so Codex asks the person.
 func Notification(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) {
-	return Answer{}, report(ctx, b, s, workflows.AgentEvent{Event: workflows.EventNotification, Detail: in.NotificationType})
+	detail := in.NotificationType
+	if detail == "" && in.HookEventName == "PermissionRequest" {
+		detail = "permission_prompt"
+	}
+	return Answer{}, report(ctx, b, s, workflows.AgentEvent{Event: workflows.EventNotification, Detail: detail})
 }
 
 // Stop hands the agent the messages waiting for it by blocking the stop (the turn goes on with

@@ -1,0 +1,469 @@
+package main
+
+// setup --cli codex (issue 25): intentq's hooks into Codex's hooks.json, its MCP server and the
+// hooks' trust into Codex's config.toml, merged with what is there, idempotent.
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/intentq/intentq/internal/base/private"
+	intentqhooks "github.com/intentq/intentq/internal/doors/hooks"
+)
+
+// codexHome is Codex's folder: dir, else $CODEX_HOME, else ~/.codex; with its links resolved,
+// as Codex names the files in it (a hook's trust is keyed by the path of its hooks.json).
+func codexHome(dir string) (string, error) {
+	if dir == "" {
+		dir = os.Getenv("CODEX_HOME")
+	}
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("home directory: %w", err)
+		}
+		dir = filepath.Join(home, ".codex")
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if resolved, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = resolved
+	}
+	return dir, nil
+}
+
+// setupCodex installs intentq's hooks into home/hooks.json (every other hook stays; an event that
+// already runs `starter hook <arg>` is left alone, only given --cli codex if it lacks it), and
+// registers `starter mcp` as the MCP server "intentq" and records the trust of intentq's hooks
+// in home/config.toml, as Codex's own review would (hooks.state.<key>.trusted_hash): Codex then
+// runs them without asking at its next start.
+func setupCodex(out io.Writer, home, starter string, dryRun bool) error {
+	hooksPath := filepath.Join(home, "hooks.json")
+	var hooksDoc map[string]any
+	err := updateJSONFile(out, hooksPath, "Codex hooks", dryRun, func(doc map[string]any) (bool, error) {
+		hooksDoc = doc
+		return mergeCodexHooks(doc, starter)
+	})
+	if err != nil {
+		return err
+	}
+	trusts, untrusted := codexTrusts(hooksPath, hooksDoc)
+	if err := updateCodexConfig(out, filepath.Join(home, "config.toml"), starter, trusts, dryRun); err != nil {
+		return err
+	}
+	for _, u := range untrusted {
+		fmt.Fprintf(out, "the hook %q has settings setup does not know how Codex hashes: Codex asks you to review it at its next start\n", u)
+	}
+	if dryRun {
+		return nil
+	}
+	fmt.Fprint(out, "Codex runs intentq's hooks without asking: their trust is recorded in config.toml as its own review\n"+
+		"records it (a hook changed by hand since is shown for review at Codex's next start: trust it, or\n"+
+		"run setup --cli codex again). Start Codex with --no-daemon (starter run-agent does): a shared Codex\n"+
+		"daemon runs every TUI's hooks and MCP servers with the first TUI's environment.\n")
+	return nil
+}
+
+// mergeCodexHooks adds intentq's hooks to a hooks.json document.
+func mergeCodexHooks(doc map[string]any, starter string) (bool, error) {
+	hooks, err := objectAt(doc, "hooks")
+	if err != nil {
+		return false, err
+	}
+	changed := false
+	for _, h := range intentqhooks.CodexEvents {
+		groups, _ := hooks[h.Name].([]any)
+		if group := intentqhooks.Group(groups, h.Arg); group != nil {
+			// A hook installed by hand, or for Claude Code: it finds its agent by its thread only
+			// with --cli codex.
+			list, _ := group["hooks"].([]any)
+			for _, e := range list {
+				entry, _ := e.(map[string]any)
+				cmd, _ := entry["command"].(string)
+				if isIntentqHook(cmd) && !strings.Contains(cmd, intentqhooks.CodexFlag) {
+					entry["command"] = cmd + " " + intentqhooks.CodexFlag
+					changed = true
+				}
+			}
+			continue
+		}
+		entry := map[string]any{"type": "command", "command": codexHookLine(starter, h.Arg), "timeout": 10}
+		hooks[h.Name] = append(groups, map[string]any{"hooks": []any{entry}})
+		changed = true
+	}
+	doc["hooks"] = hooks
+	return changed, nil
+}
+
+// isIntentqHook: a command that runs `... hook <event>` of intentq's starter.
+func isIntentqHook(cmd string) bool {
+	fields := strings.Fields(cmd)
+	for i := 0; i+1 < len(fields); i++ {
+		if fields[i] == "hook" && slices.Contains(intentqhooks.Events(), fields[i+1]) {
+			return true
+		}
+	}
+	return false
+}
+
+// codexTrust is one hook's trust as Codex records it.
+type codexTrust struct{ Key, Hash string }
+
+// codexTrusts are the trusts of intentq's hooks in a hooks.json document at path; untrusted names
+// those whose hash setup cannot compute (settings it does not know).
+func codexTrusts(path string, doc map[string]any) (trusts []codexTrust, untrusted []string) {
+	hooks, _ := doc["hooks"].(map[string]any)
+	events := make([]string, 0, len(hooks))
+	for name := range hooks {
+		events = append(events, name)
+	}
+	slices.Sort(events)
+	for _, event := range events {
+		groups, _ := hooks[event].([]any)
+		for gi, g := range groups {
+			group, _ := g.(map[string]any)
+			list, _ := group["hooks"].([]any)
+			for hi, e := range list {
+				entry, _ := e.(map[string]any)
+				cmd, _ := entry["command"].(string)
+				if !isIntentqHook(cmd) {
+					continue // not ours to trust
+				}
+				hash, ok := codexHookHash(event, group, entry)
+				if !ok {
+					untrusted = append(untrusted, cmd)
+					continue
+				}
+				trusts = append(trusts, codexTrust{Key: fmt.Sprintf("%s:%s:%d:%d", path, snakeCase(event), gi, hi), Hash: hash})
+			}
+		}
+	}
+	return trusts, untrusted
+}
+
+// codexHookHash is the trusted_hash Codex (0.169.0; codex-rs hooks discovery, command_hook_hash
+// and config fingerprint version_for_toml) computes for one command hook: SHA-256 of the compact
+// JSON, keys sorted, of {event_name: the event's snake-case label, matcher (not for
+// UserPromptSubmit and Stop; left out when unset), hooks: [the handler normalized: type, command,
+// timeout (default 600, at least 1), async (default false), statusMessage when set]}. Checked
+// against the hashes the real 0.169.0 wrote when the person trusted the hooks. ok is false for a
+// handler with settings this does not know.
+func codexHookHash(event string, group, entry map[string]any) (string, bool) {
+	for k := range entry {
+		if !slices.Contains([]string{"type", "command", "timeout", "async", "statusMessage"}, k) {
+			return "", false
+		}
+	}
+	for k := range group {
+		if k != "hooks" && k != "matcher" {
+			return "", false
+		}
+	}
+	if entry["type"] != "command" {
+		return "", false
+	}
+	timeout := int64(600)
+	switch v := entry["timeout"].(type) {
+	case nil:
+	case float64: // as read from JSON
+		if v != float64(int64(v)) {
+			return "", false
+		}
+		timeout = max(int64(v), 1)
+	case int:
+		timeout = max(int64(v), 1)
+	default:
+		return "", false
+	}
+	async, _ := entry["async"].(bool)
+	handler := map[string]any{"type": "command", "command": entry["command"], "timeout": timeout, "async": async}
+	if m, ok := entry["statusMessage"].(string); ok {
+		handler["statusMessage"] = m
+	}
+	identity := map[string]any{"event_name": snakeCase(event), "hooks": []any{handler}}
+	if m, ok := group["matcher"].(string); ok && event != "UserPromptSubmit" && event != "Stop" {
+		identity["matcher"] = m
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // serde_json escapes only what JSON must
+	if err := enc.Encode(identity); err != nil {
+		return "", false
+	}
+	sum := sha256.Sum256(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+	return "sha256:" + hex.EncodeToString(sum[:]), true
+}
+
+// snakeCase is Codex's label of a hook event: PreToolUse -> pre_tool_use.
+func snakeCase(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// updateCodexConfig sets, in Codex's config.toml, mcp_servers.intentq (command: starter, args:
+// ["mcp"]; its other keys stay) and each trust's hooks.state.<key>.trusted_hash, editing the text
+// so that everything else, comments too, stays as it is. The result is checked by parsing it: it
+// must hold the new values and otherwise what the file held, or nothing is written.
+func updateCodexConfig(out io.Writer, path, starter string, trusts []codexTrust, dryRun bool) error {
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	var doc map[string]any
+	if err := toml.Unmarshal(old, &doc); err != nil {
+		return fmt.Errorf("%s is not TOML (%v): fix it first; nothing was changed", path, err)
+	}
+	if doc == nil {
+		doc = map[string]any{}
+	}
+	type setting struct {
+		table []string // the table's key path
+		key   string
+		value any    // as parsed
+		toml  string // as written
+	}
+	var settings []setting
+	mcpArgs := []any{"mcp"}
+	settings = append(settings,
+		setting{[]string{"mcp_servers", "intentq"}, "command", starter, tomlString(starter)},
+		setting{[]string{"mcp_servers", "intentq"}, "args", mcpArgs, `["mcp"]`})
+	for _, tr := range trusts {
+		settings = append(settings, setting{[]string{"hooks", "state", tr.Key}, "trusted_hash", tr.Hash, tomlString(tr.Hash)})
+	}
+	text := string(old)
+	want := deepCopy(doc).(map[string]any)
+	changed := false
+	for _, s := range settings {
+		if cur, ok := lookup(doc, append(append([]string{}, s.table...), s.key)); ok && sameValue(cur, s.value) {
+			continue
+		}
+		text, err = setTOMLKey(text, s.table, s.key, s.toml)
+		if err != nil {
+			return fmt.Errorf("%s: %w; nothing was changed", path, err)
+		}
+		setPath(want, s.table, s.key, s.value)
+		changed = true
+	}
+	if !changed {
+		fmt.Fprintf(out, "the intentq MCP server and the hooks' trust already in %s\n", path)
+		return nil
+	}
+	var got map[string]any
+	if err := toml.Unmarshal([]byte(text), &got); err != nil || !sameValue(got, want) {
+		return fmt.Errorf("%s: setup could not merge its settings into this file (%v): add them by hand:\n%s; nothing was changed", path, err, codexConfigLines(starter, trusts))
+	}
+	if dryRun {
+		fmt.Fprintf(out, "would change %s:\n%s", path, lineDiff(string(old), text))
+		return nil
+	}
+	if len(old) > 0 {
+		backup := fmt.Sprintf("%s.bak-%s", path, time.Now().UTC().Format("20060102T150405Z"))
+		if err := os.WriteFile(backup, old, 0o600); err != nil {
+			return fmt.Errorf("back up %s: %w", path, err)
+		}
+		fmt.Fprintf(out, "backed up %s to %s\n", path, backup)
+	}
+	if err := private.WriteFile(path, []byte(text)); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "the intentq MCP server and the hooks' trust written to %s\n", path)
+	return nil
+}
+
+// codexConfigLines are the settings as lines of TOML, for the person to add by hand.
+func codexConfigLines(starter string, trusts []codexTrust) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[mcp_servers.intentq]\ncommand = %s\nargs = [\"mcp\"]\n", tomlString(starter))
+	for _, tr := range trusts {
+		fmt.Fprintf(&b, "[hooks.state.%s]\ntrusted_hash = %s\n", tomlString(tr.Key), tomlString(tr.Hash))
+	}
+	return b.String()
+}
+
+// setTOMLKey sets key = value in the table at path: on the key's line where the table's header
+// has it, else right after the header, else in a new table at the end of the file.
+func setTOMLKey(text string, path []string, key, value string) (string, error) {
+	header := tomlHeader(path)
+	lines := strings.SplitAfter(text, "\n")
+	start := -1
+	for i, l := range lines {
+		if sameHeader(strings.TrimSpace(l), path) {
+			start = i
+			break
+		}
+	}
+	line := key + " = " + value + "\n"
+	if start < 0 {
+		if text != "" && !strings.HasSuffix(text, "\n") {
+			text += "\n"
+		}
+		if text != "" {
+			text += "\n"
+		}
+		return text + header + "\n" + line, nil
+	}
+	for i := start + 1; i < len(lines); i++ {
+		t := strings.TrimSpace(lines[i])
+		if strings.HasPrefix(t, "[") {
+			break
+		}
+		if k, _, ok := strings.Cut(t, "="); ok && strings.TrimSpace(k) == key {
+			lines[i] = line
+			return strings.Join(lines, ""), nil
+		}
+	}
+	if !strings.HasSuffix(lines[start], "\n") {
+		lines[start] += "\n"
+	}
+	lines = slices.Insert(lines, start+1, line)
+	return strings.Join(lines, ""), nil
+}
+
+// tomlHeader is a table's header: [a.b."c:d"].
+func tomlHeader(path []string) string {
+	parts := make([]string, len(path))
+	for i, p := range path {
+		parts[i] = tomlKey(p)
+	}
+	return "[" + strings.Join(parts, ".") + "]"
+}
+
+// sameHeader: a line that is the header of the table at path, however its keys are quoted.
+func sameHeader(line string, path []string) bool {
+	if !strings.HasPrefix(line, "[") || strings.HasPrefix(line, "[[") {
+		return false
+	}
+	var doc map[string]any
+	if err := toml.Unmarshal([]byte(line+"\n"), &doc); err != nil {
+		return false
+	}
+	var cur any = doc
+	for _, p := range path {
+		m, ok := cur.(map[string]any)
+		if !ok || len(m) != 1 {
+			return false
+		}
+		if cur, ok = m[p]; !ok {
+			return false
+		}
+	}
+	m, ok := cur.(map[string]any)
+	return ok && len(m) == 0
+}
+
+// tomlKey is a bare key when it may be one, else a quoted one.
+func tomlKey(k string) string {
+	for _, r := range k {
+		if !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return tomlString(k)
+		}
+	}
+	if k == "" {
+		return `""`
+	}
+	return k
+}
+
+// tomlString is a TOML basic string.
+func tomlString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// lookup is the value at path in a parsed document.
+func lookup(doc map[string]any, path []string) (any, bool) {
+	var cur any = doc
+	for _, p := range path {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[p]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// setPath sets table.key in a parsed document, making the tables on the way.
+func setPath(doc map[string]any, table []string, key string, value any) {
+	cur := doc
+	for _, p := range table {
+		next, ok := cur[p].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			cur[p] = next
+		}
+		cur = next
+	}
+	cur[key] = value
+}
+
+// deepCopy copies a parsed document.
+func deepCopy(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(v))
+		for k, x := range v {
+			m[k] = deepCopy(x)
+		}
+		return m
+	case []any:
+		s := make([]any, len(v))
+		for i, x := range v {
+			s[i] = deepCopy(x)
+		}
+		return s
+	}
+	return v
+}
+
+// sameValue compares parsed values (through JSON: numbers and dates as they print).
+func sameValue(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(x, y)
+}
+
+// codexHookLine is intentq's hook command for an event in Codex's hooks.json.
+func codexHookLine(starter, arg string) string {
+	return shellQuote(starter) + " hook " + arg + " " + intentqhooks.CodexFlag
+}
