@@ -44,6 +44,8 @@ func TestWorkerProcess(t *testing.T) {
 		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_PORT=%d", testenv.FreePort(t)),
 		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_UI_PORT=%d", testenv.FreePort(t)),
 		fmt.Sprintf("INTENTQ_INGEST_LISTEN=127.0.0.1:%d", testenv.FreePort(t)),
+		// The stand-in agent (cat) counts as Claude Code's process.
+		"INTENTQ_CLIS_CLAUDE_PROCESS_NAMES=" + testenv.StandInProcessNames,
 	}
 	testenv.Agent(t, env, "secretary:0", filepath.Join(home, ".claude", "secretary", "settings.json"))
 	worker, lines := startWorker(t, bin, env)
