@@ -251,7 +251,8 @@ func (c *Config) applyMapDefaults() {
 		if user.InputPlaceholders == nil {
 			user.InputPlaceholders = def.InputPlaceholders
 		}
-		if user.ProcessNames == nil && user.Command == def.Command {
+		// The built-in process names hold for the built-in program, also named by its path.
+		if fields := strings.Fields(user.Command); user.ProcessNames == nil && len(fields) > 0 && filepath.Base(fields[0]) == def.Command {
 			user.ProcessNames = def.ProcessNames
 		}
 		c.CLIs[kind] = user
