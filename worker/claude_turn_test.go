@@ -103,22 +103,48 @@ func typedPrompt(r fakeanthropic.Request, header string) bool {
 // longTurn plays a model that answers "start the long job" with a turn of `calls` Bash calls,
 // each sleeping a second, and everything else with a short text.
 func longTurn(calls int32) (fakeanthropic.Script, *atomic.Int32) {
+	return longTurnOf(calls, "sleep 1")
+}
+
+// longTurnOf is longTurn with each Bash call running command.
+func longTurnOf(calls int32, command string) (fakeanthropic.Script, *atomic.Int32) {
 	var n atomic.Int32
 	return func(r fakeanthropic.Request) fakeanthropic.Turn {
 		added := r.SinceAssistant()
 		switch {
 		case strings.Contains(added, "start the long job") && !strings.Contains(added, "tool_result"):
 			n.Add(1)
-			return fakeanthropic.Turn{ToolName: "Bash", ToolInput: map[string]any{"command": "sleep 1", "description": "Wait a second"}}
+			return fakeanthropic.Turn{ToolName: "Bash", ToolInput: map[string]any{"command": command, "description": "Wait a moment"}}
 		case strings.Contains(added, "tool_result") && n.Load() > 0 && n.Load() < calls:
 			n.Add(1)
-			return fakeanthropic.Turn{ToolName: "Bash", ToolInput: map[string]any{"command": "sleep 1", "description": "Wait a second"}}
+			return fakeanthropic.Turn{ToolName: "Bash", ToolInput: map[string]any{"command": command, "description": "Wait a moment"}}
 		}
 		return fakeanthropic.Turn{Text: "Noted."}
 	}, &n
 }
 
 var msgIDRE = regexp.MustCompile(`msg_id=(\d+) chat=42`)
+
+// startLongJob starts a worker (Telegram door on bot) and the real Claude Code against api,
+// asks for the long job and waits until its second tool call.
+func startLongJob(t testing.TB, bin string, bot *fakebot.Server, token string, api *fakeanthropic.Server, calls *atomic.Int32) (env []string, w *exec.Cmd, lines <-chan map[string]any, capture func() string) {
+	t.Helper()
+	env, home := claudeEnv(t, bot, token, "INTENTQ_REMINDERS_FIRST_AFTER=10m", "INTENTQ_DELIVERY_BUSY_WAIT=1s")
+	w, lines = startWorker(t, bin, env)
+	waitFor(t, lines, "ready", 60*time.Second)
+	starterRun(t, env, 0, "setup")
+	allowTools(t, home, "Bash")
+	capture = claudeAgent(t, env, home, api)
+	waitPane(t, capture, "Claude Code's input line", 60*time.Second, func(p string) bool { return strings.Contains(p, "❯") })
+	tmuxKeys(t, env, "-l", "start the long job")
+	tmuxKeys(t, env, "Enter")
+	for deadline := time.Now().Add(60 * time.Second); calls.Load() < 2; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the turn did not start; pane:\n%s", capture())
+		}
+	}
+	return env, w, lines, capture
+}
 
 // workingAgentScenario sends n Telegram messages while the real Claude Code runs a long
 // multi-tool turn, waits until every one reached the model, and checks that each did so exactly
@@ -130,23 +156,7 @@ func workingAgentScenario(t testing.TB, n int) []time.Duration {
 	script, calls := longTurn(int32(n) + 15)
 	api := fakeanthropic.New(script)
 	t.Cleanup(api.Close)
-	env, home := claudeEnv(t, bot, "321:turn", "INTENTQ_REMINDERS_FIRST_AFTER=10m", "INTENTQ_DELIVERY_BUSY_WAIT=1s")
-	_, lines := startWorker(t, bin, env)
-	waitFor(t, lines, "ready", 60*time.Second)
-	starterRun(t, env, 0, "setup")
-	allowTools(t, home, "Bash")
-	capture := claudeAgent(t, env, home, api)
-	waitPane(t, capture, "Claude Code's input line", 60*time.Second, func(p string) bool { return strings.Contains(p, "❯") })
-
-	tmuxKeys(t, env, "-l", "start the long job")
-	tmuxKeys(t, env, "Enter")
-	deadline := time.Now().Add(60 * time.Second)
-	for calls.Load() < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the turn did not start; pane:\n%s", capture())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	env, _, _, capture := startLongJob(t, bin, bot, "321:turn", api, calls)
 	sentAt := map[string]time.Time{}
 	var mu sync.Mutex
 	for i := 1; i <= n; i++ {
@@ -157,7 +167,7 @@ func workingAgentScenario(t testing.TB, n int) []time.Duration {
 		time.Sleep(300 * time.Millisecond)
 	}
 	firstSeen := map[string]time.Time{}
-	deadline = time.Now().Add(120 * time.Second)
+	deadline := time.Now().Add(120 * time.Second)
 	for len(firstSeen) < n {
 		for _, r := range api.Requests() {
 			for _, m := range msgIDRE.FindAllStringSubmatch(r.SinceAssistant(), -1) {
@@ -437,5 +447,102 @@ func BenchmarkN10ClaudeDeliveryLatency(b *testing.B) {
 		b.ReportMetric(float64(busy[len(busy)-1].Milliseconds()), "busy-max-ms")
 		b.ReportMetric(float64(idle[len(idle)/2].Milliseconds()), "idle-p50-ms")
 		b.ReportMetric(float64(idle[len(idle)-1].Milliseconds()), "idle-max-ms")
+	}
+}
+
+// Issue 24: the real Claude Code in one turn of about 3 minutes of tool calls while 20 Telegram
+// messages arrive, and the worker is killed (SIGKILL) in the middle and started again: each
+// message is in the model's final request exactly once, none was typed while it worked, and
+// the session counted each once.
+func TestClaudeCodeLongTurnWithWorkerRestartEachMessageOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the worker and Claude Code")
+	}
+	const n = 20
+	bin := binaries(t)
+	bot := fakebot.New("321:long")
+	t.Cleanup(bot.Close)
+	inner, calls := longTurnOf(60, "sleep 2")
+	var endedAt atomic.Int64 // when the model ended the long turn
+	script := func(r fakeanthropic.Request) fakeanthropic.Turn {
+		turn := inner(r)
+		if turn.ToolName == "" && calls.Load() >= 60 && endedAt.Load() == 0 {
+			endedAt.Store(time.Now().UnixNano())
+		}
+		return turn
+	}
+	api := fakeanthropic.New(script)
+	t.Cleanup(api.Close)
+	env, w, lines, capture := startLongJob(t, bin, bot, "321:long", api, calls)
+	for i := 1; i <= n; i++ {
+		bot.AddMessage(42, 42, 200+i, fmt.Sprintf("long-turn message %d", i))
+		time.Sleep(4 * time.Second)
+		if i == n/2 {
+			// The worker dies mid-turn (hooks then find no worker; commits wait in the server)
+			// and comes back a few seconds later.
+			_ = w.Process.Kill()
+			_ = w.Wait()
+			time.Sleep(5 * time.Second)
+			w, lines = startWorker(t, bin, env)
+			waitFor(t, lines, "ready", 90*time.Second)
+		}
+	}
+	// The turn ends (60 calls); then every message must have reached the model.
+	seen := func() map[string]int {
+		var longest fakeanthropic.Request
+		for _, r := range api.Requests() {
+			if len(r.Messages) >= len(longest.Messages) {
+				longest = r
+			}
+		}
+		counts := map[string]int{}
+		for _, m := range longest.Messages {
+			for _, id := range msgIDRE.FindAllStringSubmatch(m.Text(), -1) {
+				counts[id[1]]++
+			}
+		}
+		return counts
+	}
+	deadline := time.Now().Add(4 * time.Minute)
+	for {
+		counts := seen()
+		all := true
+		for i := 1; i <= n; i++ {
+			if counts[fmt.Sprint(200+i)] == 0 {
+				all = false
+			}
+		}
+		if all {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not every message reached the model: %v; pane:\n%s", counts, capture())
+		}
+		time.Sleep(time.Second)
+	}
+	// Let any second delivery happen before judging.
+	time.Sleep(10 * time.Second)
+	counts := seen()
+	for i := 1; i <= n; i++ {
+		if c := counts[fmt.Sprint(200+i)]; c != 1 {
+			t.Errorf("message %d appears %d times in the model's final request", 200+i, c)
+		}
+	}
+	for _, r := range api.Requests() {
+		if typedPrompt(r, "【新着メッセージ】") && (endedAt.Load() == 0 || r.At.UnixNano() < endedAt.Load()) {
+			t.Errorf("a message was typed while the agent worked: %.200q", r.SinceAssistant())
+		}
+	}
+	var view struct {
+		Delivered int `json:"delivered"`
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		if err := json.Unmarshal([]byte(starterRun(t, env, 0, "session", "show", "secretary", "--json")), &view); err == nil && view.Delivered == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("the session counted %d deliveries, want %d", view.Delivered, n)
+			break
+		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/intentq/intentq/internal/testkit/testenv"
 )
 
 // Issue 10: 200 intents pending (recorded by the ingest door: the plugin handed the messages to
@@ -25,7 +27,9 @@ func TestN3RestartsWith200PendingTypeEachOnce(t *testing.T) {
 		"INTENTQ_REMINDERS_FIRST_AFTER=10s", "INTENTQ_REMINDERS_REPEAT_EVERY=1h",
 		"INTENTQ_SESSIONS_SECRETARY_TMUX_TARGET=secretary:0", "INTENTQ_SESSIONS_SECRETARY_CLI=kimi",
 		"INTENTQ_SESSIONS_SECRETARY_DEFAULT=true", "INTENTQ_SESSIONS_SECRETARY_ESCALATION_INTERRUPT=false",
-		"INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET=false")
+		"INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET=false",
+		// The line reader stands in for Kimi's process.
+		"INTENTQ_CLIS_KIMI_PROCESS_NAMES="+testenv.StandInProcessNames)
 	// A plain line reader with the terminal's echo on, as a shell's `read` loop is.
 	out := filepath.Join(home, "pane.txt")
 	tmuxSession(t, env, "secretary", "trap '' INT; while IFS= read -r l; do printf '%s\\n' \"$l\" >> "+out+"; done")
