@@ -251,6 +251,8 @@ func (c *Config) applyMapDefaults() {
 		if user.InputPlaceholders == nil {
 			user.InputPlaceholders = def.InputPlaceholders
 		}
+		// A fact of the built-in program (how it gives a Stop reason to the model).
+		user.StopReasonTwice = user.StopReasonTwice || def.StopReasonTwice
 		// The built-in process names hold for the built-in program, also named by its path.
 		if fields := strings.Fields(user.Command); user.ProcessNames == nil && len(fields) > 0 && filepath.Base(fields[0]) == def.Command {
 			user.ProcessNames = def.ProcessNames

@@ -140,6 +140,7 @@ func settingsFor(cfg *config.Config, session, agent string, orDefault bool, logg
 		Coordinator:        h.Coordinator,
 		CompletionPatterns: append(append([]string{}, hooks.DefaultCompletionPatterns...), h.CompletionPatterns...),
 		ErrorPatterns:      append(append([]string{}, hooks.DefaultErrorPatterns...), h.ErrorPatterns...),
+		StopTyped:          cfg.CLIs[cfg.Sessions[session].CLI].StopReasonTwice,
 		Logger:             logger,
 	}
 }

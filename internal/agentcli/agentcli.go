@@ -50,6 +50,11 @@ type CLI struct {
 	// foreground program is not one of them: when the CLI has exited the pane shows a shell, and
 	// a message typed there would run as a command. Empty: the base name of Command.
 	ProcessNames []string `mapstructure:"process_names"`
+	// StopReasonTwice: the CLI puts a Stop hook's block reason into the model's next request
+	// twice (Claude Code 2.1.330: a user message and a system message), so its stop hook hands
+	// no message over (it would reach the model twice); the session types what waits once the
+	// agent has stopped. Codex 0.169.0 gives the reason once.
+	StopReasonTwice bool `mapstructure:"stop_reason_twice"`
 }
 
 // Processes is ProcessNames, or the base name of Command when none are set.
@@ -135,7 +140,8 @@ func Builtin() map[string]CLI {
 			InputPrompt:    "❯",
 			InterruptKeys:  "C-u",
 			// 2.1.330 is a native binary: tmux shows "claude".
-			ProcessNames: []string{"claude"},
+			ProcessNames:    []string{"claude"},
+			StopReasonTwice: true,
 		},
 		// Codex 0.169.0, observed in tmux (200x50) against a Responses API stand-in
 		// (internal/testkit/fakeopenai; ../shared/FACTS.md "The real Codex CLI, offline").

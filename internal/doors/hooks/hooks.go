@@ -118,7 +118,11 @@ type Settings struct {
 	Coordinator        string
 	CompletionPatterns []string
 	ErrorPatterns      []string
-	Now                func() time.Time
+	// StopTyped: the CLI puts a Stop block's reason into the model's next request twice
+	// (Claude Code 2.1.330: a user and a system message), so the stop hook hands no message
+	// over; it lets the agent stop, and the session types what waits into the idle pane, once.
+	StopTyped bool
+	Now       func() time.Time
 	Logger             *zap.Logger
 }
 
@@ -448,7 +452,15 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 			pending, pendingErr = b.PendingPage(sideCtx, intent.Filter{Status: workflows.StatusPending, Session: s.Agent}, 5)
 		}
 	}()
-	taken := takeWaiting(ctx, b, s, in, workflows.EventStop, "", nil, 0)
+	var taken workflows.TakeResult
+	if s.StopTyped {
+		// Nothing is taken: the agent goes idle, and the session types what waits.
+		if err := report(ctx, b, s, workflows.AgentEvent{Event: workflows.EventStop}); err != nil {
+			s.logger().Warn("stop hook: event not reported", zap.String("session", s.Session), zap.Error(err))
+		}
+	} else {
+		taken = takeWaiting(ctx, b, s, in, workflows.EventStop, "", nil, 0)
+	}
 	if len(taken.Messages) > 0 {
 		// What was taken is printed at once (the commit needs the time left); the rest is moot.
 		cancelSide()
@@ -484,6 +496,9 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 		return Answer{}, pendingErr
 	}
 	for _, p := range pending.Intents {
+		if s.StopTyped && p.Source == workflows.SourceTelegram && p.Delivered == nil {
+			continue // not seen yet: the session types it once the agent has stopped
+		}
 		items = append(items, fmt.Sprintf("intent %s (chat %s): %s", escapeLine(p.ID), escapeLine(p.ChatID), escapeLine(p.Snippet)))
 	}
 	if len(items) == 0 {

@@ -643,3 +643,30 @@ func TestRunCommitsOnItsOwnBudget(t *testing.T) {
 		t.Fatalf("printed %q, committed %v (ctx %v, %s left)", out.String(), b.taken, b.commitCtxErr, b.commitLeft)
 	}
 }
+
+// Issue 24: Claude Code puts a Stop block's reason into the model's next request twice, so with
+// StopTyped the stop hook hands no message over: it takes nothing, reports the stop (the session
+// then types what waits into the idle pane, once), and does not hold the agent for messages it
+// has not seen yet; delivered ones still unanswered still block.
+func TestStopTypedHandsNothingOver(t *testing.T) {
+	delivered := now.Add(-time.Minute)
+	b := backend()
+	b.queue = []workflows.DeliveryRequest{{ID: "intent/5/3#1", ReplyTo: "intent/5/3", Kind: workflows.KindMessage, Text: "new"}}
+	b.pending = []intent.Summary{{ID: "intent/5/3", ChatID: "5", Session: "secretary", Source: workflows.SourceTelegram, ReceivedAt: now, Snippet: "new"}}
+	s := settings()
+	s.StopTyped = true
+	if out := run(t, EventStop, b, s, `{"session_id":"s"}`); out != "" {
+		t.Fatalf("stop with an unseen message: %q, want no block", out)
+	}
+	if len(b.takes) != 0 || len(b.reports) != 1 || b.reports[0].Event != EventStop {
+		t.Fatalf("takes %v, reports %+v: want no take and the stop reported", b.takes, b.reports)
+	}
+	b.pending[0].Delivered = &delivered
+	var o Output
+	if out := run(t, EventStop, b, s, `{"session_id":"s"}`); json.Unmarshal([]byte(out), &o) != nil || o.Decision != "block" || !strings.Contains(o.Reason, "intent/5/3") {
+		t.Fatalf("stop with a delivered, unanswered message: %q, want a block naming it", out)
+	}
+	if len(b.takes) != 0 {
+		t.Fatalf("took %v", b.takes)
+	}
+}
