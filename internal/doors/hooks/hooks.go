@@ -123,7 +123,7 @@ type Settings struct {
 	// over; it lets the agent stop, and the session types what waits into the idle pane, once.
 	StopTyped bool
 	Now       func() time.Time
-	Logger             *zap.Logger
+	Logger    *zap.Logger
 }
 
 // Default patterns of SPEC S2; config may add more.
