@@ -474,7 +474,7 @@ func TestClaudeCodeLongTurnWithWorkerRestartEachMessageOnce(t *testing.T) {
 	bin := binaries(t)
 	bot := fakebot.New("321:long")
 	t.Cleanup(bot.Close)
-	script, calls, ended := longTurnOf(60, "sleep 2")
+	script, calls, ended := longTurnOf(60, "sleep 3")
 	api := fakeanthropic.New(script)
 	t.Cleanup(api.Close)
 	env, w, lines, capture := startLongJob(t, bin, bot, "321:long", api, calls)
