@@ -5,8 +5,6 @@ package main
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,7 +15,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/pelletier/go-toml/v2"
 
@@ -25,28 +22,8 @@ import (
 	intentqhooks "github.com/intentq/intentq/internal/doors/hooks"
 )
 
-// codexHome is Codex's folder: dir, else $CODEX_HOME, else ~/.codex; with its links resolved,
-// as Codex names the files in it (a hook's trust is keyed by the path of its hooks.json).
-func codexHome(dir string) (string, error) {
-	if dir == "" {
-		dir = os.Getenv("CODEX_HOME")
-	}
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("home directory: %w", err)
-		}
-		dir = filepath.Join(home, ".codex")
-	}
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	if resolved, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = resolved
-	}
-	return dir, nil
-}
+// codexHome is Codex's folder (hooks.CodexHome).
+func codexHome(dir string) (string, error) { return intentqhooks.CodexHome(dir) }
 
 // setupCodex installs intentq's hooks into home/hooks.json (every other hook stays; an event that
 // already runs `starter hook <arg>` is left alone, only given --cli codex if it lacks it), and
@@ -63,7 +40,7 @@ func setupCodex(out io.Writer, home, starter string, dryRun bool) error {
 	if err != nil {
 		return err
 	}
-	trusts, untrusted := codexTrusts(hooksPath, hooksDoc)
+	trusts, untrusted := intentqhooks.CodexTrusts(hooksPath, hooksDoc)
 	if err := updateCodexConfig(out, filepath.Join(home, "config.toml"), starter, trusts, dryRun); err != nil {
 		return err
 	}
@@ -96,7 +73,7 @@ func mergeCodexHooks(doc map[string]any, starter string) (bool, error) {
 			for _, e := range list {
 				entry, _ := e.(map[string]any)
 				cmd, _ := entry["command"].(string)
-				if isIntentqHook(cmd) && !strings.Contains(cmd, intentqhooks.CodexFlag) {
+				if intentqhooks.IsIntentqHook(cmd) && !strings.Contains(cmd, intentqhooks.CodexFlag) {
 					entry["command"] = cmd + " " + intentqhooks.CodexFlag
 					changed = true
 				}
@@ -111,125 +88,11 @@ func mergeCodexHooks(doc map[string]any, starter string) (bool, error) {
 	return changed, nil
 }
 
-// isIntentqHook: a command that runs `... hook <event>` of intentq's starter.
-func isIntentqHook(cmd string) bool {
-	fields := strings.Fields(cmd)
-	for i := 0; i+1 < len(fields); i++ {
-		if fields[i] == "hook" && slices.Contains(intentqhooks.Events(), fields[i+1]) {
-			return true
-		}
-	}
-	return false
-}
-
-// codexTrust is one hook's trust as Codex records it.
-type codexTrust struct{ Key, Hash string }
-
-// codexTrusts are the trusts of intentq's hooks in a hooks.json document at path; untrusted names
-// those whose hash setup cannot compute (settings it does not know).
-func codexTrusts(path string, doc map[string]any) (trusts []codexTrust, untrusted []string) {
-	hooks, _ := doc["hooks"].(map[string]any)
-	events := make([]string, 0, len(hooks))
-	for name := range hooks {
-		events = append(events, name)
-	}
-	slices.Sort(events)
-	for _, event := range events {
-		groups, _ := hooks[event].([]any)
-		for gi, g := range groups {
-			group, _ := g.(map[string]any)
-			list, _ := group["hooks"].([]any)
-			for hi, e := range list {
-				entry, _ := e.(map[string]any)
-				cmd, _ := entry["command"].(string)
-				if !isIntentqHook(cmd) {
-					continue // not ours to trust
-				}
-				hash, ok := codexHookHash(event, group, entry)
-				if !ok {
-					untrusted = append(untrusted, cmd)
-					continue
-				}
-				trusts = append(trusts, codexTrust{Key: fmt.Sprintf("%s:%s:%d:%d", path, snakeCase(event), gi, hi), Hash: hash})
-			}
-		}
-	}
-	return trusts, untrusted
-}
-
-// codexHookHash is the trusted_hash Codex (0.169.0; codex-rs hooks discovery, command_hook_hash
-// and config fingerprint version_for_toml) computes for one command hook: SHA-256 of the compact
-// JSON, keys sorted, of {event_name: the event's snake-case label, matcher (not for
-// UserPromptSubmit and Stop; left out when unset), hooks: [the handler normalized: type, command,
-// timeout (default 600, at least 1), async (default false), statusMessage when set]}. Checked
-// against the hashes the real 0.169.0 wrote when the person trusted the hooks. ok is false for a
-// handler with settings this does not know.
-func codexHookHash(event string, group, entry map[string]any) (string, bool) {
-	for k := range entry {
-		if !slices.Contains([]string{"type", "command", "timeout", "async", "statusMessage"}, k) {
-			return "", false
-		}
-	}
-	for k := range group {
-		if k != "hooks" && k != "matcher" {
-			return "", false
-		}
-	}
-	if entry["type"] != "command" {
-		return "", false
-	}
-	timeout := int64(600)
-	switch v := entry["timeout"].(type) {
-	case nil:
-	case float64: // as read from JSON
-		if v != float64(int64(v)) {
-			return "", false
-		}
-		timeout = max(int64(v), 1)
-	case int:
-		timeout = max(int64(v), 1)
-	default:
-		return "", false
-	}
-	async, _ := entry["async"].(bool)
-	handler := map[string]any{"type": "command", "command": entry["command"], "timeout": timeout, "async": async}
-	if m, ok := entry["statusMessage"].(string); ok {
-		handler["statusMessage"] = m
-	}
-	identity := map[string]any{"event_name": snakeCase(event), "hooks": []any{handler}}
-	if m, ok := group["matcher"].(string); ok && event != "UserPromptSubmit" && event != "Stop" {
-		identity["matcher"] = m
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // serde_json escapes only what JSON must
-	if err := enc.Encode(identity); err != nil {
-		return "", false
-	}
-	sum := sha256.Sum256(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
-	return "sha256:" + hex.EncodeToString(sum[:]), true
-}
-
-// snakeCase is Codex's label of a hook event: PreToolUse -> pre_tool_use.
-func snakeCase(s string) string {
-	var b strings.Builder
-	for i, r := range s {
-		if unicode.IsUpper(r) {
-			if i > 0 {
-				b.WriteByte('_')
-			}
-			r = unicode.ToLower(r)
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
 // updateCodexConfig sets, in Codex's config.toml, mcp_servers.intentq (command: starter, args:
 // ["mcp"]; its other keys stay) and each trust's hooks.state.<key>.trusted_hash, editing the text
 // so that everything else, comments too, stays as it is. The result is checked by parsing it: it
 // must hold the new values and otherwise what the file held, or nothing is written.
-func updateCodexConfig(out io.Writer, path, starter string, trusts []codexTrust, dryRun bool) error {
+func updateCodexConfig(out io.Writer, path, starter string, trusts []intentqhooks.CodexTrust, dryRun bool) error {
 	old, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("read %s: %w", path, err)
@@ -296,7 +159,7 @@ func updateCodexConfig(out io.Writer, path, starter string, trusts []codexTrust,
 }
 
 // codexConfigLines are the settings as lines of TOML, for the person to add by hand.
-func codexConfigLines(starter string, trusts []codexTrust) string {
+func codexConfigLines(starter string, trusts []intentqhooks.CodexTrust) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[mcp_servers.intentq]\ncommand = %s\nargs = [\"mcp\"]\n", tomlString(starter))
 	for _, tr := range trusts {

@@ -28,15 +28,15 @@ func TestCodexHookHashIsCodexs(t *testing.T) {
 	}
 	for event, hash := range want {
 		// As read from hooks.json: numbers are float64.
-		got, ok := codexHookHash(event, map[string]any{}, map[string]any{"type": "command", "command": "/tmp/cx/dump.sh " + event, "timeout": float64(10)})
+		got, ok := intentqhooks.CodexHookHash(event, map[string]any{}, map[string]any{"type": "command", "command": "/tmp/cx/dump.sh " + event, "timeout": float64(10)})
 		if !ok || got != hash {
 			t.Errorf("%s: %s, want %s", event, got, hash)
 		}
 	}
-	if _, ok := codexHookHash("Stop", map[string]any{}, map[string]any{"type": "command", "command": "x", "shell": "zsh"}); ok {
+	if _, ok := intentqhooks.CodexHookHash("Stop", map[string]any{}, map[string]any{"type": "command", "command": "x", "shell": "zsh"}); ok {
 		t.Error("a setting setup does not know was hashed")
 	}
-	if snakeCase("UserPromptSubmit") != "user_prompt_submit" || snakeCase("Stop") != "stop" {
+	if intentqhooks.SnakeCase("UserPromptSubmit") != "user_prompt_submit" || intentqhooks.SnakeCase("Stop") != "stop" {
 		t.Error("snakeCase")
 	}
 }
@@ -129,7 +129,7 @@ func TestSetupCodexMergesIdempotently(t *testing.T) {
 	}
 	var docAny map[string]any
 	_ = json.Unmarshal(b, &docAny)
-	trusts, untrusted := codexTrusts(hooksPath, docAny)
+	trusts, untrusted := intentqhooks.CodexTrusts(hooksPath, docAny)
 	if len(trusts) != 6 || len(untrusted) != 0 {
 		t.Errorf("%d trusts, untrusted %q", len(trusts), untrusted)
 	}

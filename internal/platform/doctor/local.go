@@ -23,7 +23,8 @@ import (
 	"github.com/intentq/intentq/internal/platform/plugin"
 )
 
-// Local checks the parts beside Temporal: tmux panes, ntfy, Telegram, the hooks.
+// Local checks the parts beside Temporal: tmux panes, ntfy, Telegram, the hooks of each CLI the
+// sessions use (Codex's in $CODEX_HOME, else ~/.codex).
 func Local(ctx context.Context, cfg *config.Config) Report {
 	var r Report
 	tm := &activities.Tmux{}
@@ -62,7 +63,12 @@ func Local(ctx context.Context, cfg *config.Config) Report {
 	if cfg.Telegram.Token.IsSet() {
 		r = append(r, checkTelegram(ctx, cfg), PollerConflict(cfg.PollerStatusFile(), time.Now()))
 	}
-	r = append(r, Hooks(cfg.Claude.Settings), HookErrors(cfg.DataDir))
+	codexHome, err := hooks.CodexHome("")
+	if err != nil {
+		codexHome = filepath.Join(os.Getenv("HOME"), ".codex")
+	}
+	r = append(r, CLIHooks(cfg, codexHome)...)
+	r = append(r, HookErrors(cfg.DataDir))
 	if cfg.Claude.PatchPlugin {
 		r = append(r, PluginPatch(cfg), PluginCanary(cfg))
 	}

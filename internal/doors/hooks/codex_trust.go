@@ -1,0 +1,159 @@
+package hooks
+
+// The trust Codex records for a hook (issue 25), shared by `starter setup --cli codex`, which
+// records it, and doctor, which checks it.
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"unicode"
+)
+
+// CodexHome is Codex's folder: dir, else $CODEX_HOME, else ~/.codex; with its links resolved,
+// as Codex names the files in it (a hook's trust is keyed by the path of its hooks.json).
+func CodexHome(dir string) (string, error) {
+	if dir == "" {
+		dir = os.Getenv("CODEX_HOME")
+	}
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("home directory: %w", err)
+		}
+		dir = filepath.Join(home, ".codex")
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if resolved, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = resolved
+	}
+	return dir, nil
+}
+
+// IsIntentqHook: a command that runs `... hook <event>` of intentq's starter.
+func IsIntentqHook(cmd string) bool {
+	fields := strings.Fields(cmd)
+	for i := 0; i+1 < len(fields); i++ {
+		if fields[i] == "hook" && slices.Contains(Events(), fields[i+1]) {
+			return true
+		}
+	}
+	return false
+}
+
+// CodexTrust is one hook's trust as Codex records it in config.toml:
+// hooks.state."<Key>".trusted_hash = "<Hash>".
+type CodexTrust struct {
+	Key, Hash string
+	// Event is the hook's event (PreToolUse), Command its command line.
+	Event, Command string
+}
+
+// CodexTrusts are the trusts of intentq's hooks in a hooks.json document at path; unknown names
+// the commands whose hash cannot be computed here (settings this does not know).
+func CodexTrusts(path string, doc map[string]any) (trusts []CodexTrust, unknown []string) {
+	hooks, _ := doc["hooks"].(map[string]any)
+	events := make([]string, 0, len(hooks))
+	for name := range hooks {
+		events = append(events, name)
+	}
+	slices.Sort(events)
+	for _, event := range events {
+		groups, _ := hooks[event].([]any)
+		for gi, g := range groups {
+			group, _ := g.(map[string]any)
+			list, _ := group["hooks"].([]any)
+			for hi, e := range list {
+				entry, _ := e.(map[string]any)
+				cmd, _ := entry["command"].(string)
+				if !IsIntentqHook(cmd) {
+					continue // not ours to trust
+				}
+				hash, ok := CodexHookHash(event, group, entry)
+				if !ok {
+					unknown = append(unknown, cmd)
+					continue
+				}
+				trusts = append(trusts, CodexTrust{Key: fmt.Sprintf("%s:%s:%d:%d", path, SnakeCase(event), gi, hi), Hash: hash, Event: event, Command: cmd})
+			}
+		}
+	}
+	return trusts, unknown
+}
+
+// CodexHookHash is the trusted_hash Codex (0.169.0; codex-rs hooks discovery, command_hook_hash
+// and config fingerprint version_for_toml) computes for one command hook: SHA-256 of the compact
+// JSON, keys sorted, of {event_name: the event's snake-case label, matcher (not for
+// UserPromptSubmit and Stop; left out when unset), hooks: [the handler normalized: type, command,
+// timeout (default 600, at least 1), async (default false), statusMessage when set]}. Checked
+// against the hashes the real 0.169.0 wrote when the person trusted the hooks. ok is false for a
+// handler with settings this does not know.
+func CodexHookHash(event string, group, entry map[string]any) (string, bool) {
+	for k := range entry {
+		if !slices.Contains([]string{"type", "command", "timeout", "async", "statusMessage"}, k) {
+			return "", false
+		}
+	}
+	for k := range group {
+		if k != "hooks" && k != "matcher" {
+			return "", false
+		}
+	}
+	if entry["type"] != "command" {
+		return "", false
+	}
+	timeout := int64(600)
+	switch v := entry["timeout"].(type) {
+	case nil:
+	case float64: // as read from JSON
+		if v != float64(int64(v)) {
+			return "", false
+		}
+		timeout = max(int64(v), 1)
+	case int:
+		timeout = max(int64(v), 1)
+	default:
+		return "", false
+	}
+	async, _ := entry["async"].(bool)
+	handler := map[string]any{"type": "command", "command": entry["command"], "timeout": timeout, "async": async}
+	if m, ok := entry["statusMessage"].(string); ok {
+		handler["statusMessage"] = m
+	}
+	identity := map[string]any{"event_name": SnakeCase(event), "hooks": []any{handler}}
+	if m, ok := group["matcher"].(string); ok && event != "UserPromptSubmit" && event != "Stop" {
+		identity["matcher"] = m
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // serde_json escapes only what JSON must
+	if err := enc.Encode(identity); err != nil {
+		return "", false
+	}
+	sum := sha256.Sum256(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+	return "sha256:" + hex.EncodeToString(sum[:]), true
+}
+
+// SnakeCase is Codex's label of a hook event: PreToolUse -> pre_tool_use.
+func SnakeCase(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
