@@ -1,5 +1,5 @@
 // Package agentcli is the adapter table of the agent CLIs intentq drives (Claude Code, Codex,
-// Copilot, Kimi; SPEC N4): how each is launched, reset, recognised as busy, and run headless.
+// Copilot, Gemini CLI, Kimi; SPEC N4): how each is launched, reset, recognised as busy, and run headless.
 package agentcli
 
 import (
@@ -186,12 +186,72 @@ func Builtin() map[string]CLI {
 			// binary); the native binary run directly shows "codex".
 			ProcessNames: []string{"node", "codex"},
 		},
+		// Copilot CLI 1.0.102 (npm @github/copilot), observed by hand in tmux (200x50), offline,
+		// without a GitHub login, against a Responses API stand-in (internal/testkit/fakeopenai)
+		// through its BYOK settings: COPILOT_OFFLINE=true, COPILOT_PROVIDER_BASE_URL=<stand-in>/v1,
+		// COPILOT_PROVIDER_API_KEY, COPILOT_PROVIDER_WIRE_API=responses, COPILOT_MODEL (-p and the
+		// TUI both answered). Screen-only: intentq installs no hooks for it (1.0.102 reads hooks from
+		// settings.json "hooks" and .github/hooks/*.json; not tried) and no end-to-end test drives it.
 		"copilot": {
-			Command:      "copilot",
-			Reset:        "C-c",
-			Relaunch:     true,
-			BusyPatterns: []string{"Thinking", "Esc to cancel"},
+			Command: "copilot",
+			// "/new" starts a new conversation (observed). C-c on an empty idle input only shows
+			// "ctrl+c again to exit"; a second C-c quits Copilot: no C-c reset, no relaunch.
+			Reset: "/new",
+			// "◎ Working esc esc edit prompt" on the bottom line while a turn runs.
+			BusyPatterns: []string{"Thinking", "Esc to cancel", "Working", "esc esc edit prompt"},
+			// The input line "❯ <text>" between two rules, 3rd from the bottom (the hints line under
+			// it); an empty one shows no placeholder. Deliveries are not confirmed by reading it
+			// (input_lines unset): intentq's typing was not run against it.
+			InputPrompt: "❯",
+			// The approval prompt ("Do you want to run this command?" ❯ 1. Yes / 2. Yes, and don't ask
+			// again for `<cmd>` in this repo / 3. No, and tell Copilot what to do differently (Esc to
+			// stop); typed "msg_id=3 hello" selected 3 and put " hello" into its text field, so a
+			// digit then Enter answers it), the folder trust dialog at start ("Do you trust the files
+			// in this folder?"; Esc declines and Copilot exits), their footer, and the first C-c's
+			// "ctrl+c again to exit".
+			DialogPatterns: []string{"Do you want to run this command?", "Do you trust the files in this folder?",
+				"enter to select · esc to cancel", "ctrl+c again to exit"},
+			// C-u clears the input line; Escape twice on an idle input opens the rewind (observed:
+			// "Nothing to rewind yet" without a conversation); C-c twice quits.
+			InterruptKeys: "C-u",
+			// Through npm tmux shows "node" (npm-loader.js starts the native binary).
+			ProcessNames: []string{"node", "copilot"},
 		},
+		// Gemini CLI 0.61.0 (npm @google/gemini-cli), observed by hand in tmux (200x50), offline,
+		// against a Gemini API stand-in: GEMINI_API_KEY, GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:P,
+		// settings.json security.auth.selectedType "gemini-api-key" (POST
+		// /v1beta/models/<m>:streamGenerateContent?alt=sse for turns, :generateContent with JSON
+		// output for its router and titles). Its hooks (settings.json "hooks": SessionStart,
+		// BeforeAgent, BeforeModel/AfterModel, BeforeTool/AfterTool, AfterAgent, Notification
+		// {notification_type ToolPermission}, each with session_id, run in the TUI's process) took
+		// Claude Code's output: BeforeAgent and AfterTool additionalContext reached the model once
+		// (as <hook_context>...</hook_context> after the prompt / in the tool's functionResponse), an
+		// AfterAgent {"decision":"block","reason":R} continued the agent with R once as a user
+		// message. intentq does not install them yet (no `setup --cli gemini`): screen-only, and no
+		// end-to-end test drives it.
+		"gemini": {
+			Command: "gemini",
+			// No reset by default (/clear was not tried): set clis.gemini.reset to enable phase 3.
+			// "⠼ Thinking... (esc to cancel, 9s)" above the input while the model or a tool works,
+			// "Executing Hooks: ... (esc to cancel, 0s)" while hooks run.
+			BusyPatterns: []string{"esc to cancel"},
+			// The input line " > <text>", 3rd from the bottom (the workspace lines under it); empty
+			// it shows a placeholder. Not confirmed by reading (input_lines unset): untested.
+			InputPrompt:       ">",
+			InputPlaceholders: []string{"Type your message or @path/to/file"},
+			// The approval prompt ("Allow execution of [Shell]?" ● 1. Allow once / 2. Allow for this
+			// session / 3. No, suggest changes (esc)): a digit answers it AT ONCE (typed "msg_id=3 hi"
+			// cancelled the command); the folder trust dialog at start; the rewind menu that Escape
+			// twice opens on an idle input.
+			DialogPatterns: []string{"Allow execution of", "Allow once", "Allow for this session", "No, suggest changes",
+				"Do you trust the files in this folder?", "Use Enter to select", "Cancel rewind", "Press Ctrl+C again"},
+			// C-u clears the input line; C-c twice within a second on an empty idle input quits.
+			InterruptKeys: "C-u",
+			// Through npm tmux shows "node".
+			ProcessNames: []string{"node", "gemini"},
+		},
+		// Kimi CLI is a Python package, not reachable from the machines intentq is tested on: this
+		// entry has never been checked against the real program.
 		"kimi": {
 			// No reset by default: set clis.kimi.reset to enable phase 3 for Kimi.
 			Command:      "kimi",

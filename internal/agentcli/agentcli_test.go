@@ -5,16 +5,16 @@ import (
 	"testing"
 )
 
-// SPEC N4: every built-in kind has a launch command; Claude Code resets with /clear, Codex with
-// /new, Copilot with C-c and a relaunch.
+// SPEC N4: every built-in kind has a launch command; Claude Code resets with /clear, Codex and
+// Copilot with /new (Copilot 1.0.102: C-c on an empty input asks for a second C-c, which quits).
 func TestN4BuiltinTable(t *testing.T) {
 	b := Builtin()
-	for _, kind := range []string{"claude", "codex", "copilot", "kimi"} {
+	for _, kind := range []string{"claude", "codex", "copilot", "gemini", "kimi"} {
 		if b[kind].Command != kind {
 			t.Errorf("%s: command %q", kind, b[kind].Command)
 		}
 	}
-	if b["claude"].Reset != "/clear" || b["codex"].Reset != "/new" || b["copilot"].Reset != "C-c" || !b["copilot"].Relaunch {
+	if b["claude"].Reset != "/clear" || b["codex"].Reset != "/new" || b["copilot"].Reset != "/new" || b["copilot"].Relaunch {
 		t.Errorf("reset steps: claude %q codex %q copilot %q relaunch %v", b["claude"].Reset, b["codex"].Reset, b["copilot"].Reset, b["copilot"].Relaunch)
 	}
 	if b["claude"].Lines() != 4 || b["codex"].Lines() != 4 {
