@@ -2,6 +2,7 @@ package session
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,8 +18,9 @@ func TestN4TmuxConfigFromConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A key-style reset with a relaunch (a CLI that quits on C-c and is started again).
 	copilot := cfg.CLIs["copilot"]
-	copilot.Model = "gpt-5"
+	copilot.Model, copilot.Reset, copilot.Relaunch = "gpt-5", "C-c", true
 	cfg.CLIs["copilot"] = copilot
 	cfg.Sessions["pilot"] = config.Session{TmuxTarget: "pilot:0", CLI: "copilot", Mode: config.ModeTmux, ProtectContext: true}
 	cfg.Delivery.BusyWait = 3 * time.Second
@@ -35,6 +37,17 @@ func TestN4TmuxConfigFromConfig(t *testing.T) {
 	}
 	if sc.Escalation.Reset || !sc.Escalation.Interrupt {
 		t.Errorf("protect_context must switch the reset off and keep the interrupt: %+v", sc.Escalation)
+	}
+
+	// Issue 23: the worker's directory names the pane, the keys, the launch line and the shells
+	// it may be typed into, from the config alone.
+	ep, err := Endpoints(cfg).Lookup("pilot")
+	if err != nil || ep.Target != "pilot:0" || ep.LaunchLine != "copilot --model gpt-5" || len(ep.Shells) == 0 ||
+		!slices.Contains(ep.Keys, "C-c") || !slices.Contains(ep.Keys, "C-u") {
+		t.Errorf("pilot endpoint = %+v (%v)", ep, err)
+	}
+	if _, err := Endpoints(cfg).Lookup("nosuch"); err == nil {
+		t.Error("an unknown session resolved")
 	}
 
 	claude := TmuxConfig(cfg, config.DefaultSessionName)
