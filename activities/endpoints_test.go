@@ -39,6 +39,7 @@ func TestTmuxActsOnlyOnConfiguredSessions(t *testing.T) {
 		"secretary": {Target: "agent", ProcessNames: []string{"cat"}, Keys: []string{"C-u"}},
 	})
 	ctx := context.Background()
+	waitForeground(t, tm, "agent", "cat")
 
 	// The session's name decides the pane; the request's target is not read.
 	if err := discard(tm.Inject(ctx, InjectRequest{Session: "secretary", Target: "other", Text: "to the agent"})); err != nil {
@@ -116,6 +117,7 @@ func TestTmuxNeverTypesIntoAShell(t *testing.T) {
 	// A relaunch never types into the CLI itself.
 	srv.tmux("new-session", "-d", "-s", "cli", "-x", "200", "-y", "50", "--", "/bin/sh", "-c", "exec cat >/dev/null")
 	tm.Sessions = NewDirectory(map[string]Endpoint{"s": {Target: "cli", ProcessNames: []string{"cat"}, LaunchLine: "x", Shells: []string{"bash"}}})
+	waitForeground(t, tm, "cli", "cat")
 	requireErrType(t, discard(tm.Inject(ctx, InjectRequest{Session: "s", Relaunch: true})), ErrTypeNotAgent)
 }
 
@@ -170,5 +172,22 @@ func TestNtfyPushesOnlyToConfiguredTopics(t *testing.T) {
 	defer mu.Unlock()
 	if strings.Join(paths, " ") != "/secret-topic /global-topic" {
 		t.Fatalf("pushed to %v", paths)
+	}
+}
+
+// waitForeground waits until target's pane shows program in front (a new pane's shell takes a
+// moment to exec it).
+func waitForeground(t *testing.T, tm *Tmux, target, program string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		front, err := tm.Foreground(context.Background(), target)
+		if err == nil && front == program {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pane %s shows %q (%v), want %s", target, front, err, program)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -59,8 +59,12 @@ func (s *session) typable() error {
 	return nil
 }
 
-// noAgentPattern starts the wait reason of a pane whose foreground program is not the CLI.
-const noAgentPattern = "no agent"
+// noAgentPattern starts the wait reason of a pane whose foreground program is not the CLI;
+// noAgentGrace is how long it may last before the person is told.
+const (
+	noAgentPattern = "no agent"
+	noAgentGrace   = 10 * time.Second
+)
 
 // errContinueAsNew ends a wait so that the main loop continues as new.
 var errContinueAsNew = errors.New("continue as new")
@@ -119,7 +123,8 @@ func (s *session) waitUntilIdle(ctx workflow.Context, req DeliveryRequest) error
 			after = busy.WaitsForYouAfter
 		}
 		if strings.HasPrefix(pattern, noAgentPattern) {
-			after = 0
+			// Told soon, but not for the moment a starting agent's shell is still in front.
+			after = noAgentGrace
 		}
 		if !s.busyAlerted && now.Sub(*s.busySince) >= after {
 			s.busyAlerted = true
