@@ -272,8 +272,9 @@ func setupMCP(out io.Writer, path, starter string, dryRun bool) error {
 // mcpLines are how the other agent CLIs register the MCP server, printed for the person.
 func mcpLines(starter string) string {
 	q, _ := json.Marshal(starter)
-	return "Codex (~/.codex/config.toml):\n" +
+	return "Codex (~/.codex/config.toml; `setup --cli codex` writes these and its hooks):\n" +
 		"  [mcp_servers.intentq]\n  command = " + string(q) + "\n  args = [\"mcp\"]\n" +
+		"  env_vars = [\"" + strings.Join(intentqhooks.CodexMCPEnv, "\", \"") + "\"]\n" +
 		"Copilot CLI (~/.copilot/mcp-config.json, mcpServers):\n" +
 		"  \"intentq\": {\"type\": \"local\", \"command\": " + string(q) + ", \"args\": [\"mcp\"], \"tools\": [\"*\"]}\n" +
 		"Kimi CLI (~/.kimi/mcp.json, mcpServers):\n" +

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -89,7 +90,7 @@ func mergeCodexHooks(doc map[string]any, starter string) (bool, error) {
 }
 
 // updateCodexConfig sets, in Codex's config.toml, mcp_servers.intentq (command: starter, args:
-// ["mcp"]; its other keys stay) and each trust's hooks.state.<key>.trusted_hash, editing the text
+// ["mcp"], env_vars: the person's and hooks.CodexMCPEnv; its other keys stay) and each trust's hooks.state.<key>.trusted_hash, editing the text
 // so that everything else, comments too, stays as it is. The result is checked by parsing it: it
 // must hold the new values and otherwise what the file held, or nothing is written.
 func updateCodexConfig(out io.Writer, path, starter string, trusts []intentqhooks.CodexTrust, dryRun bool) error {
@@ -112,9 +113,11 @@ func updateCodexConfig(out io.Writer, path, starter string, trusts []intentqhook
 	}
 	var settings []setting
 	mcpArgs := []any{"mcp"}
+	envVars, envTOML := codexMCPEnvVars(doc)
 	settings = append(settings,
 		setting{[]string{"mcp_servers", "intentq"}, "command", starter, tomlString(starter)},
-		setting{[]string{"mcp_servers", "intentq"}, "args", mcpArgs, `["mcp"]`})
+		setting{[]string{"mcp_servers", "intentq"}, "args", mcpArgs, `["mcp"]`},
+		setting{[]string{"mcp_servers", "intentq"}, "env_vars", envVars, envTOML})
 	for _, tr := range trusts {
 		settings = append(settings, setting{[]string{"hooks", "state", tr.Key}, "trusted_hash", tr.Hash, tomlString(tr.Hash)})
 	}
@@ -158,10 +161,48 @@ func updateCodexConfig(out io.Writer, path, starter string, trusts []intentqhook
 	return nil
 }
 
+// codexMCPEnvVars is mcp_servers.intentq.env_vars as setup wants it: what the person listed, plus
+// hooks.CodexMCPEnv; parsed and as TOML.
+func codexMCPEnvVars(doc map[string]any) ([]any, string) {
+	cur, _ := lookup(doc, []string{"mcp_servers", "intentq", "env_vars"})
+	list, _ := cur.([]any)
+	have := map[string]bool{}
+	var out []any
+	var parts []string
+	for _, v := range list {
+		switch v := v.(type) {
+		case string:
+			have[v] = true
+			parts = append(parts, tomlString(v))
+		case map[string]any:
+			name, _ := v["name"].(string)
+			have[name] = true
+			var fields []string
+			for _, k := range slices.Sorted(maps.Keys(v)) {
+				if str, ok := v[k].(string); ok {
+					fields = append(fields, tomlKey(k)+" = "+tomlString(str))
+				}
+			}
+			parts = append(parts, "{ "+strings.Join(fields, ", ")+" }")
+		default:
+			continue // left out: the parse check then refuses to write, and says what to add
+		}
+		out = append(out, v)
+	}
+	for _, name := range intentqhooks.CodexMCPEnv {
+		if !have[name] {
+			out = append(out, name)
+			parts = append(parts, tomlString(name))
+		}
+	}
+	return out, "[" + strings.Join(parts, ", ") + "]"
+}
+
 // codexConfigLines are the settings as lines of TOML, for the person to add by hand.
 func codexConfigLines(starter string, trusts []intentqhooks.CodexTrust) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "[mcp_servers.intentq]\ncommand = %s\nargs = [\"mcp\"]\n", tomlString(starter))
+	_, env := codexMCPEnvVars(nil)
+	fmt.Fprintf(&b, "[mcp_servers.intentq]\ncommand = %s\nargs = [\"mcp\"]\nenv_vars = %s\n", tomlString(starter), env)
 	for _, tr := range trusts {
 		fmt.Fprintf(&b, "[hooks.state.%s]\ntrusted_hash = %s\n", tomlString(tr.Key), tomlString(tr.Hash))
 	}

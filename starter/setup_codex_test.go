@@ -124,7 +124,7 @@ func TestSetupCodexMergesIdempotently(t *testing.T) {
 		t.Fatalf("config.toml: %v\n%s", err, config)
 	}
 	server, _ := lookup(cfg, []string{"mcp_servers", "intentq"})
-	if !sameValue(server, map[string]any{"command": starter, "args": []any{"mcp"}}) {
+	if !sameValue(server, map[string]any{"command": starter, "args": []any{"mcp"}, "env_vars": []any{"INTENTQ_AGENT_ID", "INTENTQ_CONFIG", "TMUX", "TMUX_PANE"}}) {
 		t.Errorf("mcp_servers.intentq = %v", server)
 	}
 	var docAny map[string]any
@@ -167,6 +167,9 @@ func TestSetupCodexMergesIdempotently(t *testing.T) {
 	// A trust changed by hand (or an older command) is set again in place; other keys of the
 	// server's table stay.
 	edited := strings.Replace(string(config), `args = ["mcp"]`, "args = [\"old\"]\nstartup_timeout_sec = 20", 1)
+	// The person's own variables for the server stay; Codex's variables for intentq come back.
+	edited = strings.Replace(edited, `env_vars = ["INTENTQ_AGENT_ID", "INTENTQ_CONFIG", "TMUX", "TMUX_PANE"]`,
+		`env_vars = ["MY_VAR", { name = "REMOTE_ONE", source = "remote" }, "TMUX"]`, 1)
 	edited = strings.Replace(edited, trusts[0].Hash, "sha256:0000", 1)
 	if err := os.WriteFile(configPath, []byte(edited), 0o600); err != nil {
 		t.Fatal(err)
@@ -182,6 +185,10 @@ func TestSetupCodexMergesIdempotently(t *testing.T) {
 	}
 	if v, _ := lookup(cfg, []string{"mcp_servers", "intentq", "args"}); !sameValue(v, []any{"mcp"}) {
 		t.Errorf("args = %v", v)
+	}
+	want := []any{"MY_VAR", map[string]any{"name": "REMOTE_ONE", "source": "remote"}, "TMUX", "INTENTQ_AGENT_ID", "INTENTQ_CONFIG", "TMUX_PANE"}
+	if v, _ := lookup(cfg, []string{"mcp_servers", "intentq", "env_vars"}); !sameValue(v, want) {
+		t.Errorf("env_vars = %v, want %v", v, want)
 	}
 	if v, _ := lookup(cfg, []string{"hooks", "state", trusts[0].Key, "trusted_hash"}); v != trusts[0].Hash || strings.Count(string(config), "trusted_hash") != 6 {
 		t.Errorf("the trust was not set again in place:\n%s", config)

@@ -401,3 +401,110 @@ func sawOpenAI(api *fakeopenai.Server, s string) bool {
 	}
 	return false
 }
+
+// Issue 25: the reply path of a Codex session. A Telegram message is typed into the idle Codex,
+// the model (the stand-in) calls mcp__intentq__reply, the MCP server `starter setup --cli codex`
+// registered in config.toml, the person's chat receives the answer as a reply to the message,
+// the intent closes, and no reminder is typed afterwards.
+func TestCodexRepliesThroughMCP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the worker and Codex")
+	}
+	bin := binaries(t)
+	bot := fakebot.New("321:codexmcp")
+	t.Cleanup(bot.Close)
+	api := fakeopenai.New(func(r fakeopenai.Request) fakeopenai.Turn {
+		if r.AfterCall() {
+			return fakeopenai.Turn{Text: "Answered."}
+		}
+		for _, u := range r.Added("user") {
+			if m := deliveredRE.FindStringSubmatch(u); m != nil && r.HasTool("mcp__intentq") {
+				return fakeopenai.Turn{Namespace: "mcp__intentq", Call: "reply", Arguments: map[string]any{"chat_id": m[2], "reply_to": m[1], "text": "Hello from Codex"}}
+			}
+		}
+		return fakeopenai.Turn{Text: "OK."}
+	})
+	t.Cleanup(api.Close)
+	env, home := codexEnv(t, bot, "321:codexmcp", "INTENTQ_REMINDERS_FIRST_AFTER=40s")
+	// Codex starts an MCP server with a few variables of its environment only: the config the
+	// worker reads from INTENTQ_* variables reaches `starter mcp` through a file named by
+	// INTENTQ_CONFIG, which setup --cli codex has Codex hand on (env_vars).
+	get := func(name string) string {
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, name+"="); ok {
+				return v
+			}
+		}
+		t.Fatalf("%s not in the environment", name)
+		return ""
+	}
+	configFile := filepath.Join(home, "intentq.yaml")
+	yaml := fmt.Sprintf("temporal:\n  embedded:\n    port: %s\n    ui_port: %s\ningest:\n  listen: %q\ntelegram:\n  allowed_chat_ids: [42]\n"+
+		"sessions:\n  secretary: {tmux_target: \"secretary:0\", cli: codex, default: true}\n",
+		get("INTENTQ_TEMPORAL_EMBEDDED_PORT"), get("INTENTQ_TEMPORAL_EMBEDDED_UI_PORT"), get("INTENTQ_INGEST_LISTEN"))
+	if err := os.WriteFile(configFile, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env = append(env, "INTENTQ_CONFIG="+configFile)
+	_, lines := startWorker(t, bin, env)
+	waitFor(t, lines, "ready", 60*time.Second)
+	capture := codexAgent(t, env, home, api, "never", "danger-full-access")
+
+	received := time.Now()
+	bot.AddMessage(42, 42, 7, "hello there")
+	deadline := time.Now().Add(90 * time.Second)
+	for len(bot.Sent()) == 0 {
+		if time.Now().After(deadline) {
+			for _, r := range api.Requests() {
+				var names []string
+				for _, tool := range r.Tools {
+					names = append(names, tool.Type+":"+tool.Name)
+				}
+				t.Logf("request: tools %v; added: %.300q", names, r.SinceAssistant())
+			}
+			t.Fatalf("no reply reached the chat; the pane:\n%s\nrequests: %d", capture(), len(api.Requests()))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	sent := bot.Sent()[0]
+	if sent.ChatID != 42 || sent.ReplyTo != 7 || sent.Text != "Hello from Codex" {
+		t.Errorf("sent = %+v, want the agent's answer as a reply to 7", sent)
+	}
+	// The tool's result goes back to the model.
+	waitPane(t, capture, "the call's output at the model", 30*time.Second, func(string) bool {
+		return slices.ContainsFunc(api.Requests(), fakeopenai.Request.AfterCall)
+	})
+	for _, r := range api.Requests() {
+		if r.AfterCall() && strings.Contains(r.SinceAssistant(), "not reachable") {
+			t.Errorf("the reply tool failed: %.300q", r.SinceAssistant())
+		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		out := starterRun(t, env, 0, "show", "42/7", "--json")
+		if strings.Contains(out, `"status": "closed"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("intent 42/7 after the reply:\n%s", out)
+		}
+	}
+	// Closed: no reminder is typed any more (the first was due 40 s after receipt).
+	reminders := strings.Count(starterRun(t, env, 0, "history", "secretary"), "未対応メッセージ")
+	time.Sleep(time.Until(received.Add(50 * time.Second)))
+	history := starterRun(t, env, 0, "history", "secretary")
+	if strings.Count(history, "未対応メッセージ") > reminders {
+		t.Errorf("a reminder was typed after the reply:\n%s", history)
+	}
+	if n := len(bot.Sent()); n != 1 {
+		t.Errorf("%d messages sent, want 1", n)
+	}
+	var calls int
+	for _, r := range api.Requests() {
+		if r.AfterCall() {
+			calls++
+		}
+	}
+	if calls != 1 {
+		t.Errorf("%d requests carried a call's output, want the one reply", calls)
+	}
+}

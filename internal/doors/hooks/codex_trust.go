@@ -39,6 +39,14 @@ func CodexHome(dir string) (string, error) {
 	return dir, nil
 }
 
+// CodexMCPEnv are the variables Codex must hand intentq's MCP server (mcp_servers.intentq.env_vars,
+// which setup --cli codex writes). Codex 0.169.0 starts an MCP server with a default list of its
+// own environment's variables only (no INTENTQ_* among them, observed): without these the server knew
+// neither its agent (INTENTQ_AGENT_ID, or the pane's @agent_id through TMUX and TMUX_PANE) nor a
+// config file named by INTENTQ_CONFIG, and acted for the default session with the default config
+// (seen: "intentq is not reachable ... 127.0.0.1:7233").
+var CodexMCPEnv = []string{"INTENTQ_AGENT_ID", "INTENTQ_CONFIG", "TMUX", "TMUX_PANE"}
+
 // IsIntentqHook: a command that runs `... hook <event>` of intentq's starter.
 func IsIntentqHook(cmd string) bool {
 	fields := strings.Fields(cmd)

@@ -131,6 +131,28 @@ func CodexMCP(home string) Result {
 		return Result{Name: name, Status: StatusWarn, Detail: "not registered yet: " + path + " has no mcp_servers.intentq: Codex cannot reply through intentq",
 			Hint: "starter setup --cli codex registers it"}
 	}
+	have := map[string]bool{}
+	list, _ := server["env_vars"].([]any)
+	for _, v := range list {
+		switch v := v.(type) {
+		case string:
+			have[v] = true
+		case map[string]any:
+			if n, ok := v["name"].(string); ok {
+				have[n] = true
+			}
+		}
+	}
+	var missing []string
+	for _, v := range hooks.CodexMCPEnv {
+		if !have[v] {
+			missing = append(missing, v)
+		}
+	}
+	if len(missing) > 0 {
+		return Result{Name: name, Status: StatusWarn, Detail: fmt.Sprintf("mcp_servers.intentq in %s does not hand on %s (env_vars): Codex starts it without them, so it does not know its agent or config and acts for the default session",
+			path, strings.Join(missing, ", ")), Hint: "starter setup --cli codex adds them"}
+	}
 	return Result{Name: name, OK: true, Detail: "mcp_servers.intentq runs " + cmd + " in " + path}
 }
 

@@ -89,7 +89,8 @@ func TestCodexHooksTrust(t *testing.T) {
 	}
 
 	path := filepath.Join(home, "hooks.json")
-	config := "model = \"gpt-5.5\"\n\n[mcp_servers.intentq]\ncommand = \"/opt/intentq/starter\"\nargs = [\"mcp\"]\n\n"
+	config := "model = \"gpt-5.5\"\n\n[mcp_servers.intentq]\ncommand = \"/opt/intentq/starter\"\nargs = [\"mcp\"]\n" +
+		"env_vars = [\"INTENTQ_AGENT_ID\", \"INTENTQ_CONFIG\", \"TMUX\", { name = \"TMUX_PANE\" }]\n\n"
 	write := func(text string) {
 		if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(text), 0o600); err != nil {
 			t.Fatal(err)
@@ -106,6 +107,11 @@ func TestCodexHooksTrust(t *testing.T) {
 	}
 	if res := doctor.CodexMCP(home); !res.OK || !strings.Contains(res.Detail, "/opt/intentq/starter") {
 		t.Errorf("mcp: %+v", res)
+	}
+	// Without env_vars Codex starts the server without the agent's id and config.
+	write(strings.Replace(config, "env_vars = [\"INTENTQ_AGENT_ID\", ", "env_vars = [", 1))
+	if res := doctor.CodexMCP(home); res.Level() != doctor.StatusWarn || !strings.Contains(res.Detail, "INTENTQ_AGENT_ID") {
+		t.Errorf("mcp without INTENTQ_AGENT_ID: %+v", res)
 	}
 
 	// The trust was recorded for another hooks.json (Codex keys it by the file's path).

@@ -162,6 +162,12 @@ type Turn struct {
 	Text      string
 	Call      string
 	Arguments any
+	// Namespace is the namespace tool a call's function is in: Codex 0.169.0 offers an MCP
+	// server's tools as a tool of type "namespace" named mcp__<server>, with the server's tools
+	// as its functions (mcp__intentq: reply, pending, ...), and runs a call only with its
+	// namespace ({"name": "reply", "namespace": "mcp__intentq"}; "mcp__intentq__reply" as a
+	// name is an "unsupported call").
+	Namespace string
 	// Delay streams slowly, keeping the agent busy this long.
 	Delay time.Duration
 }
@@ -289,11 +295,17 @@ func (s *Server) stream(w http.ResponseWriter, req Request, t Turn, id int) {
 		}
 		callID := fmt.Sprintf("call_%d", id)
 		itemID := fmt.Sprintf("fc_%d", id)
-		send("response.output_item.added", map[string]any{"output_index": 0, "item": map[string]any{
-			"type": "function_call", "id": itemID, "call_id": callID, "name": t.Call, "arguments": "", "status": "in_progress"}})
+		added := map[string]any{"type": "function_call", "id": itemID, "call_id": callID, "name": t.Call, "arguments": "", "status": "in_progress"}
+		if t.Namespace != "" {
+			added["namespace"] = t.Namespace
+		}
+		send("response.output_item.added", map[string]any{"output_index": 0, "item": added})
 		send("response.function_call_arguments.delta", map[string]any{"item_id": itemID, "output_index": 0, "delta": string(args)})
 		send("response.function_call_arguments.done", map[string]any{"item_id": itemID, "output_index": 0, "arguments": string(args)})
 		item = map[string]any{"type": "function_call", "id": itemID, "call_id": callID, "name": t.Call, "arguments": string(args), "status": "completed"}
+		if t.Namespace != "" {
+			item["namespace"] = t.Namespace
+		}
 	} else {
 		itemID := fmt.Sprintf("msg_%d", id)
 		send("response.output_item.added", map[string]any{"output_index": 0, "item": map[string]any{

@@ -125,3 +125,25 @@ func TestStreamsTheResponsesWireFormat(t *testing.T) {
 		t.Errorf("user messages: %q", got)
 	}
 }
+
+// Codex 0.169.0 offers an MCP server's tools in a namespace tool (mcp__intentq); a call of one
+// names its function and the namespace, in the item added and in the item done.
+func TestNamespacedCall(t *testing.T) {
+	s := fakeopenai.New(func(fakeopenai.Request) fakeopenai.Turn {
+		return fakeopenai.Turn{Namespace: "mcp__intentq", Call: "reply", Arguments: map[string]any{"text": "hi"}}
+	})
+	t.Cleanup(s.Close)
+	events := post(t, s, `{"model":"m","stream":true,"tools":[{"type":"namespace","name":"mcp__intentq"}],"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"hello"}]}]}`)
+	for _, e := range events {
+		if e.name != "response.output_item.added" && e.name != "response.output_item.done" {
+			continue
+		}
+		item := e.data["item"].(map[string]any)
+		if item["namespace"] != "mcp__intentq" || item["name"] != "reply" {
+			t.Errorf("%s: %v", e.name, item)
+		}
+	}
+	if !s.Requests()[0].HasTool("mcp__intentq") {
+		t.Error("the namespace tool is not offered")
+	}
+}
