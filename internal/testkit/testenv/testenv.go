@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -154,6 +155,19 @@ func Agent(t testing.TB, env []string, target, settingsPath string) {
 		k.Env = env
 		_ = k.Run()
 	})
+	// The pane's shell takes a moment to exec cat: until then a check of its program sees the
+	// shell (or its first command).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		show := exec.Command("tmux", "display-message", "-p", "-t", session, "#{pane_current_command}")
+		show.Env = env
+		out, err := show.Output()
+		if err == nil && strings.TrimSpace(string(out)) == "cat" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stand-in agent's pane shows %q (%v), want cat", out, err)
+		}
+	}
 	if err := os.MkdirAll(filepath.Dir(settingsPath), 0o700); err != nil {
 		t.Fatal(err)
 	}
