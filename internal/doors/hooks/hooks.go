@@ -49,6 +49,10 @@ type Input struct {
 	PromptID string `json:"prompt_id"`
 	// NotificationType says what a notification is about: permission_prompt, idle_prompt, ...
 	NotificationType string `json:"notification_type"`
+	// AgentID is set when the hook fires inside a subagent (Claude Code 2.1.330: "present only
+	// when the hook fires from within a subagent"): what it prints goes to the subagent, whose
+	// context ends with it, not to the agent the person talks to.
+	AgentID string `json:"agent_id,omitempty"`
 }
 
 // Output is the JSON a hook prints; empty fields are left out, and an empty Output prints
@@ -322,6 +326,11 @@ func PostToolUse(ctx context.Context, b Backend, s Settings, in Input) (Answer, 
 	err := afterReply(ctx, b, s, in)
 	if err != nil {
 		s.logger().Warn("post-tool-use: reply not handled", zap.String("session", s.Session), zap.String("tool", in.ToolName), zap.Error(err))
+	}
+	if in.AgentID != "" {
+		// Inside a subagent: messages handed over here would reach the subagent, not the
+		// agent (issue 24); the tool call still says the agent works.
+		return Answer{}, errors.Join(err, report(ctx, b, s, workflows.AgentEvent{Event: workflows.EventPostToolUse, Detail: in.ToolName}))
 	}
 	var every time.Duration
 	if contains(s.RemindTools, in.ToolName) {

@@ -670,3 +670,19 @@ func TestStopTypedHandsNothingOver(t *testing.T) {
 		t.Fatalf("took %v", b.takes)
 	}
 }
+
+// Issue 24: a PostToolUse inside a subagent (Claude Code sets agent_id) hands nothing over: the
+// messages would reach the subagent, whose context ends with it. The agent is still working.
+func TestPostToolUseInsideASubagentHandsNothingOver(t *testing.T) {
+	b := backend()
+	b.queue = []workflows.DeliveryRequest{{ID: "intent/5/3#1", ReplyTo: "intent/5/3", Kind: workflows.KindMessage, Text: "for the agent"}}
+	if out := run(t, EventPostToolUse, b, settings(), `{"session_id":"s","tool_name":"Read","tool_use_id":"t9","agent_id":"sub-1","agent_type":"general-purpose"}`); out != "" {
+		t.Fatalf("a subagent's hook printed %q", out)
+	}
+	if len(b.takes) != 0 || len(b.reports) != 1 || b.reports[0].Event != EventPostToolUse {
+		t.Fatalf("takes %v, reports %+v: want no take and the tool call reported", b.takes, b.reports)
+	}
+	if out := run(t, EventPostToolUse, b, settings(), `{"session_id":"s","tool_name":"Read","tool_use_id":"t10"}`); !strings.Contains(out, "for the agent") {
+		t.Fatalf("the agent's own hook: %q", out)
+	}
+}
