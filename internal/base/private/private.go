@@ -50,17 +50,32 @@ func Fix(dir string) error {
 	})
 }
 
-// WriteFile writes data to path as a private file (0600, its folder created 0700), atomically:
-// a reader sees the old content or the new, never half of it.
+// WriteFile writes data to path as a private file (0600, its folder created 0700), atomically
+// and durably: a reader sees the old content or the new, never half of it, and the new content
+// is on disk when it returns. A temporary file left by a crash is replaced, never reused with
+// its mode.
 func WriteFile(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+	_ = os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

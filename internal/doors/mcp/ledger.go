@@ -2,14 +2,13 @@ package mcp
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
+	"github.com/intentq/intentq/internal/base/private"
 	"github.com/intentq/intentq/workflows"
 )
 
@@ -101,14 +100,7 @@ func (l *replyLedger) record(e sentReply) error {
 	if err != nil {
 		return fmt.Errorf("reply ledger: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
-		return fmt.Errorf("reply ledger: %w", err)
-	}
-	tmp := l.path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("reply ledger: %w", err)
-	}
-	if err := os.Rename(tmp, l.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := private.WriteFile(l.path, b); err != nil {
 		return fmt.Errorf("reply ledger: %w", err)
 	}
 	return nil

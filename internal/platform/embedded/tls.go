@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/intentq/intentq/internal/base/private"
 	"github.com/intentq/intentq/internal/base/trust"
 )
 
@@ -152,24 +153,11 @@ func (f internodeTLS) create(now time.Time) error {
 		{f.Cert, "CERTIFICATE", nodeDER},
 		{f.CA, "CERTIFICATE", caDER},
 	} {
-		if err := writePrivate(w.path, pem.EncodeToMemory(&pem.Block{Type: w.kind, Bytes: w.der})); err != nil {
+		if err := private.WriteFile(w.path, pem.EncodeToMemory(&pem.Block{Type: w.kind, Bytes: w.der})); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// writePrivate replaces path with data, 0600, through a temporary file.
-func writePrivate(path string, data []byte) error {
-	tmp := path + ".new"
-	_ = os.Remove(tmp)
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 func serial() *big.Int {
