@@ -2,15 +2,11 @@ package activities
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -168,13 +164,7 @@ func (t *Telegram) React(ctx context.Context, req ReactRequest) error {
 }
 
 // sentPath is the file that records the parts sent for key ("" without SentDir or key).
-func (t *Telegram) sentPath(key string) string {
-	if t.SentDir == "" || key == "" {
-		return ""
-	}
-	sum := sha256.Sum256([]byte(key))
-	return filepath.Join(t.SentDir, hex.EncodeToString(sum[:16]))
-}
+func (t *Telegram) sentPath(key string) string { return keyFile(t.SentDir, key) }
 
 // readSent reads the part IDs recorded at path (none when there is no record).
 func readSent(path string) []int {
@@ -203,20 +193,8 @@ func writeSent(path string, ids []int) error {
 
 // PruneSent removes records of sends older than age.
 func (t *Telegram) PruneSent(age time.Duration) error {
-	if t.SentDir == "" {
-		return nil
-	}
-	entries, err := os.ReadDir(t.SentDir)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
+	if err := pruneOlder(t.SentDir, age); err != nil {
 		return fmt.Errorf("sent records: %w", err)
-	}
-	for _, e := range entries {
-		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > age {
-			_ = os.Remove(filepath.Join(t.SentDir, e.Name()))
-		}
 	}
 	return nil
 }

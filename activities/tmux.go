@@ -244,29 +244,40 @@ func (t *Tmux) cursorLine(ctx context.Context, target, paneID string) (string, e
 const ErrTypeMarker = "TypedMarker"
 
 // marker is the file that says a typing with key was entered; "" without a key or TypedDir.
-func (t *Tmux) marker(key string) string {
-	if key == "" || t.TypedDir == "" {
+func (t *Tmux) marker(key string) string { return keyFile(t.TypedDir, key) }
+
+// keyFile is the file in dir that stands for key ("" when either is empty).
+func keyFile(dir, key string) string {
+	if key == "" || dir == "" {
 		return ""
 	}
 	sum := sha256.Sum256([]byte(key))
-	return filepath.Join(t.TypedDir, hex.EncodeToString(sum[:16]))
+	return filepath.Join(dir, hex.EncodeToString(sum[:16]))
 }
 
 // PruneTyped removes typing markers older than age: a delivery is retried for minutes, not days.
 func (t *Tmux) PruneTyped(age time.Duration) error {
-	if t.TypedDir == "" {
+	if err := pruneOlder(t.TypedDir, age); err != nil {
+		return fmt.Errorf("prune typing markers: %w", err)
+	}
+	return nil
+}
+
+// pruneOlder removes the files in dir (none when dir is "" or missing) older than age.
+func pruneOlder(dir string, age time.Duration) error {
+	if dir == "" {
 		return nil
 	}
-	entries, err := os.ReadDir(t.TypedDir)
+	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("prune typing markers: %w", err)
+		return err
 	}
 	for _, e := range entries {
 		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > age {
-			_ = os.Remove(filepath.Join(t.TypedDir, e.Name()))
+			_ = os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
 	return nil
