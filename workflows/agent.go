@@ -10,7 +10,6 @@ package workflows
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -294,10 +293,16 @@ func (s *session) settleOffers(ctx workflow.Context) {
 // commitOffer counts each message of a committed offer delivered, once.
 func (s *session) commitOffer(ctx workflow.Context, o Offer) {
 	hctx := workflow.WithActivityOptions(ctx, historyActivityOptions)
+	tell := func(req DeliveryRequest) {
+		res := DeliveryResult{ID: req.ID, Kind: req.Kind, OK: true, At: workflow.Now(ctx), Via: o.Event}
+		if err := workflow.SignalExternalWorkflow(ctx, req.ReplyTo, "", SignalDeliveryResult, res).Get(ctx, nil); err != nil {
+			workflow.GetLogger(ctx).Info("delivery result not taken", "session", s.Config.Name, "request", req.ID, "error", err)
+		}
+	}
 	for _, req := range o.Requests {
 		// Something the agent had already got (a request repeated after its wait timed out) is
 		// answered, not counted again.
-		if key := req.typedKey(); key == "" || !slices.Contains(s.RecentlyDelivered, key) {
+		if !s.inContext(req) {
 			if err := s.commitToHistory(hctx, req); err != nil {
 				workflow.GetLogger(ctx).Warn("hook delivery not committed to history", "session", s.Config.Name, "request", req.ID, "error", err)
 			}
@@ -305,16 +310,11 @@ func (s *session) commitOffer(ctx workflow.Context, o Offer) {
 			s.Delivered++
 			count(ctx, metricDeliveries, map[string]string{"session": s.Config.Name, "kind": req.Kind, "ok": "true"}, 1)
 		}
-		res := DeliveryResult{ID: req.ID, Kind: req.Kind, OK: true, At: workflow.Now(ctx), Via: o.Event}
-		if err := workflow.SignalExternalWorkflow(ctx, req.ReplyTo, "", SignalDeliveryResult, res).Get(ctx, nil); err != nil {
-			workflow.GetLogger(ctx).Info("delivery result not taken", "session", s.Config.Name, "request", req.ID, "error", err)
-		}
+		tell(req)
 	}
+	// Requests for what the offer held that came while it was out: answered by its commit.
 	for _, req := range o.Waiting {
-		res := DeliveryResult{ID: req.ID, Kind: req.Kind, OK: true, At: workflow.Now(ctx), Via: o.Event}
-		if err := workflow.SignalExternalWorkflow(ctx, req.ReplyTo, "", SignalDeliveryResult, res).Get(ctx, nil); err != nil {
-			workflow.GetLogger(ctx).Info("delivery result not taken", "session", s.Config.Name, "request", req.ID, "error", err)
-		}
+		tell(req)
 	}
 }
 

@@ -52,21 +52,20 @@ func (s *SessionInput) heldIn(req DeliveryRequest) int {
 // admit takes a request that arrived: answered from the context when it is in it, waiting with
 // the offer that holds it, else queued.
 func (s *session) admit(req DeliveryRequest) {
-	if s.exactlyOnce && req.ReplyTo == "" {
-		s.Queue = append(s.Queue, req) // a context block has no intent: never a repeat
+	if !s.exactlyOnce {
+		s.enqueue(req)
 		return
 	}
-	if s.exactlyOnce {
-		if s.inContext(req) {
-			s.repeats = append(s.repeats, req)
-			return
-		}
-		if i := s.heldIn(req); i >= 0 {
-			s.Offers[i].Waiting = append(s.Offers[i].Waiting, req)
-			return
-		}
+	switch i := s.heldIn(req); {
+	case req.ReplyTo == "":
+		s.Queue = append(s.Queue, req) // a context block has no intent: never a repeat
+	case s.inContext(req):
+		s.repeats = append(s.repeats, req)
+	case i >= 0:
+		s.Offers[i].Waiting = append(s.Offers[i].Waiting, req)
+	default:
+		s.enqueue(req)
 	}
-	s.enqueue(req)
 }
 
 // admitAll admits reqs in order (a door's batch).
