@@ -154,7 +154,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 	s.worker = worker.New(s.client, cfg.Temporal.TaskQueue, worker.Options{
 		Identity:          identity,
 		WorkerStopTimeout: 10 * time.Second,
-		Interceptors:      []interceptor.WorkerInterceptor{watchdog.CountFailures(failures, activities.TmuxInjectName)},
+		Interceptors:      []interceptor.WorkerInterceptor{AlarmingFailures(failures)},
 	})
 	Register(s.worker, Deps{
 		Identity: identity,
@@ -271,6 +271,14 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 	return s, nil
 }
 
+// AlarmingFailures counts into window the failed attempts the watchdog alerts on: typing into a
+// pane. Failed pushes are not among them: during an ntfy outage the sessions' alert desks hold
+// what ntfy did not take and summarise it once it answers, so the person hears one voice, not the
+// desk's summary beside a watchdog alarm about the same outage (issue 24).
+func AlarmingFailures(window *watchdog.FailureWindow) interceptor.WorkerInterceptor {
+	return watchdog.CountFailures(window, activities.TmuxInjectName)
+}
+
 // startWatchdog runs the in-process watchdog (SPEC I9): a worker polling the task queue, and
 // reminder activities failing more than 10 times in 10 minutes.
 func (s *Service) startWatchdog(cfg *config.Config, failures *watchdog.FailureWindow, logger *zap.Logger) {
@@ -282,8 +290,7 @@ func (s *Service) startWatchdog(cfg *config.Config, failures *watchdog.FailureWi
 				}
 				return "", nil
 			}},
-			// Typing failures only: an ntfy outage is told by the sessions' alert desks, which
-			// hold what ntfy did not take and summarise it once it answers (one voice).
+			// Typing failures only (AlarmingFailures).
 			failures.Check("reminders", "reminder deliveries"),
 		},
 		Ntfy:   &activities.Ntfy{URL: cfg.Ntfy.URL, Token: cfg.Ntfy.Token.Reveal()},
