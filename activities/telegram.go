@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -74,15 +75,34 @@ func (t *Telegram) Send(ctx context.Context, req SendRequest) ([]int, error) {
 		sent = recorded
 	}
 	for i := len(sent); i < len(parts); i++ {
-		msg := tgbotapi.NewMessage(chat, parts[i])
+		text := parts[i]
+		if sendingWas(ledger) == i {
+			// The last attempt sent this part and lost the answer (a timeout or a reset after
+			// the request went out, or a crash): Telegram may have it. The Bot API cannot tell,
+			// so it goes again, saying so, rather than being lost.
+			text = resentLabel + text
+		}
+		if utf8.RuneCountInString(text) > TelegramMaxChars {
+			if _, err := bot.Send(tgbotapi.NewMessage(chat, strings.TrimSpace(resentLabel))); err != nil {
+				return sent, fmt.Errorf("telegram send to chat %s (part %d of %d, repeat notice): %w", req.ChatID, i+1, len(parts), redactToken(err, t.Token))
+			}
+			text = parts[i]
+		}
+		msg := tgbotapi.NewMessage(chat, text)
 		if i == 0 && req.ReplyTo != "" {
 			if id, err := strconv.Atoi(req.ReplyTo); err == nil {
 				msg.ReplyToMessageID = id
 				msg.AllowSendingWithoutReply = true
 			}
 		}
+		if err := markSending(ledger, i); err != nil {
+			return sent, fmt.Errorf("telegram send to chat %s (part %d of %d): %w", req.ChatID, i+1, len(parts), err)
+		}
 		m, err := bot.Send(msg)
 		if err != nil {
+			if neverSent(err) {
+				markSent(ledger)
+			}
 			if apiErr, ok := err.(*tgbotapi.Error); ok && apiErr.Code >= 400 && apiErr.Code < 500 && apiErr.Code != 429 {
 				return sent, temporal.NewNonRetryableApplicationError(fmt.Sprintf("telegram send to chat %s: %d %s", req.ChatID, apiErr.Code, apiErr.Message), ErrTypeTelegramRejected, nil)
 			}
@@ -92,6 +112,7 @@ func (t *Telegram) Send(ctx context.Context, req SendRequest) ([]int, error) {
 		if err := writeSent(ledger, sent); err != nil {
 			return sent, temporal.NewNonRetryableApplicationError(fmt.Sprintf("telegram send to chat %s: part %d sent, but not recorded: %v", req.ChatID, i+1, err), ErrTypeTelegramRejected, err)
 		}
+		markSent(ledger)
 		if activity.IsActivity(ctx) {
 			activity.RecordHeartbeat(ctx, sent)
 		}
@@ -161,6 +182,54 @@ func (t *Telegram) React(ctx context.Context, req ReactRequest) error {
 		return fmt.Errorf("telegram reaction on %s/%s: %w", req.ChatID, req.MessageID, redactToken(err, t.Token))
 	}
 	return nil
+}
+
+// resentLabel heads a part sent again because the attempt that sent it before lost Telegram's
+// answer: the person may already have it.
+const resentLabel = "(sent again: the connection broke as this was sent; it may be above already)\n\n"
+
+// neverSent tells a failure after which Telegram surely has not got the request: it answered
+// (an API error) or the connection was never made. Anything else (a timeout or reset after the
+// request went out) is ambiguous.
+func neverSent(err error) bool {
+	var apiErr *tgbotapi.Error
+	if errors.As(err, &apiErr) {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// markSending records, beside the sent parts at ledger, that part i is going out; markSent
+// clears it once Telegram answered. A mark left behind (a lost answer, a crash) makes the next
+// attempt label that part as sent again.
+func markSending(ledger string, i int) error {
+	if ledger == "" {
+		return nil
+	}
+	return private.WriteFile(ledger+".sending", []byte(strconv.Itoa(i)))
+}
+
+func markSent(ledger string) {
+	if ledger != "" {
+		_ = os.Remove(ledger + ".sending")
+	}
+}
+
+// sendingWas returns the part a mark at ledger names (-1 without one).
+func sendingWas(ledger string) int {
+	if ledger == "" {
+		return -1
+	}
+	b, err := os.ReadFile(ledger + ".sending")
+	if err != nil {
+		return -1
+	}
+	i, err := strconv.Atoi(string(b))
+	if err != nil {
+		return -1
+	}
+	return i
 }
 
 // sentPath is the file that records the parts sent for key ("" without SentDir or key).

@@ -40,3 +40,53 @@ func TestTelegramSendResumesAfterTheLastPartSent(t *testing.T) {
 		t.Fatalf("another answer: %v %v", ids, err)
 	}
 }
+
+// Issue 24: a part whose answer was lost after Telegram accepted it (a timeout, a reset, a
+// crash) cannot be told from one Telegram never got: the Bot API has no idempotency key. It
+// goes again, labelled as possibly repeated, rather than being lost; a part Telegram refused
+// or never saw goes again unlabelled, and parts already answered are never sent again.
+func TestTelegramSendLabelsAPartWhoseAnswerWasLost(t *testing.T) {
+	bot := fakebot.New("1:send")
+	defer bot.Close()
+	tg := &Telegram{Token: "1:send", Endpoint: bot.Endpoint(), SentDir: t.TempDir()}
+	a, b, c := strings.Repeat("a", TelegramMaxChars), strings.Repeat("b", TelegramMaxChars), strings.Repeat("c", 10)
+	req := SendRequest{ChatID: "42", ReplyTo: "7", Text: a + b + c, Key: "intent/42/7/lost"}
+	ctx := context.Background()
+	bot.FailNextMethod("sendMessage", http.StatusBadGateway, 1) // refused: surely not sent
+	if _, err := tg.Send(ctx, req); err == nil {
+		t.Fatal("a refused part, yet Send succeeded")
+	}
+	if _, err := tg.Send(ctx, SendRequest{ChatID: "42", ReplyTo: "7", Text: a, Key: req.Key}); err != nil {
+		t.Fatal(err)
+	}
+	lose := func(req SendRequest) {
+		t.Helper()
+		bot.LoseAnswerNext("sendMessage", 1)
+		if _, err := tg.Send(ctx, req); err == nil {
+			t.Fatal("a lost answer, yet Send succeeded")
+		}
+	}
+	lose(req) // part 2 reaches the chat, its answer is lost
+	if ids, err := tg.Send(ctx, req); err != nil || len(ids) != 3 {
+		t.Fatalf("retry: %v %v", ids, err)
+	}
+	short := SendRequest{ChatID: "42", Text: c, Key: "intent/42/8/lost"}
+	lose(short)
+	if ids, err := tg.Send(ctx, short); err != nil || len(ids) != 1 {
+		t.Fatalf("retry: %v %v", ids, err)
+	}
+	var got []string
+	for _, m := range bot.Sent() {
+		got = append(got, m.Text)
+	}
+	// A full part has no room for the label: a notice goes before it.
+	want := []string{a, b, strings.TrimSpace(resentLabel), b, c, c, resentLabel + c}
+	if len(got) != len(want) {
+		t.Fatalf("Telegram got %d messages, want %d: %q", len(got), len(want), got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("message %d = %.80q, want %.80q", i+1, got[i], want[i])
+		}
+	}
+}

@@ -380,7 +380,10 @@ type failure struct {
 	method string // "" for any method
 	status int
 	body   []byte // nil: the standard JSON body for status
-	n      int
+	// lose: the request is carried out, then the connection drops before the answer (a
+	// timeout or reset after Telegram accepted it).
+	lose bool
+	n    int
 }
 
 // Server is a fake Telegram Bot API server. Its methods are safe for
@@ -605,6 +608,13 @@ func (s *Server) FailNextRaw(method string, status int, body string, n int) {
 	s.addFailure(&failure{method: method, status: status, body: []byte(body), n: n})
 }
 
+// LoseAnswerNext makes the next n requests of method ("" for any) take effect (a sendMessage
+// sends its message) and then drops the connection without an answer, as a timeout or a reset
+// after Telegram accepted a request looks to the client.
+func (s *Server) LoseAnswerNext(method string, n int) {
+	s.addFailure(&failure{method: method, lose: true, n: n})
+}
+
 func (s *Server) addFailure(f *failure) {
 	if f.n <= 0 {
 		return
@@ -813,6 +823,15 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mu.Unlock()
+	if fail != nil && fail.lose {
+		s.serveMethod(httptest.NewRecorder(), r, method)
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				_ = conn.Close()
+			}
+		}
+		return
+	}
 	if fail != nil {
 		if fail.body == nil {
 			writeError(w, fail.status, standardDescription(fail.status))
@@ -827,7 +846,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(fail.body)
 		return
 	}
+	s.serveMethod(w, r, method)
+}
 
+// serveMethod carries out one Bot API method and answers it.
+func (s *Server) serveMethod(w http.ResponseWriter, r *http.Request, method string) {
 	p, err := parseParams(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "Bad Request: "+err.Error())
