@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"regexp"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -26,8 +26,8 @@ import (
 // The exactly-once checker (issue 24): seeded, reproducible random schedules of a session's
 // life (messages arriving, intents asking again after their wait timed out, reminders and their
 // repeats, an agent that works and idles, its hooks taking messages at turn boundaries and
-// committing them late, or dying before they print, typing into the idle pane) are run against
-// the session workflow in the test environment; after each, every message must have entered the
+// committing them late, or dying before they print, typing into the idle pane, the session
+// continuing as new) are run against the session workflow in the test environment; after each, every message must have entered the
 // agent's context (typed, or printed by a hook) exactly once, each reminder at most once, no
 // keystroke may have reached a working agent, and every delivery counted must have been typed or
 // printed before it was counted.
@@ -61,15 +61,18 @@ func TestExactlyOnceChecker(t *testing.T) {
 	if testing.Short() {
 		budget = 2 * time.Second
 	}
-	n := 0
+	n, continued := 0, 0
 	for n < *checkerSchedules && time.Since(start) < budget {
 		n++
 		seed := uint64(n)
-		if !t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) { runSchedule(t, seed) }) {
+		if !t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) { continued += runSchedule(t, seed) - 1 }) {
 			t.Fatalf("exactly-once checker: seed %d failed (after %d schedules)", seed, n)
 		}
 	}
-	t.Logf("exactly-once checker: %d schedules in %s, no violation", n, time.Since(start).Round(time.Millisecond))
+	if n >= 20 && continued == 0 {
+		t.Fatalf("exactly-once checker: %d schedules, and the session never continued as new in any", n)
+	}
+	t.Logf("exactly-once checker: %d schedules (%d continues-as-new) in %s, no violation", n, continued, time.Since(start).Round(time.Millisecond))
 }
 
 // checkEvent is one step of a schedule, for the report of a failing seed.
@@ -100,6 +103,20 @@ type checkRun struct {
 	violation []string
 	start     time.Time
 	keys      int
+	// events is the schedule, played on whichever run of the session is current: a run that
+	// continues as new hands the events not played yet to the next (armed: the current run has
+	// its timers).
+	events []*scheduled
+	armed  bool
+	// runs counts the session's runs (1 + its continues-as-new).
+	runs int
+}
+
+// scheduled is one event of a schedule, at a time from the schedule's start.
+type scheduled struct {
+	at     time.Duration
+	fn     func()
+	played bool
 }
 
 type span struct{ from, to time.Duration }
@@ -109,6 +126,27 @@ var errWorkerAway = errors.New("worker away")
 var markerRE = regexp.MustCompile(`\[(M|R)([0-9]+)(?:#([0-9]+))?\]`)
 
 func (r *checkRun) now() time.Duration { return r.env.Now().Sub(r.start) }
+
+// at schedules fn at at on the session's run current then.
+func (r *checkRun) at(at time.Duration, fn func()) {
+	ev := &scheduled{at: at, fn: fn}
+	r.events = append(r.events, ev)
+	if r.armed {
+		r.arm(ev)
+	}
+}
+
+// arm sets a timer for ev on the current run's environment; it plays only there, once.
+func (r *checkRun) arm(ev *scheduled) {
+	env := r.env
+	env.RegisterDelayedCallback(func() {
+		if ev.played || r.env != env {
+			return
+		}
+		ev.played = true
+		ev.fn()
+	}, max(ev.at-r.now(), 0))
+}
 
 func (r *checkRun) note(format string, args ...any) {
 	r.log = append(r.log, checkEvent{at: r.now(), what: fmt.Sprintf(format, args...)})
@@ -152,7 +190,8 @@ func (r *checkRun) enter(how, text string) {
 	}
 }
 
-func runSchedule(t *testing.T, seed uint64) {
+// runSchedule plays the seed's schedule and returns how many runs the session had.
+func runSchedule(t *testing.T, seed uint64) (runs int) {
 	r := &checkRun{t: t, rng: rand.New(rand.NewPCG(seed, 0x1d)), entered: map[string]int{}, enteredAt: map[string]time.Duration{}, answered: map[string]bool{}}
 	r.env = r.NewTestWorkflowEnvironment()
 	r.env.SetTestTimeout(time.Minute)
@@ -186,13 +225,46 @@ func runSchedule(t *testing.T, seed uint64) {
 		at := time.Duration(30+r.rng.IntN(900)) * time.Second
 		r.away = append(r.away, span{at, at + time.Duration(20+r.rng.IntN(70))*time.Second})
 	}
-	r.register()
 	r.scheduleAgent()
 	r.scheduleIntents()
-	r.env.RegisterDelayedCallback(r.env.CancelWorkflow, 40*time.Minute)
+	// The session continues as new at up to two moments (its history grew long): the state it
+	// hands on must keep every promise.
+	for range r.rng.IntN(3) {
+		r.at(time.Duration(r.rng.IntN(1500))*time.Second, func() {
+			r.note("continue as new suggested")
+			r.env.SetContinueAsNewSuggested(true)
+		})
+	}
+	r.at(40*time.Minute, func() { r.env.CancelWorkflow() })
 	cfg := SessionConfig{Name: "s", TmuxTarget: "s:0", CLI: "claude", BusyPatterns: []string{"esc to interrupt"}, InputPrompt: "❯",
 		HistoryPath: "h.jsonl", Escalation: EscalationPolicy{Interrupt: false, Reset: false}}
-	r.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: cfg})
+	in := SessionInput{Config: cfg}
+	for {
+		r.runs++
+		r.register()
+		r.armed = false
+		for _, ev := range r.events {
+			if !ev.played {
+				r.arm(ev)
+			}
+		}
+		r.armed = true
+		r.env.ExecuteWorkflow(SessionWorkflowName, in)
+		var can *workflow.ContinueAsNewError
+		if !errors.As(r.env.GetWorkflowError(), &can) {
+			break
+		}
+		next := SessionInput{}
+		if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+			t.Fatalf("continue-as-new input: %v", err)
+		}
+		in = next
+		r.note("continued as new (run %d)", r.runs+1)
+		now := r.env.Now()
+		r.env = r.NewTestWorkflowEnvironment()
+		r.env.SetTestTimeout(time.Minute)
+		r.env.SetStartTime(now)
+	}
 
 	for i := 1; i <= r.keys; i++ {
 		key := fmt.Sprintf("intent/1/%d", i)
@@ -205,6 +277,7 @@ func runSchedule(t *testing.T, seed uint64) {
 			r.fail("reminder %s entered the agent's context %d times", key, n)
 		}
 	}
+	return r.runs
 }
 
 // register mocks the activities and the intents' side of the signals.
@@ -287,10 +360,10 @@ func (r *checkRun) scheduleAgent() {
 }
 
 func (r *checkRun) report(at time.Duration, event string) {
-	r.env.RegisterDelayedCallback(func() {
+	r.at(at, func() {
 		r.note("hook %s", event)
 		r.env.SignalWorkflow(SignalAgentEvent, AgentEvent{Event: event, At: r.env.Now()})
-	}, at)
+	})
 }
 
 // hook is one take at at: its outcome is drawn now, so the schedule is the seed's.
@@ -314,7 +387,7 @@ func (r *checkRun) hook(at time.Duration, event, key string) {
 	}
 	twice := r.rng.IntN(8) == 0 // Claude Code runs the same hook again (same key)
 	taken := false              // the first run reached the session
-	r.env.RegisterDelayedCallback(func() {
+	r.at(at, func() {
 		if r.outage(r.now()) {
 			r.note("take %s: no worker to answer", key)
 			return
@@ -341,15 +414,15 @@ func (r *checkRun) hook(at time.Duration, event, key string) {
 					r.enter("printed by "+key, m.Text)
 				}
 				r.mu.Unlock()
-				r.env.RegisterDelayedCallback(func() {
+				r.at(r.now()+delay, func() {
 					r.note("commit %s", key)
 					r.env.SignalWorkflow(SignalTaken, TakenRequest{Key: key})
-				}, delay)
+				})
 			},
 		}, TakeRequest{Key: key, Event: event})
-	}, at)
+	})
 	if twice {
-		r.env.RegisterDelayedCallback(func() {
+		r.at(at+time.Duration(1+r.rng.IntN(900))*time.Millisecond, func() {
 			r.env.UpdateWorkflow(UpdateTake, key+"@again", &testsuite.TestUpdateCallback{
 				OnAccept: func() {}, OnReject: func(error) {},
 				OnComplete: func(v interface{}, err error) {
@@ -358,7 +431,7 @@ func (r *checkRun) hook(at time.Duration, event, key string) {
 					}
 				},
 			}, TakeRequest{Key: key, Event: event})
-		}, at+time.Duration(1+r.rng.IntN(900))*time.Millisecond)
+		})
 	}
 }
 
@@ -399,22 +472,20 @@ func (r *checkRun) scheduleIntents() {
 			}
 		}
 	}
-	// Events in time order for the report.
-	sort.SliceStable(r.log, func(i, j int) bool { return r.log[i].at < r.log[j].at })
 }
 
 func (r *checkRun) deliver(at time.Duration, req DeliveryRequest) {
-	r.env.RegisterDelayedCallback(func() {
+	r.at(at, func() {
 		r.note("deliver %s", req.ID)
 		r.env.SignalWorkflow(SignalDeliver, req)
-	}, at)
+	})
 }
 
 // deliverUnlessAnswered asks at at, unless the intent's message was answered by then (an
 // intent whose message is delivered stops asking for it; a reminder of an answered intent is
 // still asked for: the agent has not replied).
 func (r *checkRun) deliverUnlessAnswered(at time.Duration, req DeliveryRequest) {
-	r.env.RegisterDelayedCallback(func() {
+	r.at(at, func() {
 		r.mu.Lock()
 		done := req.Kind == KindMessage && r.answered[req.ReplyTo]
 		r.mu.Unlock()
@@ -423,7 +494,7 @@ func (r *checkRun) deliverUnlessAnswered(at time.Duration, req DeliveryRequest) 
 		}
 		r.note("deliver %s", req.ID)
 		r.env.SignalWorkflow(SignalDeliver, req)
-	}, at)
+	})
 }
 
 // TestMain lets the checker's flags be parsed.
