@@ -253,6 +253,7 @@ func (c *Config) applyMapDefaults() {
 		}
 		// A fact of the built-in program (how it gives a Stop reason to the model).
 		user.StopReasonTwice = user.StopReasonTwice || def.StopReasonTwice
+		user.SessionStartAtPrompt = user.SessionStartAtPrompt || def.SessionStartAtPrompt
 		// The built-in process names hold for the built-in program, also named by its path.
 		if fields := strings.Fields(user.Command); user.ProcessNames == nil && len(fields) > 0 && filepath.Base(fields[0]) == def.Command {
 			user.ProcessNames = def.ProcessNames

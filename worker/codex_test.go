@@ -19,14 +19,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/intentq/intentq/internal/agentcli"
 	"github.com/intentq/intentq/internal/testkit/fakebot"
 	"github.com/intentq/intentq/internal/testkit/fakentfy"
 	"github.com/intentq/intentq/internal/testkit/fakeopenai"
@@ -207,17 +210,25 @@ func codexLongTurnRun(t testing.TB, calls int) codexRun {
 // codexIdleRun starts a worker and the real Codex, idle, whose model answers "Noted.".
 func codexIdleRun(t testing.TB) *agentRun {
 	t.Helper()
+	run, _, _ := codexIdleStart(t, "321:codexidle", "INTENTQ_REMINDERS_FIRST_AFTER=10m", "INTENTQ_DELIVERY_BUSY_WAIT=1s")
+	return run
+}
+
+// codexIdleStart starts a worker (its settings extra) and the real Codex, idle, whose model
+// answers "Noted."; it returns the run, the stand-in and the worker's log lines.
+func codexIdleStart(t testing.TB, token string, extra ...string) (*agentRun, *fakeopenai.Server, <-chan map[string]any) {
+	t.Helper()
 	bin := binaries(t)
-	bot := fakebot.New("321:codexidle")
+	bot := fakebot.New(token)
 	t.Cleanup(bot.Close)
 	api := fakeopenai.New(func(fakeopenai.Request) fakeopenai.Turn { return fakeopenai.Turn{Text: "Noted."} })
 	t.Cleanup(api.Close)
-	env, home := codexEnv(t, bot, "321:codexidle", "INTENTQ_REMINDERS_FIRST_AFTER=10m", "INTENTQ_DELIVERY_BUSY_WAIT=1s")
+	env, home := codexEnv(t, bot, token, extra...)
 	_, lines := startWorker(t, bin, env)
 	waitFor(t, lines, "ready", 60*time.Second)
 	capture := codexAgent(t, env, home, api, "never", "danger-full-access")
 	reqs, conv := codexRequests(api)
-	return &agentRun{cli: "codex", bot: bot, env: env, home: home, capture: capture, requests: reqs, conversation: conv, ended: &turnEnd{}}
+	return &agentRun{cli: "codex", bot: bot, env: env, home: home, capture: capture, requests: reqs, conversation: conv, ended: &turnEnd{}}, api, lines
 }
 
 // codexTyped reports whether a request's new user messages include a message intentq typed into
@@ -506,5 +517,383 @@ func TestCodexRepliesThroughMCP(t *testing.T) {
 	}
 	if calls != 1 {
 		t.Errorf("%d requests carried a call's output, want the one reply", calls)
+	}
+}
+
+// codexInput is the input line of an idle Codex pane: the last of the bottom 4 lines that begins
+// with "›" (4th from the bottom with the hints line under it; 3rd while a draft hides the
+// hints), trailing blanks dropped.
+func codexInput(pane string) string {
+	lines := strings.Split(strings.TrimRight(pane, "\n"), "\n")
+	for i := len(lines) - 1; i >= 0 && i >= len(lines)-agentcli.Builtin()["codex"].Lines(); i-- {
+		if strings.HasPrefix(lines[i], "›") {
+			return strings.TrimRight(lines[i], " ")
+		}
+	}
+	return ""
+}
+
+// codexIdle reports whether a Codex pane is idle with an empty input line.
+func codexIdle(p string) bool {
+	in := codexInput(p)
+	return !strings.Contains(p, "esc to interrupt") && strings.HasPrefix(in, "› ") &&
+		slices.Contains(agentcli.Builtin()["codex"].InputPlaceholders, strings.TrimPrefix(in, "› "))
+}
+
+// codexTurnOver reports whether a Codex pane shows a turn's end: "Worked for ..." after the last
+// output item (a line that begins with "•"), the input line idle. Between the rounds of a turn a Stop hook keeps going (a
+// block: the model answers again) the pane looks idle too, but without that line.
+func codexTurnOver(p string) bool {
+	at := strings.LastIndex(p, "Worked for")
+	return at >= 0 && !strings.Contains(p[at:], "\n•") && codexIdle(p)
+}
+
+// watchInput captures the pane every 150 ms until stop is called; stop returns the first
+// capture whose input line was not want or that showed bad ("" when none did).
+func watchInput(t testing.TB, capture func() string, want, bad string) (stop func() string) {
+	done, result := make(chan struct{}), make(chan string, 1)
+	go func() {
+		seen := ""
+		for {
+			select {
+			case <-done:
+				result <- seen
+				return
+			case <-time.After(150 * time.Millisecond):
+			}
+			if p := capture(); seen == "" && (codexInput(p) != want || strings.Contains(p, bad)) {
+				seen = p
+			}
+		}
+	}()
+	var once sync.Once
+	var seen string
+	stop = func() string {
+		once.Do(func() { close(done); seen = <-result })
+		return seen
+	}
+	t.Cleanup(func() { stop() })
+	return stop
+}
+
+// codexSessionView is the secretary session as `starter session show --json` shows it.
+type codexSessionView struct {
+	Queued    []string   `json:"queued"`
+	BusySince *time.Time `json:"busy_since"`
+	Delivered int        `json:"delivered"`
+	Agent     *struct {
+		State  string `json:"state"`
+		Event  string `json:"event"`
+		Detail string `json:"detail"`
+	} `json:"agent"`
+}
+
+func sessionShow(t testing.TB, env []string) codexSessionView {
+	t.Helper()
+	var v codexSessionView
+	out := starterRun(t, env, 0, "session", "show", "secretary", "--json")
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("session show: %v\n%s", err, out)
+	}
+	return v
+}
+
+// waitHeldBack waits until the session has held a delivery back (its pane not typable) for at
+// least d: several looks at the pane (delivery.busy_wait 1s) found it so.
+func waitHeldBack(t testing.TB, env []string, capture func() string, d time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		v := sessionShow(t, env)
+		if v.BusySince != nil && len(v.Queued) > 0 && time.Since(*v.BusySince) >= d {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the session does not hold the delivery back: %+v, agent %+v; pane:\n%s", v, v.Agent, capture())
+		}
+	}
+}
+
+// Issue 25: a person's draft in the real Codex's input line is never touched. A Telegram message
+// that arrives while the draft is there waits (the session holds it back, the person is told),
+// nothing is typed, the draft stays exactly as typed; once the person submits the draft, the
+// message reaches the model exactly once (beside the prompt, through a hook), and the draft
+// intact. A second draft that the person clears (C-u): the message is then typed into the empty
+// input line, once, and the cleared draft never reaches the model.
+func TestCodexDraftIsNeverTouched(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the worker and Codex")
+	}
+	ntfy := fakentfy.New()
+	t.Cleanup(ntfy.Close)
+	run, api, _ := codexIdleStart(t, "321:codexdraft", "INTENTQ_NTFY_URL="+ntfy.URL(), "INTENTQ_NTFY_TOPIC=phone",
+		"INTENTQ_REMINDERS_FIRST_AFTER=10m", "INTENTQ_DELIVERY_BUSY_WAIT=1s", "INTENTQ_DELIVERY_WAITS_FOR_YOU_AFTER=3s")
+	keys := func(args ...string) { t.Helper(); tmuxKeys(t, run.env, args...) }
+	sawID := func(id string) bool { return sawOpenAI(api, "msg_id="+id+" chat=42") }
+
+	// 1. A draft, then the person's Enter.
+	draft := "my half-typed question"
+	keys("-l", draft)
+	waitPane(t, run.capture, "the draft", 10*time.Second, func(p string) bool { return codexInput(p) == "› "+draft })
+	stop := watchInput(t, run.capture, "› "+draft, "msg_id=7")
+	bot := run.bot
+	bot.AddMessage(42, 42, 7, "hello while you type")
+	waitHeldBack(t, run.env, run.capture, 3*time.Second)
+	for deadline := time.Now().Add(60 * time.Second); !slices.ContainsFunc(ntfy.Messages(), func(m fakentfy.Message) bool { return strings.Contains(m.Title, "waits for you") }); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the person was not told; pane:\n%s", run.capture())
+		}
+	}
+	if p := stop(); p != "" {
+		t.Fatalf("the draft was touched or the message typed into it:\n%s", p)
+	}
+	if p := run.capture(); codexInput(p) != "› "+draft || sawID("7") {
+		t.Fatalf("the draft was touched or the message delivered while it was there:\n%s", p)
+	}
+	keys("Enter")
+	waitPane(t, run.capture, "the message delivered after the draft", 60*time.Second, func(string) bool { return sawID("7") })
+	waitPane(t, run.capture, "the turn's end", 60*time.Second, codexTurnOver)
+	intact := false
+	for _, r := range api.Requests() {
+		for _, u := range r.Added("user") {
+			if strings.Contains(u, draft) {
+				intact = intact || strings.TrimSpace(u) == draft
+				if strings.Contains(u, "msg_id=") {
+					t.Errorf("the draft reached the model mixed with the message: %q", u)
+				}
+			}
+		}
+		if strings.Contains(r.SinceAssistant(), "msg_id=7 chat=42") {
+			t.Logf("after the draft the message reached the model %s", map[bool]string{true: "typed", false: "through a hook"}[codexTyped(r, newHeader)])
+		}
+	}
+	if !intact {
+		t.Error("the person's draft never reached the model as typed")
+	}
+
+	// 2. A draft the person clears: the message is typed into the empty line. The draft begins
+	// once the turn is over (a Stop hook of the turn that finds a message waiting hands it over,
+	// draft or not; the pane looks idle between a Stop block's rounds) and the session has had
+	// its Stop.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if v := sessionShow(t, run.env); v.Agent != nil && v.Agent.Event == "stop" && v.Agent.State == "idle" {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the session has not seen the turn's Stop: %+v", v.Agent)
+		}
+	}
+	draft2 := "another thought I drop"
+	keys("-l", draft2)
+	waitPane(t, run.capture, "the second draft", 10*time.Second, func(p string) bool { return codexInput(p) == "› "+draft2 })
+	stop = watchInput(t, run.capture, "› "+draft2, "msg_id=8")
+	bot.AddMessage(42, 42, 8, "hello while you type again")
+	waitHeldBack(t, run.env, run.capture, 3*time.Second)
+	if p := stop(); p != "" {
+		t.Fatalf("the second draft was touched or the message typed into it:\n%s", p)
+	}
+	if sawID("8") {
+		t.Fatal("the message was delivered while the second draft was there")
+	}
+	keys("C-u")
+	waitPane(t, run.capture, "the message typed after the draft was cleared", 60*time.Second, func(string) bool { return sawID("8") })
+	waitPane(t, run.capture, "the turn's end", 60*time.Second, codexTurnOver)
+	for _, r := range api.Requests() {
+		if strings.Contains(r.SinceAssistant(), draft2) {
+			t.Errorf("the cleared draft reached the model: %.300q", r.SinceAssistant())
+		}
+		if strings.Contains(r.SinceAssistant(), "msg_id=8 chat=42") && !codexTyped(r, newHeader) {
+			t.Errorf("message 8 was not typed into the empty line: %.300q", r.SinceAssistant())
+		}
+	}
+	all := run.conversation()
+	for _, id := range []string{"7", "8"} {
+		if c := strings.Count(all, "msg_id="+id+" chat=42"); c != 1 {
+			t.Errorf("message %s appears %d times in the conversation", id, c)
+		}
+	}
+	historyOnce(t, run.env, 7, 2)
+}
+
+// watchCodex checks, every 150 ms until the test ends, that the real Codex stays the pane's
+// foreground program (a shell there means it quit) and that none of its dialogs or menus opens
+// (the transcript browser Escape twice opens, an approval prompt); it returns the first thing
+// it saw wrong, and how many looks it took.
+func watchCodex(t testing.TB, env []string, capture func() string) func() (wrong string, looks int) {
+	codex := agentcli.Builtin()["codex"]
+	var mu sync.Mutex
+	wrong, looks := "", 0
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(150 * time.Millisecond):
+			}
+			c := exec.Command("tmux", "display-message", "-p", "-t", "=secretary:", "#{pane_current_command}")
+			c.Env = env
+			out, err := c.Output()
+			front := strings.TrimSpace(string(out))
+			p := capture()
+			mu.Lock()
+			looks++
+			if wrong == "" && (err != nil || !slices.Contains(codex.Processes(), front)) {
+				wrong = fmt.Sprintf("the pane's foreground program is %q (%v), not Codex; pane:\n%s", front, err, p)
+			}
+			for _, d := range codex.DialogPatterns {
+				if wrong == "" && strings.Contains(p, d) {
+					wrong = fmt.Sprintf("%q opened:\n%s", d, p)
+				}
+			}
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+	return func() (string, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		return wrong, looks
+	}
+}
+
+// codexThreadRE finds the thread a Codex request belongs to (its prompt cache key is the thread
+// id).
+var codexThreadRE = regexp.MustCompile(`"prompt_cache_key"\s*:\s*"([^"]+)"`)
+
+func codexThread(r fakeopenai.Request) string {
+	if m := codexThreadRE.FindStringSubmatch(r.Raw); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// Issue 25: escalation against the real Codex never quits it nor opens a menu: a message left
+// unanswered is reminded, the reminders escalate (phase 2 presses C-u, never Escape or C-c: C-c
+// on an empty input quits Codex, Escape twice opens its transcript browser), and the reset
+// types /new, at most once per cooldown. Codex stays the pane's foreground program throughout.
+// /new fires no hook; the next prompt's SessionStart (a new thread) confirms the reset, and
+// presents the pending intent to the model exactly once.
+func TestCodexEscalationNeverQuitsAndNewIsConfirmedBySessionStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the worker and Codex")
+	}
+	run, api, lines := codexIdleStart(t, "321:codexesc",
+		"INTENTQ_REMINDERS_FIRST_AFTER=5s", "INTENTQ_REMINDERS_REPEAT_EVERY=8s", "INTENTQ_DELIVERY_BUSY_WAIT=1s",
+		"INTENTQ_SESSIONS_SECRETARY_ESCALATION_INTERRUPT_AFTER=3s", "INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET_AFTER=12s",
+		"INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET_COOLDOWN=10m", "INTENTQ_SESSIONS_SECRETARY_ESCALATION_STEP_EVERY=1s")
+	var logMu sync.Mutex
+	var logged []map[string]any
+	go func() {
+		for e := range lines {
+			logMu.Lock()
+			logged = append(logged, e)
+			logMu.Unlock()
+		}
+	}()
+	logs := func(msg string) (n int) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		for _, e := range logged {
+			if e["msg"] == msg {
+				n++
+			}
+		}
+		return n
+	}
+	check := watchCodex(t, run.env, run.capture)
+	const pending = "pending message(s) for session secretary"
+	const reminder = pendingHeader + "msg_id=7 chat=42"
+
+	run.bot.AddMessage(42, 42, 7, "are you there?")
+	first := ""
+	// The reset: a new thread whose first request carries the pending intent and the reminder.
+	var reset fakeopenai.Request
+	for deadline := time.Now().Add(120 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		reqs := api.Requests()
+		if first == "" && len(reqs) > 0 {
+			first = codexThread(reqs[0])
+		}
+		i := slices.IndexFunc(reqs, func(r fakeopenai.Request) bool { return codexThread(r) != first })
+		if first != "" && i >= 0 && strings.Contains(reqs[i].SinceAssistant(), reminder) {
+			reset = reqs[i]
+			break
+		}
+		if wrong, _ := check(); wrong != "" {
+			t.Fatal(wrong)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no new thread presented the pending intent (first thread %q, %d requests); pane:\n%s", first, len(reqs), run.capture())
+		}
+	}
+	if first == "" {
+		t.Fatal("Codex's requests carry no thread (prompt_cache_key)")
+	}
+	// Phase 2 came first: a reminder in the first thread, after its keys.
+	if !slices.ContainsFunc(api.Requests(), func(r fakeopenai.Request) bool {
+		return codexThread(r) == first && strings.Contains(r.SinceAssistant(), reminder)
+	}) {
+		t.Error("no reminder reached the first thread before the reset")
+	}
+	added := reset.SinceAssistant()
+	if c := strings.Count(added, "intent/42/7"); c != 1 || !strings.Contains(added, pending) {
+		t.Errorf("after /new the pending intent is presented %d times:\n%s", c, added)
+	}
+	if c := strings.Count(added, "msg_id=7 chat=42"); c != 1 {
+		t.Errorf("after /new the reminder is typed %d times:\n%s", c, added)
+	}
+	t.Logf("the reset reached the model %s after the message", reset.At.Sub(api.Requests()[0].At).Round(time.Millisecond))
+	// Two more reminders after the reset: interrupts (C-u) again, the cooldown allows no second
+	// reset.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		after := 0
+		for _, r := range api.Requests() {
+			if r.At.After(reset.At) && strings.Contains(r.SinceAssistant(), reminder) {
+				after++
+			}
+		}
+		if after >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d reminders after the reset; pane:\n%s", after, run.capture())
+		}
+	}
+	waitPane(t, run.capture, "the last reminder's turn end", 30*time.Second, codexTurnOver)
+	if wrong, looks := check(); wrong != "" {
+		t.Fatal(wrong)
+	} else {
+		t.Logf("Codex was in front, no menu open, at each of %d looks", looks)
+	}
+	threads := map[string]bool{}
+	for _, r := range api.Requests() {
+		threads[codexThread(r)] = true
+		if s := r.SinceAssistant(); strings.Contains(s, "C-u") || strings.Contains(s, "\x15") || strings.Contains(s, "/new") {
+			t.Errorf("a key or the reset command reached the model as text: %.200q", s)
+		}
+	}
+	if len(threads) != 2 {
+		t.Errorf("%d threads, want the first and the one /new started (one reset per cooldown)", len(threads))
+	}
+	var shown struct {
+		LastPhase int         `json:"last_phase"`
+		Resets    []time.Time `json:"resets"`
+	}
+	if out := starterRun(t, run.env, 0, "show", "42/7", "--json"); json.Unmarshal([]byte(out), &shown) != nil || len(shown.Resets) != 1 || shown.LastPhase != 2 {
+		t.Errorf("intent 42/7: %d resets, last phase %d, want 1 reset and the interrupt phase after it:\n%s", len(shown.Resets), shown.LastPhase, out)
+	}
+	// The new thread's hooks bound it to the agent (its SessionStart ran in the TUI), and the
+	// session took that SessionStart as the reset's confirmation.
+	bound, _ := filepath.Glob(filepath.Join(run.home, ".intentq", "codex-threads", "*"))
+	if len(bound) != 2 {
+		t.Errorf("threads bound: %q, want the two", bound)
+	}
+	if n := logs("session reset"); n != 1 {
+		t.Errorf("%d resets logged", n)
+	}
+	if n := logs("reset not confirmed by the agent's SessionStart hook"); n != 0 {
+		t.Errorf("the reset was not confirmed by the next prompt's SessionStart (%d warnings)", n)
+	}
+	if n := logs("reset confirmed by the agent's SessionStart hook"); n != 1 {
+		t.Errorf("%d reset confirmations logged, want 1", n)
 	}
 }

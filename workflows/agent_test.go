@@ -222,6 +222,27 @@ func TestResetConfirmedBySessionStart(t *testing.T) {
 	}
 }
 
+// Issue 25: a CLI whose SessionStart for a reset comes with the next prompt (Codex after /new):
+// the nudge follows the reset at once, nothing is awaited at the command (the SessionStart that
+// comes with the nudge confirms the reset: worker/codex_test.go, with the real Codex).
+func TestResetConfirmedAtTheNextPrompt(t *testing.T) {
+	h := newSessionHarness(t)
+	cfg := hookSession()
+	cfg.Escalation = EscalationPolicy{Interrupt: true, Reset: true}
+	cfg.Reset = ResetSteps{Command: "/new"}
+	cfg.SessionStartAtPrompt = true
+	h.send(0, SignalAgentEvent, AgentEvent{Event: EventStop})
+	h.send(time.Second, SignalDeliver, DeliveryRequest{ID: "r", ReplyTo: "intent/42/1", Kind: KindReminder, Tick: 3,
+		Since: h.start.Add(-10 * time.Minute), Text: "【未対応メッセージ】msg_id=1 chat=42: x"})
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: cfg})
+	require.Len(t, h.typed, 2)
+	require.Equal(t, "/new", h.typed[0])
+	require.Less(t, h.typedAt[1]-h.typedAt[0], 5*time.Second, "no SessionStart is awaited at /new")
+	require.True(t, h.results["r"].OK)
+	require.True(t, h.results["r"].Reset)
+}
+
 // A typed text never begins with something a dialog takes as an answer (a digit, y or n),
 // whatever the message says.
 func TestTypedTextsNeverAnswerADialog(t *testing.T) {

@@ -132,6 +132,7 @@ func (s *session) deliverBatch(ctx workflow.Context) {
 		first := batch[0]
 		err = s.submit(actx, DeliveryRequest{ID: first.ID, ReplyTo: first.ReplyTo, Kind: first.Kind, Text: BatchText(batch)}, ContentKey(batch))
 	}
+	s.confirmReset(actx, err)
 	if len(batch) > 1 {
 		workflow.GetLogger(ctx).Info("typed together", "session", s.Config.Name, "count", len(batch), "ok", err == nil)
 	}

@@ -49,6 +49,9 @@ type SessionConfig struct {
 	InterruptKeys  []string `json:"interrupt_keys,omitempty"`
 	// InputPlaceholders are what the CLI shows on an empty input line: no draft.
 	InputPlaceholders []string `json:"input_placeholders,omitempty"`
+	// SessionStartAtPrompt: the CLI's SessionStart for a reset comes with the next prompt (Codex
+	// after /new), not at the reset command.
+	SessionStartAtPrompt bool `json:"session_start_at_prompt,omitempty"`
 }
 
 // pushes reports whether the session pushes to ntfy.
@@ -247,8 +250,11 @@ type session struct {
 	receipts []string
 	commits  []string
 	typing   string
-	// sessionStarts counts the agent's SessionStart reports (a reset is confirmed by one).
+	// sessionStarts counts the agent's SessionStart reports (a reset is confirmed by one);
+	// resetStarts, when set, is the count before a reset that the SessionStart of the next typed
+	// prompt is to confirm (SessionStartAtPrompt).
 	sessionStarts int
+	resetStarts   *int
 	// exactlyOnce: the session follows versionExactlyOnce; repeats are requests for what is in
 	// the agent's context already, to be answered.
 	exactlyOnce bool

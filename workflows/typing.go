@@ -43,6 +43,7 @@ func (s *session) deliver(ctx workflow.Context, req DeliveryRequest) (_ Delivery
 	if err == nil {
 		err = s.submit(ctx, req, ContentKey([]DeliveryRequest{req}))
 	}
+	s.confirmReset(ctx, err)
 	res := s.result(ctx, req, err)
 	res.Phase, res.Reset = phase, reset
 	return res, false
@@ -175,9 +176,14 @@ func (s *session) escalate(ctx workflow.Context, req DeliveryRequest) (phase int
 		if s.Config.Reset.Typed() {
 			starts := s.sessionStarts
 			err = s.typeText(ctx, s.Config.Reset.Command)
-			// Where hooks report, the agent's SessionStart (a new context) confirms the reset.
-			if err == nil && s.Agent != nil && !s.awaitAgent(ctx, func() bool { return s.sessionStarts > starts }) {
-				workflow.GetLogger(ctx).Warn("reset not confirmed by the agent's SessionStart hook", "session", s.Config.Name, "command", s.Config.Reset.Command)
+			// Where hooks report, the agent's SessionStart (a new context) confirms the reset: at
+			// the command, or (Codex) with the prompt typed next (confirmReset).
+			if err == nil && s.Agent != nil {
+				if s.Config.SessionStartAtPrompt && workflow.GetVersion(ctx, "reset-confirmed-at-prompt", workflow.DefaultVersion, 1) == 1 {
+					s.resetStarts = &starts
+				} else {
+					s.confirmed(ctx, s.awaitAgent(ctx, func() bool { return s.sessionStarts > starts }))
+				}
 			}
 		} else {
 			err = s.pressKeys(ctx, s.Config.Reset.Keys())
@@ -199,6 +205,29 @@ func (s *session) escalate(ctx workflow.Context, req DeliveryRequest) (phase int
 		}
 	}
 	return phase, reset, err
+}
+
+// confirmReset, after the prompt typed after a reset whose SessionStart comes with the next
+// prompt (SessionStartAtPrompt), awaits that SessionStart; err is the typing's outcome (nothing
+// to await when it failed).
+func (s *session) confirmReset(ctx workflow.Context, err error) {
+	if s.resetStarts == nil {
+		return
+	}
+	starts := *s.resetStarts
+	s.resetStarts = nil
+	if err == nil {
+		s.confirmed(ctx, s.awaitAgent(ctx, func() bool { return s.sessionStarts > starts }))
+	}
+}
+
+// confirmed logs whether the agent's SessionStart confirmed a reset.
+func (s *session) confirmed(ctx workflow.Context, ok bool) {
+	if ok {
+		workflow.GetLogger(ctx).Info("reset confirmed by the agent's SessionStart hook", "session", s.Config.Name, "command", s.Config.Reset.Command)
+	} else {
+		workflow.GetLogger(ctx).Warn("reset not confirmed by the agent's SessionStart hook", "session", s.Config.Name, "command", s.Config.Reset.Command)
+	}
 }
 
 // commitToHistory appends what is about to be typed to the session's history, before it is

@@ -55,6 +55,10 @@ type CLI struct {
 	// no message over (it would reach the model twice); the session types what waits once the
 	// agent has stopped. Codex 0.169.0 gives the reason once.
 	StopReasonTwice bool `mapstructure:"stop_reason_twice"`
+	// SessionStartAtPrompt: the CLI's reset command fires no hook; the SessionStart of the new
+	// context comes with the next prompt (Codex 0.169.0 after /new), so a reset is confirmed by
+	// the SessionStart of the prompt typed after it, not awaited after the command.
+	SessionStartAtPrompt bool `mapstructure:"session_start_at_prompt"`
 }
 
 // Processes is ProcessNames, or the base name of Command when none are set.
@@ -153,7 +157,8 @@ func Builtin() map[string]CLI {
 			LaunchArgs: []string{"--no-daemon"},
 			// /new starts a new thread; no hook fires at the command, the next prompt's SessionStart
 			// (source startup) tells it. /clear does the same and also clears the screen.
-			Reset: "/new",
+			Reset:                "/new",
+			SessionStartAtPrompt: true,
 			// "• Working (3s • esc to interrupt)", a few lines above the input line while a turn runs
 			// a tool or waits for the model. NOT shown while an answer streams: the pane then looks
 			// idle, and only the hooks (UserPromptSubmit ... Stop) say the agent works.

@@ -121,8 +121,8 @@ func TestCodexKeysNeverQuit(t *testing.T) {
 			t.Errorf("interrupt key %s", k)
 		}
 	}
-	if codex.Reset != "/new" || codex.Relaunch {
-		t.Errorf("reset %q relaunch %v, want /new typed", codex.Reset, codex.Relaunch)
+	if codex.Reset != "/new" || codex.Relaunch || !codex.SessionStartAtPrompt {
+		t.Errorf("reset %q relaunch %v session start at prompt %v, want /new typed, confirmed by the next prompt's SessionStart", codex.Reset, codex.Relaunch, codex.SessionStartAtPrompt)
 	}
 	if !slices.Contains(codex.Processes(), "node") || !slices.Contains(codex.Processes(), "codex") {
 		t.Errorf("process names %q: tmux shows node (npm) or codex (native)", codex.Processes())

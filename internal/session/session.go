@@ -82,6 +82,8 @@ func TmuxConfig(cfg *config.Config, name string) workflows.SessionConfig {
 		ClearKeys:      strings.Fields(cli.ClearKeys),
 		// Codex shows a placeholder on its empty input line.
 		InputPlaceholders: cli.InputPlaceholders,
+		// Codex fires its SessionStart after /new only with the next prompt.
+		SessionStartAtPrompt: cli.SessionStartAtPrompt,
 	}
 }
 
