@@ -59,6 +59,18 @@ func newHook() *cobra.Command {
 				}
 				stdin = bytes.NewReader(data)
 				s = codexHookSettings(cmd.Context(), cfg, session, data, logger)
+			case "gemini":
+				// Gemini CLI runs hooks in the TUI's own process: the agent is the environment's.
+				// Its input is read as Claude Code's (hooks.GeminiInput: run keys, MCP tool names).
+				// Its settings.json is the person's global one, read by every Gemini they run: a
+				// hook that names no agent serves no session (never the default one).
+				data, err := io.ReadAll(io.LimitReader(stdin, hooks.MaxInput+1))
+				if err != nil {
+					logger.Warn("hook: input unreadable; allowing", zap.Error(err))
+					return nil
+				}
+				stdin = bytes.NewReader(hooks.GeminiInput(data))
+				s = settingsFor(cfg, session, envAgent(cmd.Context()), false, logger)
 			default:
 				logger.Warn("hook: unknown --cli; allowing", zap.String("cli", cli))
 				_, _ = hooks.ReadInput(stdin)
@@ -75,7 +87,7 @@ func newHook() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&session, "session", "", "the intentq session this agent serves (default: the agent's own, else the default session)")
-	cmd.Flags().StringVar(&cli, "cli", "claude", "the agent CLI that runs the hook: claude, or codex (its agent is found from its thread: session_id)")
+	cmd.Flags().StringVar(&cli, "cli", "claude", "the agent CLI that runs the hook: claude, codex (its agent is found from its thread: session_id) or gemini (Gemini CLI's input)")
 	cmd.AddCommand(newHookPolicy())
 	return cmd
 }

@@ -25,10 +25,10 @@ import (
 
 func newSetup() *cobra.Command {
 	var service, remove, dryRun bool
-	var workerPath, cli, codexDir string
+	var workerPath, cli, codexDir, geminiDir string
 	cmd := &cobra.Command{
-		Use:   "setup [--cli claude|codex] [--service [--remove]] [--dry-run]",
-		Short: "install intentq's hooks into the secretary's Claude Code settings (or Codex's, --cli codex); --service also runs the worker as a user service with a watchdog",
+		Use:   "setup [--cli claude|codex|gemini] [--service [--remove]] [--dry-run]",
+		Short: "install intentq's hooks into the secretary's Claude Code settings (or Codex's, --cli codex, or Gemini CLI's, --cli gemini); --service also runs the worker as a user service with a watchdog",
 		Long: "setup writes intentq's hooks (session-start, user-prompt-submit, pre-tool-use, post-tool-use, stop,\nnotification) into claude.settings, merging\n" +
 			"with what is there (a backup first; running it again changes nothing), allows intentq's MCP tools\n" +
 			"that act only for the calling session (not inbox_send) there, registers `starter mcp` as the MCP server \"intentq\" in ~/.claude.json, and prints how\n" +
@@ -39,7 +39,10 @@ func newSetup() *cobra.Command {
 			"in their files. --service --remove undoes it. --dry-run prints what would change.\n\n" +
 			"--cli codex installs the same hooks into Codex's hooks.json ($CODEX_HOME, else ~/.codex; or\n" +
 			"--codex-home), registers the MCP server in its config.toml, and records there the hooks' trust as\n" +
-			"Codex's own review does, so that Codex does not ask for it at its next start.",
+			"Codex's own review does, so that Codex does not ask for it at its next start.\n\n" +
+			"--cli gemini installs them into Gemini CLI's settings.json ($GEMINI_CLI_HOME/.gemini, else\n" +
+			"~/.gemini; or --gemini-home) under its event names, registers the MCP server there (mcpServers), and\n" +
+			"writes policies/intentq.toml, which lets the session-scoped MCP tools run without a confirmation.",
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if remove && !service {
@@ -65,8 +68,17 @@ func newSetup() *cobra.Command {
 					return err
 				}
 				return setupCodex(out, home, starter, dryRun)
+			case "gemini":
+				if service {
+					return usage(cmd, errors.New("--service goes without --cli gemini (run setup --service once)"))
+				}
+				home, err := geminiHome(geminiDir)
+				if err != nil {
+					return err
+				}
+				return setupGemini(out, home, starter, dryRun)
 			default:
-				return usage(cmd, fmt.Errorf("--cli %s: setup knows claude and codex", cli))
+				return usage(cmd, fmt.Errorf("--cli %s: setup knows claude, codex and gemini", cli))
 			}
 			if !remove {
 				if err := setupHooks(out, cfg.Claude.Settings, starter, dryRun); err != nil {
@@ -113,8 +125,9 @@ func newSetup() *cobra.Command {
 	cmd.Flags().BoolVar(&remove, "remove", false, "with --service: stop and remove the user service and its timer")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would change and change nothing")
 	cmd.Flags().StringVar(&workerPath, "worker", "", "the worker binary for the service (default: worker next to starter)")
-	cmd.Flags().StringVar(&cli, "cli", "claude", "the agent CLI to install the hooks and the MCP server into: claude or codex")
+	cmd.Flags().StringVar(&cli, "cli", "claude", "the agent CLI to install the hooks and the MCP server into: claude, codex or gemini")
 	cmd.Flags().StringVar(&codexDir, "codex-home", "", "with --cli codex: Codex's folder (default $CODEX_HOME, else ~/.codex)")
+	cmd.Flags().StringVar(&geminiDir, "gemini-home", "", "with --cli gemini: Gemini CLI's folder (default $GEMINI_CLI_HOME/.gemini, else ~/.gemini)")
 	return cmd
 }
 
@@ -237,6 +250,39 @@ func setupHooks(out io.Writer, path, starter string, dryRun bool) error {
 	})
 }
 
+// mergeCLIHooks adds intentq's hooks for another agent CLI (Codex, Gemini CLI) to the "hooks" of a
+// settings document in Claude Code's shape: for each event, a group running `starter hook <arg>
+// <flag>` with timeout (in the CLI's unit). Every other hook stays; an event that already runs
+// `starter hook <arg>` is left alone, only given flag if it lacks it (a hook installed by hand,
+// or for Claude Code, reads the CLI's input only with it).
+func mergeCLIHooks(doc map[string]any, events []intentqhooks.ClaudeEvent, flag, starter string, timeout int) (bool, error) {
+	hooks, err := objectAt(doc, "hooks")
+	if err != nil {
+		return false, err
+	}
+	changed := false
+	for _, h := range events {
+		groups, _ := hooks[h.Name].([]any)
+		if group := intentqhooks.Group(groups, h.Arg); group != nil {
+			list, _ := group["hooks"].([]any)
+			for _, e := range list {
+				entry, _ := e.(map[string]any)
+				cmd, _ := entry["command"].(string)
+				if intentqhooks.IsIntentqHook(cmd) && !strings.Contains(cmd, flag) {
+					entry["command"] = cmd + " " + flag
+					changed = true
+				}
+			}
+			continue
+		}
+		entry := map[string]any{"type": "command", "command": shellQuote(starter) + " hook " + h.Arg + " " + flag, "timeout": timeout}
+		hooks[h.Name] = append(groups, map[string]any{"hooks": []any{entry}})
+		changed = true
+	}
+	doc["hooks"] = hooks
+	return changed, nil
+}
+
 // wholeServer is the permission rule that allows every tool of the intentq MCP server: setup
 // no longer writes it, and removes it where an older setup did.
 const wholeServer = "mcp__intentq"
@@ -272,7 +318,8 @@ func setupMCP(out io.Writer, path, starter string, dryRun bool) error {
 // mcpLines are how the other agent CLIs register the MCP server, printed for the person.
 func mcpLines(starter string) string {
 	q, _ := json.Marshal(starter)
-	return "Codex (~/.codex/config.toml; `setup --cli codex` writes these and its hooks):\n" +
+	return "Gemini CLI: `setup --cli gemini` writes it and its hooks into ~/.gemini/settings.json\n" +
+		"Codex (~/.codex/config.toml; `setup --cli codex` writes these and its hooks):\n" +
 		"  [mcp_servers.intentq]\n  command = " + string(q) + "\n  args = [\"mcp\"]\n" +
 		"  env_vars = [\"" + strings.Join(intentqhooks.CodexMCPEnv, "\", \"") + "\"]\n" +
 		"Copilot CLI (~/.copilot/mcp-config.json, mcpServers):\n" +

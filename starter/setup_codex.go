@@ -60,33 +60,7 @@ func setupCodex(out io.Writer, home, starter string, dryRun bool) error {
 
 // mergeCodexHooks adds intentq's hooks to a hooks.json document.
 func mergeCodexHooks(doc map[string]any, starter string) (bool, error) {
-	hooks, err := objectAt(doc, "hooks")
-	if err != nil {
-		return false, err
-	}
-	changed := false
-	for _, h := range intentqhooks.CodexEvents {
-		groups, _ := hooks[h.Name].([]any)
-		if group := intentqhooks.Group(groups, h.Arg); group != nil {
-			// A hook installed by hand, or for Claude Code: it finds its agent by its thread only
-			// with --cli codex.
-			list, _ := group["hooks"].([]any)
-			for _, e := range list {
-				entry, _ := e.(map[string]any)
-				cmd, _ := entry["command"].(string)
-				if intentqhooks.IsIntentqHook(cmd) && !strings.Contains(cmd, intentqhooks.CodexFlag) {
-					entry["command"] = cmd + " " + intentqhooks.CodexFlag
-					changed = true
-				}
-			}
-			continue
-		}
-		entry := map[string]any{"type": "command", "command": codexHookLine(starter, h.Arg), "timeout": 10}
-		hooks[h.Name] = append(groups, map[string]any{"hooks": []any{entry}})
-		changed = true
-	}
-	doc["hooks"] = hooks
-	return changed, nil
+	return mergeCLIHooks(doc, intentqhooks.CodexEvents, intentqhooks.CodexFlag, starter, 10)
 }
 
 // updateCodexConfig sets, in Codex's config.toml, mcp_servers.intentq (command: starter, args:
@@ -365,9 +339,4 @@ func sameValue(a, b any) bool {
 	x, err1 := json.Marshal(a)
 	y, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && bytes.Equal(x, y)
-}
-
-// codexHookLine is intentq's hook command for an event in Codex's hooks.json.
-func codexHookLine(starter, arg string) string {
-	return shellQuote(starter) + " hook " + arg + " " + intentqhooks.CodexFlag
 }

@@ -21,7 +21,8 @@ import (
 
 // CLIHooks checks the hooks of every CLI kind a session uses (the person's own pane aside):
 // Claude Code's (also when no session names a CLI: the secretary's settings), Codex's in
-// codexHome (its hooks.json, their trust, the MCP server), and for the kinds without hooks says
+// codexHome (its hooks.json, their trust, the MCP server), Gemini CLI's settings.json (its hooks
+// and the MCP server; GeminiHooks), and for the kinds without hooks says
 // that intentq reads their state from the screen.
 func CLIHooks(cfg *config.Config, codexHome string) Report {
 	kinds := map[string]bool{}
@@ -39,6 +40,13 @@ func CLIHooks(cfg *config.Config, codexHome string) Report {
 		case "claude":
 		case "codex":
 			r = append(r, CodexHooks(codexHome), CodexMCP(codexHome))
+		case "gemini":
+			home, err := hooks.GeminiHome("")
+			if err != nil {
+				r = append(r, Result{Name: "hooks gemini", Detail: err.Error()})
+				continue
+			}
+			r = append(r, GeminiHooks(home))
 		default:
 			r = append(r, Result{Name: "hooks " + kind, OK: true,
 				Detail: "none: intentq has no hooks for " + kind + "; it reads the agent's state from its screen only (README: the agent CLIs)"})
