@@ -222,26 +222,30 @@ func Builtin() map[string]CLI {
 			// Through npm tmux shows "node" (npm-loader.js starts the native binary).
 			ProcessNames: []string{"node", "copilot"},
 		},
-		// Gemini CLI 0.61.0 (npm @google/gemini-cli), observed by hand in tmux (200x50), offline,
-		// against a Gemini API stand-in: GEMINI_API_KEY, GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:P,
-		// settings.json security.auth.selectedType "gemini-api-key" (POST
-		// /v1beta/models/<m>:streamGenerateContent?alt=sse for turns, :generateContent with JSON
-		// output for its router and titles). Its hooks (settings.json "hooks": SessionStart,
-		// BeforeAgent, BeforeModel/AfterModel, BeforeTool/AfterTool, AfterAgent, Notification
-		// {notification_type ToolPermission}, each with session_id, run in the TUI's process) took
-		// Claude Code's output: BeforeAgent and AfterTool additionalContext reached the model once
-		// (as <hook_context>...</hook_context> after the prompt / in the tool's functionResponse), an
-		// AfterAgent {"decision":"block","reason":R} continued the agent with R once as a user
-		// message. intentq does not install them yet (no `setup --cli gemini`): screen-only, and no
-		// end-to-end test drives it.
+		// Gemini CLI 0.61.0 (npm @google/gemini-cli), observed in tmux (200x50), offline, against a
+		// Gemini API stand-in (internal/testkit/fakegemini): GEMINI_API_KEY,
+		// GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:P, settings.json security.auth.selectedType
+		// "gemini-api-key" (POST /v1beta/models/<m>:streamGenerateContent?alt=sse for turns,
+		// :generateContent with JSON output for its router). Its hooks (settings.json "hooks":
+		// SessionStart, BeforeAgent, BeforeModel/AfterModel, BeforeTool/AfterTool, AfterAgent,
+		// Notification {notification_type ToolPermission}, each with session_id, run in the TUI's
+		// process with its environment; timeouts in milliseconds; no tool_use_id or prompt_id) take
+		// Claude Code's output: BeforeAgent and AfterTool additionalContext reach the model once (as
+		// <hook_context>...</hook_context>, < and > escaped, after the prompt / in the tool's
+		// functionResponse), an AfterAgent {"decision":"block","reason":R} continues the agent with R
+		// once as a user message (so the stop hook hands messages over). `starter setup --cli gemini`
+		// installs them (hooks.GeminiEvents) and the MCP server, whose tools Gemini names
+		// mcp_intentq_<tool>; worker/gemini_test.go drives it end to end.
 		"gemini": {
 			Command: "gemini",
 			// No reset by default (/clear was not tried): set clis.gemini.reset to enable phase 3.
 			// "⠼ Thinking... (esc to cancel, 9s)" above the input while the model or a tool works,
 			// "Executing Hooks: ... (esc to cancel, 0s)" while hooks run.
 			BusyPatterns: []string{"esc to cancel"},
-			// The input line " > <text>", 3rd from the bottom (the workspace lines under it); empty
-			// it shows a placeholder. Not confirmed by reading (input_lines unset): untested.
+			// The input line " > <text>", 4th from the bottom (a blank line and the two workspace
+			// lines under it); empty it shows a placeholder. A delivery is confirmed by the BeforeAgent
+			// hook's receipt, else by reading these lines.
+			InputLines:        ptr(4),
 			InputPrompt:       ">",
 			InputPlaceholders: []string{"Type your message or @path/to/file"},
 			// The approval prompt ("Allow execution of [Shell]?" ● 1. Allow once / 2. Allow for this
