@@ -108,6 +108,9 @@ func TestWorkerProcess(t *testing.T) {
 func binaries(t testing.TB) string { return procs.Binaries(t) }
 
 func TestMain(m *testing.M) {
+	if standInMain() {
+		return
+	}
 	code := m.Run()
 	procs.Cleanup()
 	os.Exit(code)

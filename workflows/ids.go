@@ -20,6 +20,19 @@ func IntentID(chatID, messageID string) string {
 	return IntentIDPrefix + chatID + "/" + messageID
 }
 
+// sessionQueueSuffix ends the name of the task queue the typing sessions run on.
+const sessionQueueSuffix = "-sessions"
+
+// SessionTaskQueue is the task queue of the typing sessions beside the worker's task queue
+// `queue`: a worker of its own polls it, so a hook's take never waits behind the intents' tasks
+// of a burst (issue 26).
+func SessionTaskQueue(queue string) string {
+	if strings.HasSuffix(queue, sessionQueueSuffix) {
+		return queue
+	}
+	return queue + sessionQueueSuffix
+}
+
 // SessionWorkflowID is the workflow ID of a session: `session/<name>`.
 func SessionWorkflowID(name string) string { return SessionIDPrefix + name }
 

@@ -353,6 +353,10 @@ func (s *session) continueAsNew(ctx workflow.Context) error {
 			s.answerRepeats(ctx)
 			continue
 		}
+		if workflow.GetVersion(ctx, "session-own-queue", workflow.DefaultVersion, 1) == 1 {
+			// A session started on the worker's task queue moves to the sessions' own.
+			ctx = workflow.WithWorkflowTaskQueue(ctx, SessionTaskQueue(workflow.GetInfo(ctx).TaskQueueName))
+		}
 		return workflow.NewContinueAsNewError(ctx, SessionWorkflowName, s.SessionInput)
 	}
 }

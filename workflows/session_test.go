@@ -209,6 +209,11 @@ func TestSessionContinuesAsNew(t *testing.T) {
 	require.Greater(t, next.Delivered, int64(0))
 	require.EqualValues(t, 31, next.Delivered+int64(len(next.Queue)), "delivered or carried over, none lost")
 	require.Len(t, h.typed, int(next.Delivered))
+	// Issue 26: a session started on the worker's task queue moves to the sessions' own, once.
+	require.Equal(t, SessionTaskQueue(can.TaskQueueName), can.TaskQueueName)
+	require.True(t, strings.HasSuffix(can.TaskQueueName, "-sessions"), "continued on %q", can.TaskQueueName)
+	require.Equal(t, "intentq-sessions", SessionTaskQueue("intentq"))
+	require.Equal(t, "intentq-sessions", SessionTaskQueue("intentq-sessions"))
 }
 
 func claudeSession() SessionConfig {

@@ -48,8 +48,11 @@ type Service struct {
 	log    *zap.Logger
 	server *embedded.Server
 	client client.Client
-	worker worker.Worker
-	ingest *ingest.Server
+	// worker runs everything but the typing sessions, which sessionWorker runs on their own
+	// task queue.
+	worker        worker.Worker
+	sessionWorker worker.Worker
+	ingest        *ingest.Server
 	// stopPoller ends the Telegram poller; pollerDone closes when it has.
 	stopPoller context.CancelFunc
 	pollerDone chan struct{}
@@ -151,12 +154,12 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 		logger.Warn("sent records", zap.Error(err))
 	}
 	failures := &watchdog.FailureWindow{Window: 10 * time.Minute, Limit: 10}
-	s.worker = worker.New(s.client, cfg.Temporal.TaskQueue, worker.Options{
+	options := worker.Options{
 		Identity:          identity,
 		WorkerStopTimeout: 10 * time.Second,
 		Interceptors:      []interceptor.WorkerInterceptor{AlarmingFailures(failures)},
-	})
-	Register(s.worker, Deps{
+	}
+	deps := Deps{
 		Identity: identity,
 		Tmux:     tmux,
 		Ntfy:     &activities.Ntfy{URL: cfg.Ntfy.URL, Token: cfg.Ntfy.Token.Reveal(), Sessions: sessions},
@@ -166,9 +169,16 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 		Runner: headless.Runner(cfg, func(ctx context.Context, title, message string) {
 			push(ctx, cfg, activities.Push{Title: title, Message: message, Priority: 5, Tags: []string{"rotating_light"}})
 		}),
-	})
-	if err := s.worker.Start(); err != nil {
-		return nil, fmt.Errorf("start worker on task queue %q: %w", cfg.Temporal.TaskQueue, err)
+	}
+	// Two workers: the typing sessions (and their activities) on a task queue of their own, so
+	// a hook's take is answered at once while a burst's intents keep the other busy (issue 26).
+	s.worker = worker.New(s.client, cfg.Temporal.TaskQueue, options)
+	s.sessionWorker = worker.New(s.client, workflows.SessionTaskQueue(cfg.Temporal.TaskQueue), options)
+	for queue, w := range map[string]worker.Worker{cfg.Temporal.TaskQueue: s.worker, workflows.SessionTaskQueue(cfg.Temporal.TaskQueue): s.sessionWorker} {
+		Register(w, deps)
+		if err := w.Start(); err != nil {
+			return nil, fmt.Errorf("start worker on task queue %q: %w", queue, err)
+		}
 	}
 	if err := session.Ensure(ctx, s.client, cfg); err != nil {
 		return nil, err
@@ -285,8 +295,10 @@ func (s *Service) startWatchdog(cfg *config.Config, failures *watchdog.FailureWi
 	s.watchdog = &watchdog.Watchdog{
 		Checks: []watchdog.Check{
 			{Name: "worker", Run: func(ctx context.Context) (string, error) {
-				if r := doctor.WorkerPolling(ctx, s.client, cfg.Temporal.TaskQueue); !r.OK {
-					return r.Detail, nil
+				for _, queue := range []string{cfg.Temporal.TaskQueue, workflows.SessionTaskQueue(cfg.Temporal.TaskQueue)} {
+					if r := doctor.WorkerPolling(ctx, s.client, queue); !r.OK {
+						return r.Detail, nil
+					}
 				}
 				return "", nil
 			}},
@@ -462,6 +474,10 @@ func (s *Service) Stop(ctx context.Context) {
 			s.log.Warn("ingest shutdown", zap.Error(err))
 		}
 		s.ingest = nil
+	}
+	if s.sessionWorker != nil {
+		s.sessionWorker.Stop()
+		s.sessionWorker = nil
 	}
 	if s.worker != nil {
 		s.worker.Stop()

@@ -145,8 +145,12 @@ func Ensure(ctx context.Context, c client.Client, cfg *config.Config) error {
 			continue
 		}
 		conf := TmuxConfig(cfg, name)
+		// Typing sessions run on their own task queue (a session that runs already moves there
+		// when it continues as new).
+		sopts := opts
+		sopts.TaskQueue = workflows.SessionTaskQueue(cfg.Temporal.TaskQueue)
 		if _, err := c.SignalWithStartWorkflow(ctx, id, workflows.SignalConfigure, conf,
-			opts, workflows.SessionWorkflowName, workflows.SessionInput{Config: conf}); err != nil {
+			sopts, workflows.SessionWorkflowName, workflows.SessionInput{Config: conf}); err != nil {
 			return fmt.Errorf("start session workflow %s: %w", id, err)
 		}
 	}

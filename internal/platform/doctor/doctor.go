@@ -133,6 +133,9 @@ func Run(ctx context.Context, cfg *config.Config, logger *zap.Logger) Report {
 		r = append(r, checkNamespace(ctx, c, cfg.Temporal.Namespace))
 		r = append(r, checkSearchAttributes(ctx, c, cfg.Temporal.Namespace))
 		worker := WorkerPolling(ctx, c, cfg.Temporal.TaskQueue)
+		if sessions := WorkerPolling(ctx, c, workflows.SessionTaskQueue(cfg.Temporal.TaskQueue)); worker.OK && !sessions.OK {
+			worker = sessions // the typing sessions' own task queue
+		}
 		r = append(r, worker)
 		if worker.OK {
 			r = append(r, checkProbe(ctx, c, cfg.Temporal.TaskQueue))

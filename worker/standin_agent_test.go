@@ -1,0 +1,98 @@
+package main_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// standInAgentEnv, set to a file, makes the test binary a stand-in agent with hooks instead of
+// running tests (TestMain): what BenchmarkN26BurstNeverSlowsTheAgent types into. It reads the
+// pane's terminal raw (the shell sets `stty raw -echo`); a prompt ends at Enter (a carriage
+// return outside a bracketed paste). For each prompt it reports, as Claude Code does, through
+// `starter hook user-prompt-submit` (the receipt that confirms a typed delivery), appends the
+// prompt to the file, and ends its turn at once (`starter hook stop`). The starter is
+// standInStarter; the hooks' config comes from the environment.
+const (
+	standInAgentEnv = "INTENTQ_TEST_STANDIN_AGENT"
+	standInStarter  = "INTENTQ_TEST_STANDIN_STARTER"
+)
+
+// standInProcess is the stand-in's name in the pane (tmux's pane_current_command).
+const standInProcess = "worker.test"
+
+// standInAgentCommand is the pane's shell line that runs the stand-in, writing prompts to out.
+func standInAgentCommand(t testing.TB, out, starter string) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("stty raw -echo; exec env %s=%s %s=%s %s", standInAgentEnv, out, standInStarter, starter, self)
+}
+
+// runStandInAgent is the stand-in's main loop; it returns when the terminal closes.
+func runStandInAgent(out, starter string) {
+	f, err := os.OpenFile(out, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	defer f.Close()
+	hook := func(event string, input any) {
+		b, _ := json.Marshal(input)
+		cmd := exec.Command(starter, "hook", event)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(b), nil, nil
+		_ = cmd.Run()
+	}
+	const pasteStart, pasteEnd = "\x1b[200~", "\x1b[201~"
+	in := bufio.NewReader(os.Stdin)
+	var prompt strings.Builder
+	pasting := false
+	n := 0
+	for {
+		c, err := in.ReadByte()
+		if err != nil {
+			return
+		}
+		prompt.WriteByte(c)
+		s := prompt.String()
+		switch {
+		case strings.HasSuffix(s, pasteStart):
+			pasting = true
+			prompt.Reset()
+			prompt.WriteString(strings.TrimSuffix(s, pasteStart))
+		case strings.HasSuffix(s, pasteEnd):
+			pasting = false
+			prompt.Reset()
+			prompt.WriteString(strings.TrimSuffix(s, pasteEnd))
+		case c == '\r' && !pasting:
+			text := strings.ReplaceAll(strings.TrimSuffix(s, "\r"), "\r", "\n")
+			prompt.Reset()
+			if strings.TrimSpace(text) == "" {
+				continue
+			}
+			n++
+			hook("user-prompt-submit", map[string]any{"session_id": "s", "prompt": text, "prompt_id": fmt.Sprintf("standin-%d", n)})
+			_, _ = f.WriteString(text + "\n")
+			hook("stop", map[string]any{"session_id": "s", "stop_hook_active": false, "last_assistant_message": "ok"})
+		}
+	}
+}
+
+// standInMain runs the stand-in agent when the environment asks for it, and reports whether it
+// did (TestMain then exits).
+func standInMain() bool {
+	out := os.Getenv(standInAgentEnv)
+	if out == "" {
+		return false
+	}
+	runStandInAgent(out, os.Getenv(standInStarter))
+	return true
+}
+
