@@ -270,6 +270,15 @@ func BenchmarkN26BurstNeverSlowsTheAgent(b *testing.B) {
 				b.ReportMetric(float64(t[len(t)-1].Microseconds())/1000, fmt.Sprintf("%s-max-ms-%s", h.event, when))
 			}
 		}
+		logMu.Lock()
+		noReceipt := 0
+		for _, w := range warnings {
+			if strings.Contains(w, "no receipt from the agent's hooks") {
+				noReceipt++
+			}
+		}
+		logMu.Unlock()
+		b.ReportMetric(float64(noReceipt), "typed-without-receipt")
 		report(hookTimes, "burst")
 		report(restTimes, "rest")
 		raw.Close()
