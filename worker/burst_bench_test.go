@@ -81,24 +81,9 @@ func BenchmarkN26BurstNeverSlowsTheAgent(b *testing.B) {
 		bot := fakebot.New("26:burst")
 		env, home, ingest := ingestEnv(b, "INTENTQ_AGENT_ID=secretary", "INTENTQ_REMINDERS_FIRST_AFTER=1h",
 			"INTENTQ_TELEGRAM_TOKEN=26:burst", "INTENTQ_TELEGRAM_API_ENDPOINT="+bot.Endpoint())
-		get := func(name string) string {
-			for _, kv := range env {
-				if v, ok := strings.CutPrefix(kv, name+"="); ok {
-					return v
-				}
-			}
-			b.Fatalf("%s not in the environment", name)
-			return ""
-		}
-		configFile := filepath.Join(home, "intentq.yaml")
-		yaml := fmt.Sprintf("temporal:\n  embedded:\n    port: %s\n    ui_port: %s\ningest:\n  listen: %q\n  token: tok\n"+
-			"telegram:\n  allowed_chat_ids: [42, 43]\n  allowed_user_ids: [42, 43]\n"+
+		configFile := writeConfig(b, env, home, "telegram:\n  allowed_chat_ids: [42, 43]\n  allowed_user_ids: [42, 43]\n"+
 			"sessions:\n  secretary: {tmux_target: \"secretary:0\", chats: [42], default: true}\n"+
-			"  ghost: {tmux_target: \"ghost:0\", chats: [43]}\n",
-			get("INTENTQ_TEMPORAL_EMBEDDED_PORT"), get("INTENTQ_TEMPORAL_EMBEDDED_UI_PORT"), ingest)
-		if err := os.WriteFile(configFile, []byte(yaml), 0o600); err != nil {
-			b.Fatal(err)
-		}
+			"  ghost: {tmux_target: \"ghost:0\", chats: [43]}\n")
 		env = append(env, "INTENTQ_CONFIG="+configFile,
 			"INTENTQ_CLIS_CLAUDE_PROCESS_NAMES="+testenv.StandInProcessNames+","+standInProcess)
 		// The session's agent: a stand-in that confirms each prompt with its UserPromptSubmit
@@ -122,7 +107,7 @@ func BenchmarkN26BurstNeverSlowsTheAgent(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		raw, err := client.Dial(client.Options{HostPort: "127.0.0.1:" + get("INTENTQ_TEMPORAL_EMBEDDED_PORT"),
+		raw, err := client.Dial(client.Options{HostPort: "127.0.0.1:" + envValue(b, env, "INTENTQ_TEMPORAL_EMBEDDED_PORT"),
 			Credentials: client.NewAPIKeyStaticCredentials(tok), ConnectionOptions: client.ConnectionOptions{TLSDisabled: true}})
 		if err != nil {
 			b.Fatal(err)

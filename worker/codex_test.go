@@ -440,22 +440,8 @@ func TestCodexRepliesThroughMCP(t *testing.T) {
 	// Codex starts an MCP server with a few variables of its environment only: the config the
 	// worker reads from INTENTQ_* variables reaches `starter mcp` through a file named by
 	// INTENTQ_CONFIG, which setup --cli codex has Codex hand on (env_vars).
-	get := func(name string) string {
-		for _, kv := range env {
-			if v, ok := strings.CutPrefix(kv, name+"="); ok {
-				return v
-			}
-		}
-		t.Fatalf("%s not in the environment", name)
-		return ""
-	}
-	configFile := filepath.Join(home, "intentq.yaml")
-	yaml := fmt.Sprintf("temporal:\n  embedded:\n    port: %s\n    ui_port: %s\ningest:\n  listen: %q\ntelegram:\n  allowed_chat_ids: [42]\n"+
-		"sessions:\n  secretary: {tmux_target: \"secretary:0\", cli: codex, default: true}\n",
-		get("INTENTQ_TEMPORAL_EMBEDDED_PORT"), get("INTENTQ_TEMPORAL_EMBEDDED_UI_PORT"), get("INTENTQ_INGEST_LISTEN"))
-	if err := os.WriteFile(configFile, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	configFile := writeConfig(t, env, home, "telegram:\n  allowed_chat_ids: [42]\n"+
+		"sessions:\n  secretary: {tmux_target: \"secretary:0\", cli: codex, default: true}\n")
 	env = append(env, "INTENTQ_CONFIG="+configFile)
 	_, lines := startWorker(t, bin, env)
 	waitFor(t, lines, "ready", 60*time.Second)

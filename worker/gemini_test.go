@@ -370,22 +370,8 @@ func TestGeminiRepliesThroughMCP(t *testing.T) {
 	// Gemini CLI starts an MCP server without the variables whose names look secret (*TOKEN*,
 	// *KEY*, ...): the worker's settings reach `starter mcp` through a config file named by
 	// INTENTQ_CONFIG.
-	get := func(name string) string {
-		for _, kv := range env {
-			if v, ok := strings.CutPrefix(kv, name+"="); ok {
-				return v
-			}
-		}
-		t.Fatalf("%s not in the environment", name)
-		return ""
-	}
-	configFile := filepath.Join(home, "intentq.yaml")
-	yaml := fmt.Sprintf("temporal:\n  embedded:\n    port: %s\n    ui_port: %s\ningest:\n  listen: %q\ntelegram:\n  allowed_chat_ids: [42]\n"+
-		"sessions:\n  secretary: {tmux_target: \"secretary:0\", cli: gemini, default: true}\n",
-		get("INTENTQ_TEMPORAL_EMBEDDED_PORT"), get("INTENTQ_TEMPORAL_EMBEDDED_UI_PORT"), get("INTENTQ_INGEST_LISTEN"))
-	if err := os.WriteFile(configFile, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	configFile := writeConfig(t, env, home, "telegram:\n  allowed_chat_ids: [42]\n"+
+		"sessions:\n  secretary: {tmux_target: \"secretary:0\", cli: gemini, default: true}\n")
 	env = append(env, "INTENTQ_CONFIG="+configFile)
 	_, lines := startWorker(t, bin, env)
 	waitFor(t, lines, "ready", 60*time.Second)

@@ -147,6 +147,34 @@ func ingestEnv(t testing.TB, extra ...string) (env []string, home, ingest string
 	return append(env, extra...), home, ingest
 }
 
+// envValue returns name's value in env; the test fails when it is not there.
+func envValue(t testing.TB, env []string, name string) string {
+	t.Helper()
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			return v
+		}
+	}
+	t.Fatalf("%s not in the environment", name)
+	return ""
+}
+
+// writeConfig writes home/intentq.yaml for a worker whose settings come from env: the embedded
+// server's ports and the ingest address, then rest (telegram, sessions, ...). An agent CLI that
+// starts `starter mcp` with a few variables of its environment only hands it this file
+// (INTENTQ_CONFIG).
+func writeConfig(t testing.TB, env []string, home, rest string) string {
+	t.Helper()
+	file := filepath.Join(home, "intentq.yaml")
+	yaml := fmt.Sprintf("temporal:\n  embedded:\n    port: %s\n    ui_port: %s\ningest:\n  listen: %q\n",
+		envValue(t, env, "INTENTQ_TEMPORAL_EMBEDDED_PORT"), envValue(t, env, "INTENTQ_TEMPORAL_EMBEDDED_UI_PORT"),
+		envValue(t, env, "INTENTQ_INGEST_LISTEN")) + rest
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
 // tmuxSession starts a detached tmux session running shell on env's tmux server; the test's
 // end kills the server.
 func tmuxSession(t testing.TB, env []string, name, shell string) {
