@@ -21,17 +21,19 @@ build:
 peers:
 	./scripts/install-peers
 
-## test: the peers, go vet, then all tests (race detector where affordable)
+## test: the peers, go vet, then all tests (race detector where affordable); the worker package
+## runs Claude Code, Codex and Gemini CLI end to end (about 10 min on 2 cores), hence 25m
 test: peers vet
 	$(GO) test -race -count=1 $(RACE_PKGS)
-	$(GO) test -count=1 -timeout 15m ./...
+	$(GO) test -count=1 -timeout 25m ./...
 
 vet:
 	$(GO) vet ./...
 
-## bench: benchmarks with their figures (the end-to-end ones under bench/ run once each)
+## bench: benchmarks with their figures (the end-to-end ones under bench/ run once each; the
+## worker's burst, scale and delivery benchmarks take about half an hour together)
 bench: peers
-	$(GO) test -run '^$$' -bench . -benchmem -count=1 $$($(GO) list ./... | grep -v /bench)
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 90m $$($(GO) list ./... | grep -v /bench)
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count=1 -timeout 20m ./bench/
 
 clean:
