@@ -95,4 +95,3 @@ func standInMain() bool {
 	runStandInAgent(out, os.Getenv(standInStarter))
 	return true
 }
-
