@@ -65,40 +65,10 @@ func CodexHooks(home string) Result {
 	const name = "hooks codex"
 	fix := "starter setup --cli codex"
 	path := filepath.Join(home, "hooks.json")
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return Result{Name: name, Status: StatusWarn, Detail: "not installed yet: " + path + " does not exist", Hint: fix + " installs them"}
-	}
-	if err != nil {
-		return Result{Name: name, Detail: err.Error()}
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return Result{Name: name, Detail: fmt.Sprintf("%s: %v", path, err), Hint: "fix the JSON (Codex reads no hook from it either)"}
-	}
-	settings, _ := doc["hooks"].(map[string]any)
-	var missing, noFlag []string
-	for _, e := range hooks.CodexEvents {
-		groups, _ := settings[e.Name].([]any)
-		group := hooks.Group(groups, e.Arg)
-		if group == nil {
-			missing = append(missing, e.Name)
-			continue
-		}
-		list, _ := group["hooks"].([]any)
-		for _, h := range list {
-			entry, _ := h.(map[string]any)
-			if cmd, _ := entry["command"].(string); hooks.IsIntentqHook(cmd) && !strings.Contains(cmd, hooks.CodexFlag) {
-				noFlag = append(noFlag, e.Name)
-			}
-		}
-	}
-	if len(noFlag) > 0 {
-		return Result{Name: name, Detail: fmt.Sprintf("%s: the hooks of %s run without %s: they would find their agent by the environment of Codex's process, not by its thread",
-			path, strings.Join(noFlag, ", "), hooks.CodexFlag), Hint: fix + " adds it"}
-	}
-	if len(missing) > 0 {
-		return Result{Name: name, Status: StatusWarn, Detail: fmt.Sprintf("not installed yet: %s lacks %s", path, strings.Join(missing, ", ")), Hint: fix + " installs them"}
+	doc, bad := cliHooks(cliHookFile{name: name, fix: fix, path: path, cli: "Codex", events: hooks.CodexEvents, flag: hooks.CodexFlag,
+		withoutFlag: "they would find their agent by the environment of Codex's process, not by its thread"})
+	if bad != nil {
+		return *bad
 	}
 	state, err := codexTrustState(filepath.Join(home, "config.toml"))
 	if err != nil {
@@ -197,6 +167,59 @@ func readTOML(path string) (map[string]any, error) {
 	}
 	if doc == nil {
 		doc = map[string]any{}
+	}
+	return doc, nil
+}
+
+// cliHookFile names a CLI's hooks file and what intentq's hooks in it must look like.
+type cliHookFile struct {
+	name, fix, path string
+	// cli names the program in messages; events are intentq's hooks in its event names, each
+	// running `starter hook <arg>` with flag; withoutFlag says what a hook without it would do.
+	cli         string
+	events      []hooks.ClaudeEvent
+	flag        string
+	withoutFlag string
+}
+
+// cliHooks reads f's JSON file and checks that every event runs intentq's hook with the CLI's
+// flag. It returns the document, or the result to report: a missing file or hook is a warning,
+// unreadable JSON or a hook without the flag a failure.
+func cliHooks(f cliHookFile) (map[string]any, *Result) {
+	data, err := os.ReadFile(f.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, &Result{Name: f.name, Status: StatusWarn, Detail: "not installed yet: " + f.path + " does not exist", Hint: f.fix + " installs them"}
+	}
+	if err != nil {
+		return nil, &Result{Name: f.name, Detail: err.Error()}
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, &Result{Name: f.name, Detail: fmt.Sprintf("%s: %v", f.path, err), Hint: "fix the JSON (" + f.cli + " reads no hook from it either)"}
+	}
+	settings, _ := doc["hooks"].(map[string]any)
+	var missing, noFlag []string
+	for _, e := range f.events {
+		groups, _ := settings[e.Name].([]any)
+		group := hooks.Group(groups, e.Arg)
+		if group == nil {
+			missing = append(missing, e.Name)
+			continue
+		}
+		list, _ := group["hooks"].([]any)
+		for _, h := range list {
+			entry, _ := h.(map[string]any)
+			if cmd, _ := entry["command"].(string); hooks.IsIntentqHook(cmd) && !strings.Contains(cmd, f.flag) {
+				noFlag = append(noFlag, e.Name)
+			}
+		}
+	}
+	if len(noFlag) > 0 {
+		return nil, &Result{Name: f.name, Detail: fmt.Sprintf("%s: the hooks of %s run without %s: %s",
+			f.path, strings.Join(noFlag, ", "), f.flag, f.withoutFlag), Hint: f.fix + " adds it"}
+	}
+	if len(missing) > 0 {
+		return nil, &Result{Name: f.name, Status: StatusWarn, Detail: fmt.Sprintf("not installed yet: %s lacks %s", f.path, strings.Join(missing, ", ")), Hint: f.fix + " installs them"}
 	}
 	return doc, nil
 }

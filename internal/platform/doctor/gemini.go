@@ -4,10 +4,7 @@ package doctor
 // settings.json.
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -22,40 +19,10 @@ func GeminiHooks(home string) Result {
 	const name = "hooks gemini"
 	fix := "starter setup --cli gemini"
 	path := filepath.Join(home, "settings.json")
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return Result{Name: name, Status: StatusWarn, Detail: "not installed yet: " + path + " does not exist", Hint: fix + " installs them"}
-	}
-	if err != nil {
-		return Result{Name: name, Detail: err.Error()}
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return Result{Name: name, Detail: fmt.Sprintf("%s: %v", path, err), Hint: "fix the JSON (Gemini CLI reads no hook from it either)"}
-	}
-	settings, _ := doc["hooks"].(map[string]any)
-	var missing, noFlag []string
-	for _, e := range hooks.GeminiEvents {
-		groups, _ := settings[e.Name].([]any)
-		group := hooks.Group(groups, e.Arg)
-		if group == nil {
-			missing = append(missing, e.Name)
-			continue
-		}
-		list, _ := group["hooks"].([]any)
-		for _, h := range list {
-			entry, _ := h.(map[string]any)
-			if cmd, _ := entry["command"].(string); hooks.IsIntentqHook(cmd) && !strings.Contains(cmd, hooks.GeminiFlag) {
-				noFlag = append(noFlag, e.Name)
-			}
-		}
-	}
-	if len(noFlag) > 0 {
-		return Result{Name: name, Detail: fmt.Sprintf("%s: the hooks of %s run without %s: they would read Gemini CLI's input as Claude Code's",
-			path, strings.Join(noFlag, ", "), hooks.GeminiFlag), Hint: fix + " adds it"}
-	}
-	if len(missing) > 0 {
-		return Result{Name: name, Status: StatusWarn, Detail: fmt.Sprintf("not installed yet: %s lacks %s", path, strings.Join(missing, ", ")), Hint: fix + " installs them"}
+	doc, bad := cliHooks(cliHookFile{name: name, fix: fix, path: path, cli: "Gemini CLI", events: hooks.GeminiEvents, flag: hooks.GeminiFlag,
+		withoutFlag: "they would read Gemini CLI's input as Claude Code's"})
+	if bad != nil {
+		return *bad
 	}
 	if enabled, ok := lookupBool(doc, "hooksConfig", "enabled"); ok && !enabled {
 		return Result{Name: name, Detail: path + ": hooksConfig.enabled is false: Gemini CLI runs no hook", Hint: "remove hooksConfig.enabled or set it to true"}
