@@ -476,15 +476,7 @@ func TestCodexRepliesThroughMCP(t *testing.T) {
 			t.Errorf("the reply tool failed: %.300q", r.SinceAssistant())
 		}
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
-		out := starterRun(t, env, 0, "show", "42/7", "--json")
-		if strings.Contains(out, `"status": "closed"`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("intent 42/7 after the reply:\n%s", out)
-		}
-	}
+	waitIntentClosed(t, env, "42/7", 30*time.Second)
 	// Closed: no reminder is typed any more (the first was due 40 s after receipt).
 	reminders := strings.Count(starterRun(t, env, 0, "history", "secretary"), "未対応メッセージ")
 	time.Sleep(time.Until(received.Add(50 * time.Second)))

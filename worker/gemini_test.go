@@ -401,15 +401,7 @@ func TestGeminiRepliesThroughMCP(t *testing.T) {
 			t.Errorf("the reply tool failed: %.300q", r.SinceModel())
 		}
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
-		out := starterRun(t, env, 0, "show", "42/7", "--json")
-		if strings.Contains(out, `"status": "closed"`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("intent 42/7 after the reply:\n%s", out)
-		}
-	}
+	waitIntentClosed(t, env, "42/7", 30*time.Second)
 	if n := len(bot.Sent()); n != 1 {
 		t.Errorf("%d messages sent, want 1", n)
 	}

@@ -175,6 +175,21 @@ func writeConfig(t testing.TB, env []string, home, rest string) string {
 	return file
 }
 
+// waitIntentClosed waits until `starter show id` says the intent is closed (after an agent's
+// reply); the test fails with what it shows when timeout passes first.
+func waitIntentClosed(t testing.TB, env []string, id string, timeout time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(timeout); ; time.Sleep(500 * time.Millisecond) {
+		out := starterRun(t, env, 0, "show", id, "--json")
+		if strings.Contains(out, `"status": "closed"`) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("intent %s after the reply:\n%s", id, out)
+		}
+	}
+}
+
 // tmuxSession starts a detached tmux session running shell on env's tmux server; the test's
 // end kills the server.
 func tmuxSession(t testing.TB, env []string, name, shell string) {
