@@ -292,6 +292,10 @@ func (s *session) settleOffers(ctx workflow.Context) {
 
 // commitOffer counts each message of a committed offer delivered, once.
 func (s *session) commitOffer(ctx workflow.Context, o Offer) {
+	if workflow.GetVersion(ctx, "offer-commit-at-once", workflow.DefaultVersion, 1) == 1 {
+		s.commitOfferAtOnce(ctx, o)
+		return
+	}
 	hctx := workflow.WithActivityOptions(ctx, historyActivityOptions)
 	tell := func(req DeliveryRequest) {
 		res := DeliveryResult{ID: req.ID, Kind: req.Kind, OK: true, At: workflow.Now(ctx), Via: o.Event}
@@ -315,6 +319,42 @@ func (s *session) commitOffer(ctx workflow.Context, o Offer) {
 	// Requests for what the offer held that came while it was out: answered by its commit.
 	for _, req := range o.Waiting {
 		tell(req)
+	}
+}
+
+// commitOfferAtOnce is commitOffer in one history write and with every intent told at once
+// (issue 26): an offer of 50 messages committed one message at a time (a write, then a signal,
+// each waited for) held the session's typing for seconds.
+func (s *session) commitOfferAtOnce(ctx workflow.Context, o Offer) {
+	var fresh []DeliveryRequest
+	for _, req := range o.Requests {
+		// Something the agent had already got (a request repeated after its wait timed out) is
+		// answered, not counted again.
+		if !s.inContext(req) {
+			fresh = append(fresh, req)
+		}
+	}
+	if len(fresh) > 0 {
+		if err := s.appendToHistory(ctx, fresh, func(text string) string { return text }); err != nil {
+			workflow.GetLogger(ctx).Warn("hook delivery not committed to history", "session", s.Config.Name, "take", o.Key, "error", err)
+		}
+	}
+	for _, req := range fresh {
+		s.rememberDelivered(req)
+		s.Delivered++
+		count(ctx, metricDeliveries, map[string]string{"session": s.Config.Name, "kind": req.Kind, "ok": "true"}, 1)
+	}
+	// Requests for what the offer held that came while it was out are answered by its commit.
+	all := append(append([]DeliveryRequest(nil), o.Requests...), o.Waiting...)
+	sent := make([]workflow.Future, len(all))
+	for i, req := range all {
+		res := DeliveryResult{ID: req.ID, Kind: req.Kind, OK: true, At: workflow.Now(ctx), Via: o.Event}
+		sent[i] = workflow.SignalExternalWorkflow(ctx, req.ReplyTo, "", SignalDeliveryResult, res)
+	}
+	for i, f := range sent {
+		if err := f.Get(ctx, nil); err != nil {
+			workflow.GetLogger(ctx).Info("delivery result not taken", "session", s.Config.Name, "request", all[i].ID, "error", err)
+		}
 	}
 }
 

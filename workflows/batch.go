@@ -152,16 +152,22 @@ func (s *session) gather(ctx workflow.Context, d time.Duration) {
 // commitAllToHistory appends the batch's entries to the session's history in one write, before
 // they are typed, each as typed (SPEC H1-H3).
 func (s *session) commitAllToHistory(ctx workflow.Context, batch []DeliveryRequest) error {
+	return s.appendToHistory(ctx, batch, TypedForm)
+}
+
+// appendToHistory appends one entry per request, its text in form, to the session's history in
+// one write (none without a history file).
+func (s *session) appendToHistory(ctx workflow.Context, reqs []DeliveryRequest, form func(string) string) error {
 	if s.Config.HistoryPath == "" {
 		return nil
 	}
 	ctx = workflow.WithActivityOptions(ctx, historyActivityOptions)
 	req := activities.AppendAllRequest{Session: s.Config.Name}
-	for _, r := range batch {
-		req.Entries = append(req.Entries, activities.HistoryEntry{Time: workflow.Now(ctx), Session: s.Config.Name, Kind: r.Kind, ID: r.ID, Text: TypedForm(r.Text)})
+	for _, r := range reqs {
+		req.Entries = append(req.Entries, activities.HistoryEntry{Time: workflow.Now(ctx), Session: s.Config.Name, Kind: r.Kind, ID: r.ID, Text: form(r.Text)})
 	}
 	if err := workflow.ExecuteActivity(ctx, activities.HistoryAppendAllName, req).Get(ctx, nil); err != nil {
-		return fmt.Errorf("commit %d entries to history %s: %w", len(batch), s.Config.HistoryPath, err)
+		return fmt.Errorf("commit %d entries to history %s: %w", len(reqs), s.Config.HistoryPath, err)
 	}
 	return nil
 }
