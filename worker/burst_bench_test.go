@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"golang.org/x/sync/errgroup"
 
@@ -40,7 +42,60 @@ var (
 	burstN     = flag.Int("burst.n", 1000, "messages per burst in BenchmarkN26BurstNeverSlowsTheAgent")
 	burstPairs = flag.Int("burst.pairs", 3, "pairs of raw and door runs in BenchmarkN26BurstNeverSlowsTheAgent")
 	burstGhost = flag.Bool("burst.others", true, "BenchmarkN26BurstNeverSlowsTheAgent also measures the missing pane and ingest")
+	burstTrace = flag.String("burst.trace", "", "BenchmarkN26BurstNeverSlowsTheAgent writes the session's history, with each event's time, to this file")
 )
+
+// writeTimeline writes a workflow's history to path, one event per line: milliseconds since
+// the first event, the gap since the one before, the type, and what it names (activity,
+// signal, update, timer).
+func writeTimeline(c client.Client, id, path string) error {
+	runs, err := c.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: fmt.Sprintf("WorkflowId = %q", id), PageSize: 1000})
+	if err != nil {
+		return err
+	}
+	execs := runs.GetExecutions()
+	slices.SortFunc(execs, func(a, b *workflowpb.WorkflowExecutionInfo) int {
+		return a.GetStartTime().AsTime().Compare(b.GetStartTime().AsTime())
+	})
+	var sb strings.Builder
+	var first, prev time.Time
+	for _, run := range execs {
+		fmt.Fprintf(&sb, "run %s\n", run.GetExecution().GetRunId())
+		if err := timelineOf(c, id, run.GetExecution().GetRunId(), &sb, &first, &prev); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(path, []byte(sb.String()), 0o600)
+}
+
+// timelineOf writes one run's events to sb, times from first.
+func timelineOf(c client.Client, id, runID string, sb *strings.Builder, first, prev *time.Time) error {
+	it := c.GetWorkflowHistory(context.Background(), id, runID, false, 0)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			return err
+		}
+		at := e.GetEventTime().AsTime()
+		if first.IsZero() {
+			*first, *prev = at, at
+		}
+		what := ""
+		switch {
+		case e.GetActivityTaskScheduledEventAttributes() != nil:
+			what = e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
+		case e.GetWorkflowExecutionSignaledEventAttributes() != nil:
+			what = e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName()
+		case e.GetWorkflowExecutionUpdateAcceptedEventAttributes() != nil:
+			what = e.GetWorkflowExecutionUpdateAcceptedEventAttributes().GetAcceptedRequest().GetInput().GetName()
+		case e.GetSignalExternalWorkflowExecutionInitiatedEventAttributes() != nil:
+			what = e.GetSignalExternalWorkflowExecutionInitiatedEventAttributes().GetSignalName()
+		}
+		fmt.Fprintf(sb, "%8d %6d %d %s %s\n", at.Sub(*first).Milliseconds(), at.Sub(*prev).Milliseconds(), e.GetEventId(), e.GetEventType(), what)
+		*prev = at
+	}
+	return nil
+}
 
 // lastEvents lists the last n events of a workflow's history, with the failures among them.
 func lastEvents(c client.Client, id string, n int) string {
@@ -166,6 +221,19 @@ func BenchmarkN26BurstNeverSlowsTheAgent(b *testing.B) {
 			}
 			return printed
 		}
+		// trace keeps, with -burst.trace, the session's history with times and the stand-in's
+		// hook runs.
+		trace := func(pair int) {
+			if *burstTrace == "" {
+				return
+			}
+			if err := writeTimeline(raw, "session/secretary", fmt.Sprintf("%s.%d", *burstTrace, pair)); err != nil {
+				b.Logf("timeline: %v", err)
+			}
+			if data, err := os.ReadFile(pane + ".hooks"); err == nil {
+				_ = os.WriteFile(*burstTrace+".hooks", data, 0o600)
+			}
+		}
 		var ratios, ghostRatios, ingestRatios []float64
 		b.ResetTimer()
 		for pair := 1; pair <= pairs; pair++ {
@@ -213,9 +281,11 @@ func BenchmarkN26BurstNeverSlowsTheAgent(b *testing.B) {
 					last = last[max(len(last)-40, 0):]
 					logMu.Unlock()
 					out += "\nthe session's last events:\n" + lastEvents(raw, "session/secretary", 25)
+					trace(pair)
 					b.Fatalf("pair %d: %d of %d messages reached the agent\n%s\nthe worker's last warnings:\n%s", pair, len(seen), n, out, strings.Join(last, "\n"))
 				}
 			}
+			trace(pair)
 			if !*burstGhost {
 				b.ReportMetric(rawRate, fmt.Sprintf("raw-starts/s#%d", pair))
 				b.ReportMetric(door/rawRate, fmt.Sprintf("door/raw-live-pane#%d", pair))

@@ -9,18 +9,22 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/intentq/intentq/internal/doors/hooks"
 )
 
-// standInAgentEnv, set to a file, makes the test binary a stand-in agent with hooks instead of
+// standInAgentEnv, set to a file (not an INTENTQ_ name: the hooks it runs read those as config), makes the test binary a stand-in agent with hooks instead of
 // running tests (TestMain): what BenchmarkN26BurstNeverSlowsTheAgent types into. It reads the
 // pane's terminal raw (the shell sets `stty raw -echo`); a prompt ends at Enter (a carriage
 // return outside a bracketed paste). For each prompt it reports, as Claude Code does, through
 // `starter hook user-prompt-submit` (the receipt that confirms a typed delivery), appends the
-// prompt to the file, and ends its turn at once (`starter hook stop`). The starter is
+// prompt to the file, and ends its turn at once (`starter hook stop`). What the hooks hand
+// over is written to the file too. The starter is
 // standInStarter; the hooks' config comes from the environment.
 const (
-	standInAgentEnv = "INTENTQ_TEST_STANDIN_AGENT"
-	standInStarter  = "INTENTQ_TEST_STANDIN_STARTER"
+	standInAgentEnv = "STANDIN_AGENT_OUT"
+	standInStarter  = "STANDIN_AGENT_STARTER"
 )
 
 // standInProcess is the stand-in's name in the pane (tmux's pane_current_command).
@@ -44,11 +48,33 @@ func runStandInAgent(out, starter string) {
 		return
 	}
 	defer f.Close()
+	// What the hooks say (their warnings) goes to out.hooks, with when each ran and how long.
+	logf, err := os.OpenFile(out+".hooks", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	defer logf.Close()
+	// A hook's output reaches the agent as Claude Code passes it on: the context it adds, and
+	// the reason of a blocked stop, are written to out like a prompt.
 	hook := func(event string, input any) {
 		b, _ := json.Marshal(input)
 		cmd := exec.Command(starter, "hook", event)
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(b), nil, nil
-		_ = cmd.Run()
+		var stdout, stderr bytes.Buffer
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(b), &stdout, &stderr
+		began := time.Now()
+		err := cmd.Run()
+		fmt.Fprintf(logf, "%s %s %dms err=%v %s\n", began.Format("15:04:05.000"), event, time.Since(began).Milliseconds(), err, stderr.String())
+		var printed hooks.Output
+		if stdout.Len() == 0 || json.Unmarshal(stdout.Bytes(), &printed) != nil {
+			return
+		}
+		if printed.HookSpecificOutput != nil && printed.HookSpecificOutput.AdditionalContext != "" {
+			_, _ = f.WriteString(printed.HookSpecificOutput.AdditionalContext + "\n")
+		}
+		if printed.Decision == "block" {
+			_, _ = f.WriteString(printed.Reason + "\n")
+		}
 	}
 	const pasteStart, pasteEnd = "\x1b[200~", "\x1b[201~"
 	in := bufio.NewReader(os.Stdin)
