@@ -163,9 +163,15 @@ func (s *session) take(ctx workflow.Context, req TakeRequest) (TakeResult, error
 	var rest []DeliveryRequest
 	// Capped (1), and (2) ending at the first message that does not fit, so none overtakes another.
 	v := workflow.GetVersion(ctx, "take-capped", workflow.DefaultVersion, 2)
+	// A commit may wait unread while the main loop is busy (an activity retried): what it
+	// committed after its lease ended is in the agent's context, and is not handed over again.
+	var committed map[string]bool
+	if s.exactlyOnce && workflow.GetVersion(ctx, "take-sees-commits", workflow.DefaultVersion, 1) == 1 {
+		committed = s.lateCommitted()
+	}
 	size, full := 0, false
 	for _, q := range s.Queue {
-		if s.exactlyOnce && typedKind(q.Kind) && (s.inContext(q) || s.heldIn(q) >= 0) {
+		if s.exactlyOnce && typedKind(q.Kind) && (s.inContext(q) || s.heldIn(q) >= 0 || committed[q.typedKey()]) {
 			rest = append(rest, q) // never handed over again; the typing path answers it
 			continue
 		}
@@ -346,16 +352,11 @@ func (s *session) commitOfferAtOnce(ctx workflow.Context, o Offer) {
 	}
 	// Requests for what the offer held that came while it was out are answered by its commit.
 	all := append(append([]DeliveryRequest(nil), o.Requests...), o.Waiting...)
-	sent := make([]workflow.Future, len(all))
+	results := make([]DeliveryResult, len(all))
 	for i, req := range all {
-		res := DeliveryResult{ID: req.ID, Kind: req.Kind, OK: true, At: workflow.Now(ctx), Via: o.Event}
-		sent[i] = workflow.SignalExternalWorkflow(ctx, req.ReplyTo, "", SignalDeliveryResult, res)
+		results[i] = DeliveryResult{ID: req.ID, Kind: req.Kind, OK: true, At: workflow.Now(ctx), Via: o.Event}
 	}
-	for i, f := range sent {
-		if err := f.Get(ctx, nil); err != nil {
-			workflow.GetLogger(ctx).Info("delivery result not taken", "session", s.Config.Name, "request", all[i].ID, "error", err)
-		}
-	}
+	s.tellResults(ctx, SignalDeliveryResult, all, results)
 }
 
 // leaseTimer fires when the oldest offer's lease ends; nil without offers.

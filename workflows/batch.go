@@ -174,7 +174,7 @@ func (s *session) appendToHistory(ctx workflow.Context, reqs []DeliveryRequest, 
 
 // answer counts each request's outcome and tells its intent, all intents at once.
 func (s *session) answer(ctx workflow.Context, reqs []DeliveryRequest, err error, phase int, reset bool) {
-	var sent []workflow.Future
+	results := make([]DeliveryResult, 0, len(reqs))
 	for _, r := range reqs {
 		res := s.result(ctx, r, err)
 		res.Phase, res.Reset = phase, reset
@@ -187,14 +187,9 @@ func (s *session) answer(ctx workflow.Context, reqs []DeliveryRequest, err error
 			s.Failed++
 		}
 		count(ctx, metricDeliveries, map[string]string{"session": s.Config.Name, "kind": r.Kind, "ok": fmt.Sprint(res.OK)}, 1)
-		sent = append(sent, workflow.SignalExternalWorkflow(ctx, r.ReplyTo, "", SignalDeliveryResult, res))
+		results = append(results, res)
 	}
-	for i, f := range sent {
-		// The intent may have ended meanwhile; then nobody needs the answer.
-		if err := f.Get(ctx, nil); err != nil {
-			workflow.GetLogger(ctx).Info("delivery result not taken", "session", s.Config.Name, "request", reqs[i].ID, "error", err)
-		}
-	}
+	s.tellResults(ctx, SignalDeliveryResult, reqs, results)
 }
 
 // ContentKey names what a typing carries: the request id itself for one request, else a hash of

@@ -81,13 +81,11 @@ func (s *session) answerRepeats(ctx workflow.Context) {
 	for len(s.repeats) > 0 {
 		reqs := s.repeats
 		s.repeats = nil
-		var sent []workflow.Future
-		for _, r := range reqs {
-			sent = append(sent, workflow.SignalExternalWorkflow(ctx, r.ReplyTo, "", SignalDeliveryResult, s.result(ctx, r, nil)))
+		results := make([]DeliveryResult, len(reqs))
+		for i, r := range reqs {
+			results[i] = s.result(ctx, r, nil)
 		}
-		for _, f := range sent {
-			_ = f.Get(ctx, nil) // an intent that ended needs no answer
-		}
+		s.tellResults(ctx, SignalDeliveryResult, reqs, results)
 	}
 }
 
@@ -101,6 +99,27 @@ func (s *session) takeCommits() {
 		}
 		s.commits = append(s.commits, t.Key)
 	}
+}
+
+// lateCommitted takes the commits that have arrived and returns the typed keys of what those
+// of offers whose lease had ended hold: printed, so in the agent's context, though their
+// reconcile waits for the main loop.
+func (s *session) lateCommitted() map[string]bool {
+	s.takeCommits()
+	keys := map[string]bool{}
+	for _, c := range s.commits {
+		for _, o := range s.ExpiredOffers {
+			if o.Key != c {
+				continue
+			}
+			for _, r := range o.Requests {
+				if k := r.typedKey(); k != "" {
+					keys[k] = true
+				}
+			}
+		}
+	}
+	return keys
 }
 
 // expire moves an offer whose lease ended to ExpiredOffers (a late commit reconciles it) and

@@ -64,6 +64,10 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 		// exactly-once rules (issue 24) and digests counting only the lines they carry.
 		"testdata/intent_reminded_v8.json", "testdata/session_reminders_v8.json",
 		"testdata/intent_delivered_closed_v8.json", "testdata/session_v8.json",
+		// Before a hook's offer was committed at once, the session's answers went out by one
+		// activity (SignalAll) and a take saw commits the main loop had not read (issue 26).
+		"testdata/intent_reminded_v9.json", "testdata/session_reminders_v9.json",
+		"testdata/intent_delivered_closed_v9.json", "testdata/session_v9.json",
 		"testdata/intent_reminded.json", "testdata/session_reminders.json",
 		// Current.
 		"testdata/intent_delivered_closed.json", "testdata/session.json",

@@ -268,6 +268,8 @@ type session struct {
 	gatherSince time.Time
 	// inOrder: a block ends at the first request that does not fit (versionCoalesceInOrder).
 	inOrder bool
+	// tells counts this run's tellResults (their signals' request IDs).
+	tells int
 }
 
 // maxReceipts bounds session.receipts (a prompt a person typed may name an intent too).
@@ -345,7 +347,8 @@ func (s *session) mayContinueAsNew(ctx workflow.Context) bool {
 func (s *session) continueAsNew(ctx workflow.Context) error {
 	for {
 		took := s.drain(ctx)
-		if s.drainDesks(ctx) || took {
+		// Commits a take read early (lateCommitted) are settled too: s.commits is not carried.
+		if s.drainDesks(ctx) || took || len(s.commits) > 0 {
 			s.settleOffers(ctx)
 			continue
 		}

@@ -131,16 +131,19 @@ func newSessionHarness(t *testing.T) *sessionHarness {
 		}
 		return activities.InjectResult{Bottom: "> \n  ? for shortcuts"}, nil
 	}, activity.RegisterOptions{Name: activities.TmuxInjectName})
+	keep := func(_, _ string, res DeliveryResult) {
+		h.mu.Lock()
+		h.results[res.ID] = res
+		h.mu.Unlock()
+	}
 	for _, signal := range []string{SignalDeliveryResult, SignalPushResult} {
 		h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", signal, mock.Anything).Return(
-			func(_, workflowID, _, _ string, arg interface{}) error {
-				res := arg.(DeliveryResult)
-				h.mu.Lock()
-				h.results[res.ID] = res
-				h.mu.Unlock()
+			func(_, workflowID, _, signal string, arg interface{}) error {
+				keep(workflowID, signal, arg.(DeliveryResult))
 				return nil
 			})
 	}
+	registerSignalAll(h.env, nil, keep)
 	return h
 }
 

@@ -1046,7 +1046,8 @@ func TestHooksWithoutWorker(t *testing.T) {
 	}
 
 	w := worker.New(svc.Client(), orphanCfg.Temporal.TaskQueue, worker.Options{})
-	service.Register(w, service.Deps{Identity: "late-worker", Tmux: &activities.Tmux{}, Ntfy: &activities.Ntfy{}, Telegram: &activities.Telegram{}})
+	service.Register(w, service.Deps{Identity: "late-worker", Tmux: &activities.Tmux{}, Ntfy: &activities.Ntfy{}, Telegram: &activities.Telegram{},
+		Signals: &activities.Signals{Client: svc.Client(), Namespace: orphanCfg.Temporal.Namespace}})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -165,6 +165,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 		Ntfy:     &activities.Ntfy{URL: cfg.Ntfy.URL, Token: cfg.Ntfy.Token.Reveal(), Sessions: sessions},
 		Telegram: telegramSender,
 		History:  &activities.History{Sessions: sessions},
+		Signals:  &activities.Signals{Client: s.client, Namespace: cfg.Temporal.Namespace},
 		// Headless runs: only this config's sessions, as it says; refusals alert.
 		Runner: headless.Runner(cfg, func(ctx context.Context, title, message string) {
 			push(ctx, cfg, activities.Push{Title: title, Message: message, Priority: 5, Tags: []string{"rotating_light"}})
@@ -365,6 +366,8 @@ type Deps struct {
 	History *activities.History
 	// Runner runs the headless sessions of the worker's config; nil: none runs.
 	Runner *activities.AgentRunner
+	// Signals sends the sessions' answers to their intents.
+	Signals *activities.Signals
 }
 
 // Register adds every intentq workflow and activity to a worker.
@@ -394,6 +397,7 @@ func Register(r worker.Registry, deps Deps) {
 	r.RegisterActivityWithOptions(deps.Telegram.Send, activity.RegisterOptions{Name: activities.TelegramSendName})
 	r.RegisterActivityWithOptions(deps.Telegram.React, activity.RegisterOptions{Name: activities.TelegramReactName})
 	r.RegisterActivityWithOptions(deps.Ntfy.Publish, activity.RegisterOptions{Name: activities.NtfyPublishName})
+	r.RegisterActivityWithOptions(deps.Signals.SignalAll, activity.RegisterOptions{Name: activities.SignalAllName})
 }
 
 // Fields describe where the service can be reached, for the `ready` log line.

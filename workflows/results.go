@@ -1,0 +1,62 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/intentq/intentq/activities"
+)
+
+// signalActivityOptions send a session's answers to its intents (activities.SignalAll). The
+// server keeps each signal's request ID, so retrying is always safe; it retries until the
+// server takes them, as the server itself retries a workflow's SignalExternalWorkflow.
+var signalActivityOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 30 * time.Second,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second,
+		MaximumAttempts:        0, // until taken: an intent's answer is not to be dropped
+		NonRetryableErrorTypes: []string{"SignalRequestInvalid", "SignalsNotConfigured"},
+	},
+}
+
+// tellResults sends each intent (reqs[i].ReplyTo) its result on signal, all at once, and waits
+// until the server has taken them. Since issue 26 one activity sends them all: a workflow's own
+// SignalExternalWorkflow costs the session a workflow task per intent (50 per typed block), and
+// a hook's take waited behind those tasks.
+func (s *session) tellResults(ctx workflow.Context, signal string, reqs []DeliveryRequest, results []DeliveryResult) {
+	if len(reqs) == 0 {
+		return
+	}
+	if workflow.GetVersion(ctx, "results-by-activity", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		sent := make([]workflow.Future, len(reqs))
+		for i, r := range reqs {
+			sent[i] = workflow.SignalExternalWorkflow(ctx, r.ReplyTo, "", signal, results[i])
+		}
+		for i, f := range sent {
+			// The intent may have ended meanwhile; then nobody needs the answer.
+			if err := f.Get(ctx, nil); err != nil {
+				workflow.GetLogger(ctx).Info("delivery result not taken", "session", s.Config.Name, "request", reqs[i].ID, "error", err)
+			}
+		}
+		return
+	}
+	req := activities.SignalAllRequest{Signal: signal, Key: fmt.Sprintf("%s/%s/%d", workflow.GetInfo(ctx).WorkflowExecution.RunID, signal, s.tells)}
+	s.tells++
+	for i, r := range reqs {
+		arg, err := json.Marshal(results[i])
+		if err != nil {
+			workflow.GetLogger(ctx).Error("delivery result not encoded", "session", s.Config.Name, "request", r.ID, "error", err)
+			continue
+		}
+		req.Targets = append(req.Targets, activities.SignalTarget{WorkflowID: r.ReplyTo, Arg: arg})
+	}
+	actx := workflow.WithActivityOptions(ctx, signalActivityOptions)
+	if err := workflow.ExecuteActivity(actx, activities.SignalAllName, req).Get(ctx, nil); err != nil {
+		// The intents ask again once their wait runs out, and are answered then.
+		workflow.GetLogger(ctx).Warn("results not sent to their intents", "session", s.Config.Name, "count", len(reqs), "error", err)
+	}
+}
