@@ -19,6 +19,12 @@ import (
 // SignalAllName is Signals.SignalAll.
 const SignalAllName = "SignalAll"
 
+// Error types of SignalAll that no retry mends.
+const (
+	ErrTypeSignalRequestInvalid = "SignalRequestInvalid"
+	ErrTypeSignalsNotConfigured = "SignalsNotConfigured"
+)
+
 // SignalAllRequest asks for one signal to each of many workflows.
 type SignalAllRequest struct {
 	// Signal is the signal's name.
@@ -52,10 +58,10 @@ const signalParallel = 16
 // the activity, whose retry repeats nothing the server already took (the request IDs).
 func (s *Signals) SignalAll(ctx context.Context, req SignalAllRequest) error {
 	if s == nil || s.Client == nil {
-		return temporal.NewNonRetryableApplicationError("no Temporal client to signal with", "SignalsNotConfigured", nil)
+		return temporal.NewNonRetryableApplicationError("no Temporal client to signal with", ErrTypeSignalsNotConfigured, nil)
 	}
 	if req.Signal == "" || req.Key == "" {
-		return temporal.NewNonRetryableApplicationError("signal request without a name or key", "SignalRequestInvalid", nil)
+		return temporal.NewNonRetryableApplicationError("signal request without a name or key", ErrTypeSignalRequestInvalid, nil)
 	}
 	var g errgroup.Group
 	g.SetLimit(signalParallel)
@@ -63,7 +69,7 @@ func (s *Signals) SignalAll(ctx context.Context, req SignalAllRequest) error {
 		g.Go(func() error {
 			input, err := tclient.Payloads().ToPayloads(t.Arg)
 			if err != nil {
-				return temporal.NewNonRetryableApplicationError(fmt.Sprintf("encode signal %s for %s: %v", req.Signal, t.WorkflowID, err), "SignalRequestInvalid", err)
+				return temporal.NewNonRetryableApplicationError(fmt.Sprintf("encode signal %s for %s: %v", req.Signal, t.WorkflowID, err), ErrTypeSignalRequestInvalid, err)
 			}
 			_, err = s.Client.WorkflowService().SignalWorkflowExecution(ctx, &workflowservice.SignalWorkflowExecutionRequest{
 				Namespace:         s.Namespace,

@@ -63,3 +63,15 @@ var telegramSendOptions = workflow.ActivityOptions{
 	HeartbeatTimeout:    time.Minute,
 	RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 2 * time.Second, MaximumAttempts: 5, NonRetryableErrorTypes: []string{activities.ErrTypeTelegramRejected}},
 }
+
+// signalActivityOptions send a session's answers to its intents (activities.SignalAll). The
+// server keeps each signal's request ID, so retrying is always safe; it retries until the
+// server takes them, as the server itself retries a workflow's SignalExternalWorkflow.
+var signalActivityOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 30 * time.Second,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second,
+		MaximumAttempts:        0, // until taken: an intent's answer is not to be dropped
+		NonRetryableErrorTypes: []string{activities.ErrTypeSignalRequestInvalid, activities.ErrTypeSignalsNotConfigured},
+	},
+}

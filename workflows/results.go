@@ -3,25 +3,11 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/intentq/intentq/activities"
 )
-
-// signalActivityOptions send a session's answers to its intents (activities.SignalAll). The
-// server keeps each signal's request ID, so retrying is always safe; it retries until the
-// server takes them, as the server itself retries a workflow's SignalExternalWorkflow.
-var signalActivityOptions = workflow.ActivityOptions{
-	StartToCloseTimeout: 30 * time.Second,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second,
-		MaximumAttempts:        0, // until taken: an intent's answer is not to be dropped
-		NonRetryableErrorTypes: []string{"SignalRequestInvalid", "SignalsNotConfigured"},
-	},
-}
 
 // tellResults sends each intent (reqs[i].ReplyTo) its result on signal, all at once, and waits
 // until the server has taken them. Since issue 26 one activity sends them all: a workflow's own
