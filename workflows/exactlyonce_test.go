@@ -91,12 +91,14 @@ type checkEvent struct {
 // agent's context.
 type checkRun struct {
 	testsuite.WorkflowTestSuite
-	t    *testing.T
-	env  *testsuite.TestWorkflowEnvironment
-	rng  *rand.Rand
-	mu   sync.Mutex
-	log  []checkEvent
-	turn []span // when the agent works (from its hooks' point of view and on its screen)
+	t   *testing.T
+	env *testsuite.TestWorkflowEnvironment
+	rng *rand.Rand
+	mu  sync.Mutex
+	// logMu guards log and violation (note, fail).
+	logMu sync.Mutex
+	log   []checkEvent
+	turn  []span // when the agent works (from its hooks' point of view and on its screen)
 	// away are worker outages: activities fail and takes are refused (they need a worker);
 	// signals (a hook's commit, an intent's request) still reach the server.
 	away []span
@@ -156,8 +158,13 @@ func (r *checkRun) arm(ev *scheduled) {
 	}, max(ev.at-r.now(), 0))
 }
 
+// note and fail may run on an activity's goroutine (SignalAll's results), beside the
+// schedule's callbacks: logMu keeps the log and the violations.
 func (r *checkRun) note(format string, args ...any) {
-	r.log = append(r.log, checkEvent{at: r.now(), what: fmt.Sprintf(format, args...)})
+	e := checkEvent{at: r.now(), what: fmt.Sprintf(format, args...)}
+	r.logMu.Lock()
+	defer r.logMu.Unlock()
+	r.log = append(r.log, e)
 }
 
 func (r *checkRun) fail(format string, args ...any) {
@@ -165,6 +172,8 @@ func (r *checkRun) fail(format string, args ...any) {
 	if r.now() > 24*time.Hour {
 		when = "at the end"
 	}
+	r.logMu.Lock()
+	defer r.logMu.Unlock()
 	r.violation = append(r.violation, when+": "+fmt.Sprintf(format, args...))
 }
 
