@@ -3,11 +3,14 @@ package service_test
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"testing"
 
 	"go.temporal.io/sdk/client"
 
 	"github.com/intentq/intentq/activities"
+	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/base/encryption"
 	"github.com/intentq/intentq/internal/base/tclient"
 	"github.com/intentq/intentq/internal/testkit/testenv"
 	"github.com/intentq/intentq/workflows"
@@ -18,7 +21,21 @@ import (
 // gets its signal once however often the activity is retried (the request IDs), a target that
 // does not run is passed over, and the result decodes as the intent reads it.
 func TestSignalAllOnceEachDespiteRetries(t *testing.T) {
-	cfg := testenv.Config(t)
+	t.Run("plain", func(t *testing.T) { signalAllOnce(t, testenv.Config(t)) })
+	// With payload encryption on, a signal's result is encrypted like every payload the SDK
+	// writes, and the intents' strict converter reads it.
+	t.Run("encrypted", func(t *testing.T) {
+		cfg := testenv.Config(t)
+		cfg.Temporal.Encryption.Mode = config.EncryptionOn
+		cfg.Temporal.Encryption.KeyFile = filepath.Join(t.TempDir(), "encryption.keys")
+		if _, err := encryption.AppendKey(cfg.Temporal.Encryption.KeyFile); err != nil {
+			t.Fatal(err)
+		}
+		signalAllOnce(t, cfg)
+	})
+}
+
+func signalAllOnce(t *testing.T, cfg *config.Config) {
 	svc, _ := startService(t, cfg)
 	c := svc.Client()
 	ctx := context.Background()
@@ -63,6 +80,9 @@ func TestSignalAllOnceEachDespiteRetries(t *testing.T) {
 			}
 			if a.GetSignalName() != workflows.SignalDeliveryResult {
 				t.Fatalf("%s: signal %q", id, a.GetSignalName())
+			}
+			if cfg.EncryptionOn() && string(a.GetInput().GetPayloads()[0].GetMetadata()["encoding"]) != encryption.Encoding {
+				t.Fatalf("%s: the result is stored unencrypted", id)
 			}
 			var res workflows.DeliveryResult
 			if err := tclient.Payloads().FromPayloads(a.GetInput(), &res); err != nil {
