@@ -16,6 +16,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -471,15 +472,7 @@ func TestI2TelegramDeliveredAndClosed(t *testing.T) {
 // (WRITE_REPLAY_HISTORY=1 go test ./internal/service/ regenerates them after a workflow change).
 func writeHistory(t *testing.T, svc *service.Service, id, path string) {
 	t.Helper()
-	iter := svc.Client().GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	var hist historypb.History
-	for iter.HasNext() {
-		ev, err := iter.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		hist.Events = append(hist.Events, ev)
-	}
+	hist := historypb.History{Events: historyEvents(t, svc.Client(), id)}
 	data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(&hist)
 	if err != nil {
 		t.Fatal(err)
@@ -487,6 +480,22 @@ func writeHistory(t *testing.T, svc *service.Service, id, path string) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// historyEvents is the current run's history of workflow id; the test fails when it cannot be
+// read.
+func historyEvents(t *testing.T, c client.Client, id string) []*historypb.HistoryEvent {
+	t.Helper()
+	iter := c.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var events []*historypb.HistoryEvent
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, ev)
+	}
+	return events
 }
 
 // N2 with real tmux: a pane whose agent is busy for a while gets no keystrokes until it idles,
@@ -1031,12 +1040,7 @@ func TestHooksWithoutWorker(t *testing.T) {
 	}
 	hook(hooks.EventPostToolUse, `{"session_id":"nw","hook_event_name":"PostToolUse","tool_name":"mcp__plugin_telegram_telegram__reply","tool_input":{"chat_id":"77","text":"done","reply_to":"3"}}`)
 	signalled := false
-	iter := svc.Client().GetWorkflowHistory(ctx, workflows.IntentID("77", "3"), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for iter.HasNext() {
-		ev, err := iter.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, ev := range historyEvents(t, svc.Client(), workflows.IntentID("77", "3")) {
 		if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.GetSignalName() == workflows.SignalClose {
 			signalled = true
 		}
@@ -1378,12 +1382,7 @@ func TestIntentPublishesOnlyChanges(t *testing.T) {
 	}
 	id := "intent/32/1"
 	count := func() (tasks, upserts, memos int) {
-		iter := svc.Client().GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		for iter.HasNext() {
-			e, err := iter.Next()
-			if err != nil {
-				t.Fatal(err)
-			}
+		for _, e := range historyEvents(t, svc.Client(), id) {
 			switch e.GetEventType() {
 			case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
 				tasks++

@@ -68,12 +68,7 @@ func signalAllOnce(t *testing.T, cfg *config.Config) {
 	}
 	for i, id := range targets {
 		var got []workflows.DeliveryResult
-		it := c.GetWorkflowHistory(ctx, id, "", false, 0)
-		for it.HasNext() {
-			e, err := it.Next()
-			if err != nil {
-				t.Fatal(err)
-			}
+		for _, e := range historyEvents(t, c, id) {
 			a := e.GetWorkflowExecutionSignaledEventAttributes()
 			if a == nil {
 				continue
