@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	historypb "go.temporal.io/api/history/v1"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -68,14 +69,22 @@ func writeTimeline(c client.Client, id, path string) error {
 	return os.WriteFile(path, []byte(sb.String()), 0o600)
 }
 
-// timelineOf writes one run's events to sb, times from first.
-func timelineOf(c client.Client, id, runID string, sb *strings.Builder, first, prev *time.Time) error {
+// eachEvent calls fn with each event of a run's history (runID empty: the current run).
+func eachEvent(c client.Client, id, runID string, fn func(*historypb.HistoryEvent)) error {
 	it := c.GetWorkflowHistory(context.Background(), id, runID, false, 0)
 	for it.HasNext() {
 		e, err := it.Next()
 		if err != nil {
 			return err
 		}
+		fn(e)
+	}
+	return nil
+}
+
+// timelineOf writes one run's events to sb, times from first.
+func timelineOf(c client.Client, id, runID string, sb *strings.Builder, first, prev *time.Time) error {
+	return eachEvent(c, id, runID, func(e *historypb.HistoryEvent) {
 		at := e.GetEventTime().AsTime()
 		if first.IsZero() {
 			*first, *prev = at, at
@@ -93,24 +102,21 @@ func timelineOf(c client.Client, id, runID string, sb *strings.Builder, first, p
 		}
 		fmt.Fprintf(sb, "%8d %6d %d %s %s\n", at.Sub(*first).Milliseconds(), at.Sub(*prev).Milliseconds(), e.GetEventId(), e.GetEventType(), what)
 		*prev = at
-	}
-	return nil
+	})
 }
 
 // lastEvents lists the last n events of a workflow's history, with the failures among them.
 func lastEvents(c client.Client, id string, n int) string {
-	it := c.GetWorkflowHistory(context.Background(), id, "", false, 0)
 	var lines []string
-	for it.HasNext() {
-		e, err := it.Next()
-		if err != nil {
-			return strings.Join(append(lines, err.Error()), "\n")
-		}
+	err := eachEvent(c, id, "", func(e *historypb.HistoryEvent) {
 		line := fmt.Sprintf("%d %s", e.GetEventId(), e.GetEventType())
 		if f := e.GetWorkflowTaskFailedEventAttributes(); f != nil {
 			line += fmt.Sprintf(" %s: %.600s", f.GetCause(), f.GetFailure().GetMessage()+" "+f.GetFailure().GetStackTrace())
 		}
 		lines = append(lines, line)
+	})
+	if err != nil {
+		return strings.Join(append(lines, err.Error()), "\n")
 	}
 	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
 }
