@@ -16,6 +16,8 @@ import (
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/base/logging"
 	"github.com/intentq/intentq/internal/base/tclient"
+	"github.com/intentq/intentq/internal/base/trust"
+	"github.com/intentq/intentq/internal/doors/hookdesk"
 	"github.com/intentq/intentq/internal/doors/hooks"
 	"github.com/intentq/intentq/internal/redact"
 )
@@ -76,20 +78,33 @@ func newHook() *cobra.Command {
 				_, _ = hooks.ReadInput(stdin)
 				return nil
 			}
-			dial := func(ctx context.Context) (hooks.Backend, func(), error) {
-				c, err := tclient.Dial(ctx, cfg, zap.NewNop())
-				if err != nil {
-					return nil, nil, err
-				}
-				return hooks.Temporal{Client: c, Config: cfg}, func() { c.Close() }, nil
-			}
-			return hooks.Run(cmd.Context(), a[0], stdin, cmd.OutOrStdout(), s, dial, cfg.Hooks.Timeout)
+			return hooks.Run(cmd.Context(), a[0], stdin, cmd.OutOrStdout(), s, hookBackend(cfg), cfg.Hooks.Timeout)
 		},
 	}
 	cmd.Flags().StringVar(&session, "session", "", "the intentq session this agent serves (default: the agent's own, else the default session)")
 	cmd.Flags().StringVar(&cli, "cli", "claude", "the agent CLI that runs the hook: claude, codex (its agent is found from its thread: session_id) or gemini (Gemini CLI's input)")
 	cmd.AddCommand(newHookPolicy())
 	return cmd
+}
+
+// hookBackend is what a hook asks: the worker's hook desk for its take, commit and report (no
+// round trip to Temporal), and Temporal, dialed only when the hook needs it, for the rest and
+// whenever the desk does not answer.
+func hookBackend(cfg *config.Config) hooks.Dial {
+	return func(ctx context.Context) (hooks.Backend, func(), error) {
+		temporal, closeFn := hooks.Lazy(func(ctx context.Context) (hooks.Backend, func(), error) {
+			c, err := tclient.Dial(ctx, cfg, zap.NewNop())
+			if err != nil {
+				return nil, nil, err
+			}
+			return hooks.Temporal{Client: c, Config: cfg}, func() { c.Close() }, nil
+		})
+		tok, err := trust.ReadToken(trust.TokenPath(cfg.DataDir))
+		if err != nil {
+			return temporal, closeFn, nil
+		}
+		return &hooks.ViaDesk{Desk: hookdesk.Client{Path: hookdesk.SocketPath(cfg.DataDir), Token: tok}, Backend: temporal}, closeFn, nil
+	}
 }
 
 // hookSettings resolves the hook's agent (INTENTQ_AGENT_ID, else tmux @agent_id of $TMUX_PANE)

@@ -171,7 +171,7 @@ func (s *session) take(ctx workflow.Context, req TakeRequest) (TakeResult, error
 	}
 	size, full := 0, false
 	for _, q := range s.Queue {
-		if s.exactlyOnce && typedKind(q.Kind) && (s.inContext(q) || s.heldIn(q) >= 0 || committed[q.typedKey()]) {
+		if s.exactlyOnce && typedKind(q.Kind) && (s.inContext(q) || s.heldIn(q) >= 0 || committed[q.typedKey()] || s.reserved(q.ID)) {
 			rest = append(rest, q) // never handed over again; the typing path answers it
 			continue
 		}
@@ -262,6 +262,10 @@ func (s *session) settleOffers(ctx workflow.Context) {
 	for len(s.commits) > 0 {
 		key := s.commits[0]
 		s.commits = s.commits[1:]
+		if s.Standing != nil && s.Standing.Key == key {
+			// Committed before the desk's word came: the commit says a hook took it.
+			s.standingTaken(ctx, StandingTaken{Key: key, Event: "hook"})
+		}
 		found := false
 		for i, o := range s.Offers {
 			if o.Key == key {

@@ -66,7 +66,7 @@ func (s *session) nextBatch(ctx workflow.Context) []DeliveryRequest {
 	}
 	for _, r := range s.Queue {
 		switch {
-		case !typedKind(r.Kind):
+		case !typedKind(r.Kind) || s.reserved(r.ID):
 			rest = append(rest, r)
 		case s.typedBefore(ctx, r):
 			again = append(again, r)
@@ -102,6 +102,12 @@ func (s *session) deliverBatch(ctx workflow.Context) {
 		if err = s.waitUntilIdle(actx, head); errors.Is(err, errTaken) || errors.Is(err, errContinueAsNew) {
 			return // a hook took it (its commit answers), or the main loop continues as new
 		}
+	}
+	if !s.withdrawStanding(ctx) {
+		// The desk could not say whether a hook took what it holds: nothing is typed until it
+		// can (the desk runs in this worker: it answers once the worker does).
+		s.pause(ctx, s.Config.Busy.OrDefault().BusyWait)
+		return
 	}
 	if s.exactlyOnce {
 		// Commits that came while the pane was read (or the worker was away) are applied
@@ -147,6 +153,13 @@ func (s *session) gather(ctx workflow.Context, d time.Duration) {
 	for !timer.IsReady() {
 		s.waitForSignal(ctx, timer)
 	}
+}
+
+// pause waits up to d, or until a signal arrives.
+func (s *session) pause(ctx workflow.Context, d time.Duration) {
+	timerCtx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	s.waitForSignal(ctx, workflow.NewTimer(timerCtx, d))
 }
 
 // commitAllToHistory appends the batch's entries to the session's history in one write, before

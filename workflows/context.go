@@ -147,6 +147,13 @@ func (s *session) reconcile(ctx workflow.Context, key string) bool {
 	s.ExpiredOffers = slices.Delete(slices.Clone(s.ExpiredOffers), i, i+1)
 	var commit Offer
 	commit.Key, commit.Event, commit.At = o.Key, o.Event, o.At
+	if s.Standing != nil && slices.ContainsFunc(o.Requests, func(r DeliveryRequest) bool {
+		return slices.ContainsFunc(s.Queue, func(q DeliveryRequest) bool { return s.reserved(q.ID) && q.typedKey() == r.typedKey() })
+	}) {
+		// What the late commit printed stands offered again: taken back first (or, when a
+		// hook took it meanwhile, that hook's offer, left below as any other).
+		s.withdrawStanding(ctx)
+	}
 	for _, r := range o.Requests {
 		if s.inContext(r) {
 			continue

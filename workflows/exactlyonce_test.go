@@ -67,18 +67,25 @@ func TestExactlyOnceChecker(t *testing.T) {
 	if testing.Short() {
 		budget = 2 * time.Second
 	}
-	n, continued := 0, 0
+	n, continued, deskTakes := 0, 0, 0
 	for n < *checkerSchedules && time.Since(start) < budget {
 		n++
 		seed := uint64(n)
-		if !t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) { continued += runSchedule(t, seed) - 1 }) {
+		if !t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
+			runs, desk := runSchedule(t, seed)
+			continued += runs - 1
+			deskTakes += desk
+		}) {
 			t.Fatalf("exactly-once checker: seed %d failed (after %d schedules)", seed, n)
 		}
 	}
 	if n >= 20 && continued == 0 {
 		t.Fatalf("exactly-once checker: %d schedules, and the session never continued as new in any", n)
 	}
-	t.Logf("exactly-once checker: %d schedules (%d continues-as-new) in %s, no violation", n, continued, time.Since(start).Round(time.Millisecond))
+	if n >= 20 && deskTakes == 0 {
+		t.Fatalf("exactly-once checker: %d schedules, and no hook ever took a standing offer at the desk", n)
+	}
+	t.Logf("exactly-once checker: %d schedules (%d continues-as-new, %d takes at the desk) in %s, no violation", n, continued, deskTakes, time.Since(start).Round(time.Millisecond))
 }
 
 // checkEvent is one step of a schedule, for the report of a failing seed.
@@ -120,6 +127,11 @@ type checkRun struct {
 	armed  bool
 	// runs counts the session's runs (1 + its continues-as-new).
 	runs int
+	// desk is the worker's hook desk (issue 26): away with the worker; deskKeys the hook runs
+	// it answered.
+	desk      *modelDesk
+	deskKeys  map[string]bool
+	deskTakes int
 }
 
 // scheduled is one event of a schedule, at a time from the schedule's start.
@@ -207,9 +219,12 @@ func (r *checkRun) enter(how, text string) {
 	}
 }
 
-// runSchedule plays the seed's schedule and returns how many runs the session had.
-func runSchedule(t *testing.T, seed uint64) (runs int) {
-	r := &checkRun{t: t, rng: rand.New(rand.NewPCG(seed, 0x1d)), entered: map[string]int{}, enteredAt: map[string]time.Duration{}, answered: map[string]bool{}}
+// runSchedule plays the seed's schedule and returns how many runs the session had, and how many
+// takes at the desk handed messages over.
+func runSchedule(t *testing.T, seed uint64) (runs, deskTakes int) {
+	r := &checkRun{t: t, rng: rand.New(rand.NewPCG(seed, 0x1d)), entered: map[string]int{}, enteredAt: map[string]time.Duration{}, answered: map[string]bool{},
+		desk: newModelDesk(), deskKeys: map[string]bool{}}
+	r.desk.away = func() bool { return r.outage(r.now()) }
 	r.env = r.NewTestWorkflowEnvironment()
 	r.env.SetTestTimeout(time.Minute)
 	r.start = r.env.Now()
@@ -302,7 +317,7 @@ func runSchedule(t *testing.T, seed uint64) (runs int) {
 			r.fail("reminder %s entered the agent's context %d times", key, n)
 		}
 	}
-	return r.runs
+	return r.runs, r.deskTakes
 }
 
 // register mocks the activities and the intents' side of the signals.
@@ -370,6 +385,7 @@ func (r *checkRun) register() {
 			}
 			return nil
 		})
+	registerDesk(r.env, func() *modelDesk { return r.desk })
 	registerSignalAll(r.env, func() error {
 		if r.outage(r.now()) {
 			return errWorkerAway
@@ -422,9 +438,57 @@ func (r *checkRun) hook(at time.Duration, event, key string) {
 	}
 	twice := r.rng.IntN(8) == 0 // Claude Code runs the same hook again (same key)
 	handed := 0                 // the runs that were handed messages: at most one may be
+	// Issue 26: half the takes go to the worker's hook desk. Its word to the session comes a
+	// moment later, or once the worker is back, sometimes twice (a restarted desk says it
+	// again).
+	viaDesk := r.rng.IntN(2) == 0
+	word := time.Duration(r.rng.IntN(3000)) * time.Millisecond
+	wordTwice := r.rng.IntN(5) == 0
+	deskTake := func(key string) {
+		r.signal(SignalAgentEvent, AgentEvent{Event: event, At: r.env.Now()})
+		if r.deskKeys[key] {
+			return
+		}
+		r.deskKeys[key] = true
+		taken, msgs := r.desk.take(key, event, r.env.Now())
+		if taken == nil {
+			return
+		}
+		r.deskTakes++
+		if handed++; handed > 1 {
+			r.fail("the same hook run (%s) took again", key)
+		}
+		tell := r.now() + word
+		for _, w := range r.away {
+			if tell >= w.from && tell < w.to {
+				tell = w.to
+			}
+		}
+		r.at(tell, func() { r.note("desk: %s took %s", key, taken.Key); r.signal(SignalStandingTaken, *taken) })
+		if wordTwice {
+			r.at(tell+time.Minute, func() { r.signal(SignalStandingTaken, *taken) })
+		}
+		if dies {
+			r.note("take %s at the desk: %d taken, hook died before printing", key, len(msgs))
+			return
+		}
+		r.mu.Lock()
+		for _, m := range msgs {
+			r.enter("printed by "+key+" (desk)", m.Text)
+		}
+		r.mu.Unlock()
+		r.at(r.now()+delay, func() {
+			r.note("commit %s (%s)", key, taken.Key)
+			r.signal(SignalTaken, TakenRequest{Key: taken.Key})
+		})
+	}
 	r.at(at, func() {
 		if r.outage(r.now()) {
 			r.note("take %s: no worker to answer", key)
+			return
+		}
+		if viaDesk {
+			deskTake(key)
 			return
 		}
 		r.env.UpdateWorkflow(UpdateTake, key+"@"+at.String(), &testsuite.TestUpdateCallback{
@@ -460,6 +524,12 @@ func (r *checkRun) hook(at time.Duration, event, key string) {
 	})
 	if twice {
 		r.at(at+time.Duration(1+r.rng.IntN(900))*time.Millisecond, func() {
+			if viaDesk {
+				if !r.outage(r.now()) {
+					deskTake(key)
+				}
+				return
+			}
 			r.env.UpdateWorkflow(UpdateTake, key+"@again", &testsuite.TestUpdateCallback{
 				OnAccept: func() {}, OnReject: func(error) {},
 				OnComplete: func(v interface{}, err error) {

@@ -94,6 +94,12 @@ type SessionInput struct {
 	ExpiredOffers []Offer `json:"expired_offers,omitempty"`
 	// HeldPushes are reminder pushes intents handed over for the next digest.
 	HeldPushes []PushRequest `json:"held_pushes,omitempty"`
+	// Standing is the offer the worker's hook desk holds for the next hook (its requests stay
+	// queued, reserved); StandingEpoch and StandingSeq name each offer uniquely (the chain's
+	// first run that made one, a count).
+	Standing      *StandingOffer `json:"standing,omitempty"`
+	StandingEpoch string         `json:"standing_epoch,omitempty"`
+	StandingSeq   int64          `json:"standing_seq,omitempty"`
 }
 
 // recentDelivered bounds SessionInput.RecentlyDelivered.
@@ -157,6 +163,7 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 		configureCh: workflow.GetSignalChannel(ctx, SignalConfigure),
 		agentCh:     workflow.GetSignalChannel(ctx, SignalAgentEvent),
 		takenCh:     workflow.GetSignalChannel(ctx, SignalTaken),
+		standingCh:  workflow.GetSignalChannel(ctx, SignalStandingTaken),
 		wakeCh:      workflow.NewBufferedChannel(ctx, 1),
 	}
 	if err := workflow.SetQueryHandler(ctx, QuerySession, s.view); err != nil {
@@ -173,6 +180,7 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	coalesce := coalesceV >= versionCoalesce
 	s.inOrder = coalesceV >= versionCoalesceInOrder
 	s.exactlyOnce = workflow.GetVersion(ctx, "exactly-once", workflow.DefaultVersion, versionExactlyOnce) >= versionExactlyOnce
+	s.standing = s.exactlyOnce && workflow.GetVersion(ctx, "standing-offer", workflow.DefaultVersion, versionStanding) >= versionStanding
 	for {
 		if err := ctx.Err(); err != nil {
 			return err // cancelled: every timer fires at once, so the loop must end here
@@ -243,6 +251,11 @@ type session struct {
 	agentCh     workflow.ReceiveChannel
 	takenCh     workflow.ReceiveChannel
 	wakeCh      workflow.Channel
+	// standingCh carries the desk's word that a hook took the standing offer; standing: the
+	// session makes standing offers (versionStanding); deskOff: this run found no desk.
+	standingCh workflow.ReceiveChannel
+	standing   bool
+	deskOff    bool
 	busySince   *time.Time
 	busyAlerted bool
 	// receipts are intents named by the agent's submitted prompts, not yet matched; commits the
@@ -328,6 +341,14 @@ func (s *session) drain(ctx workflow.Context) (took bool) {
 			break
 		}
 		s.commits = append(s.commits, t.Key)
+		took = true
+	}
+	for {
+		var t StandingTaken
+		if !s.standingCh.ReceiveAsync(&t) {
+			break
+		}
+		s.standingTaken(ctx, t)
 		took = true
 	}
 	for s.wakeCh.ReceiveAsync(nil) {
@@ -416,6 +437,12 @@ func (s *session) waitForSignal(ctx workflow.Context, timer workflow.Future) (ag
 		var t TakenRequest
 		c.Receive(ctx, &t)
 		s.commits = append(s.commits, t.Key)
+		agent = true
+	})
+	sel.AddReceive(s.standingCh, func(c workflow.ReceiveChannel, _ bool) {
+		var t StandingTaken
+		c.Receive(ctx, &t)
+		s.standingTaken(ctx, t)
 		agent = true
 	})
 	sel.AddReceive(s.wakeCh, func(c workflow.ReceiveChannel, _ bool) {

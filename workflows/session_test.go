@@ -49,6 +49,8 @@ type sessionHarness struct {
 	// shows a shell (the CLI exited) until then.
 	paneGoneTill time.Duration
 	noAgentTill  time.Duration
+	// desk is the hook desk the session offers to; nil: the worker runs none.
+	desk *modelDesk
 }
 
 func newSessionHarness(t *testing.T) *sessionHarness {
@@ -144,6 +146,7 @@ func newSessionHarness(t *testing.T) *sessionHarness {
 			})
 	}
 	registerSignalAll(h.env, nil, keep)
+	registerDesk(h.env, func() *modelDesk { return h.desk })
 	return h
 }
 

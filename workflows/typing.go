@@ -131,8 +131,10 @@ func (s *session) waitUntilIdle(ctx workflow.Context, req DeliveryRequest) error
 			s.busyAlerted = true
 			s.alertBusy(ctx, now.Sub(*s.busySince), pattern)
 		}
-		// Wait for the next look, or for the agent's hooks to say something (a Stop is the
+		// What waits is offered to the agent's next hook through the desk, then the session
+		// waits for the next look, or for the agent's hooks to say something (a Stop is the
 		// moment to type; a take may have handed req over).
+		s.standOffer(ctx)
 		timerCtx, cancel := workflow.WithCancel(ctx)
 		timer := workflow.NewTimer(timerCtx, busy.BusyWait)
 		for !timer.IsReady() {

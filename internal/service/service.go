@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	"go.uber.org/zap"
@@ -27,6 +28,7 @@ import (
 	"github.com/intentq/intentq/internal/base/private"
 	"github.com/intentq/intentq/internal/base/tclient"
 	"github.com/intentq/intentq/internal/base/trust"
+	"github.com/intentq/intentq/internal/doors/hookdesk"
 	"github.com/intentq/intentq/internal/doors/ingest"
 	"github.com/intentq/intentq/internal/doors/spool"
 	"github.com/intentq/intentq/internal/doors/telegram"
@@ -53,6 +55,11 @@ type Service struct {
 	worker        worker.Worker
 	sessionWorker worker.Worker
 	ingest        *ingest.Server
+	// desk serves the hook desk's socket (nil when it could not); stopDesk ends the desk's
+	// sender, deskDone closes when it has.
+	desk     *hookdesk.Server
+	stopDesk context.CancelFunc
+	deskDone chan struct{}
 	// stopPoller ends the Telegram poller; pollerDone closes when it has.
 	stopPoller context.CancelFunc
 	pollerDone chan struct{}
@@ -153,6 +160,23 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 	if err := telegramSender.PruneSent(48 * time.Hour); err != nil {
 		logger.Warn("sent records", zap.Error(err))
 	}
+	// The hook desk: the agents' hooks take, commit and report through the worker itself.
+	desk, err := hookdesk.Open(filepath.Join(cfg.DataDir, "desk"), func(ctx context.Context, id, signal string, arg any) error {
+		return s.client.SignalWorkflow(ctx, id, "", signal, arg)
+	}, logger.Named("desk"))
+	if err != nil {
+		return nil, err
+	}
+	if s.desk, err = hookdesk.Listen(hookdesk.SocketPath(cfg.DataDir), desk, s.token, logger.Named("desk")); err != nil {
+		logger.Warn("hook desk not served; hooks take through Temporal", zap.Error(err))
+		desk.Refuse()
+	}
+	deskCtx, stopDesk := context.WithCancel(context.Background())
+	s.stopDesk, s.deskDone = stopDesk, make(chan struct{})
+	go func() {
+		defer close(s.deskDone)
+		desk.Run(deskCtx)
+	}()
 	failures := &watchdog.FailureWindow{Window: 10 * time.Minute, Limit: 10}
 	options := worker.Options{
 		Identity:          identity,
@@ -166,6 +190,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 		Telegram: telegramSender,
 		History:  &activities.History{Sessions: sessions},
 		Signals:  &activities.Signals{Client: s.client, Namespace: cfg.Temporal.Namespace},
+		Desk:     desk,
 		// Headless runs: only this config's sessions, as it says; refusals alert.
 		Runner: headless.Runner(cfg, func(ctx context.Context, title, message string) {
 			push(ctx, cfg, activities.Push{Title: title, Message: message, Priority: 5, Tags: []string{"rotating_light"}})
@@ -368,6 +393,9 @@ type Deps struct {
 	Runner *activities.AgentRunner
 	// Signals sends the sessions' answers to their intents.
 	Signals *activities.Signals
+	// Desk holds the sessions' standing offers for their hooks; nil: none (takes go through
+	// the workflows).
+	Desk *hookdesk.Desk
 }
 
 // Register adds every intentq workflow and activity to a worker.
@@ -398,6 +426,17 @@ func Register(r worker.Registry, deps Deps) {
 	r.RegisterActivityWithOptions(deps.Telegram.React, activity.RegisterOptions{Name: activities.TelegramReactName})
 	r.RegisterActivityWithOptions(deps.Ntfy.Publish, activity.RegisterOptions{Name: activities.NtfyPublishName})
 	r.RegisterActivityWithOptions(deps.Signals.SignalAll, activity.RegisterOptions{Name: activities.SignalAllName})
+	if deps.Desk != nil {
+		r.RegisterActivityWithOptions(deps.Desk.Publish, activity.RegisterOptions{Name: workflows.DeskPublishName})
+		r.RegisterActivityWithOptions(deps.Desk.Withdraw, activity.RegisterOptions{Name: workflows.DeskWithdrawName})
+	} else {
+		noDesk := temporal.NewNonRetryableApplicationError("this worker runs no hook desk", workflows.ErrTypeNoDesk, nil)
+		r.RegisterActivityWithOptions(func(context.Context, workflows.DeskPublishRequest) error { return noDesk },
+			activity.RegisterOptions{Name: workflows.DeskPublishName})
+		r.RegisterActivityWithOptions(func(context.Context, workflows.DeskWithdrawRequest) (workflows.DeskWithdrawResult, error) {
+			return workflows.DeskWithdrawResult{}, noDesk
+		}, activity.RegisterOptions{Name: workflows.DeskWithdrawName})
+	}
 }
 
 // Fields describe where the service can be reached, for the `ready` log line.
@@ -479,6 +518,10 @@ func (s *Service) Stop(ctx context.Context) {
 		}
 		s.ingest = nil
 	}
+	if s.desk != nil {
+		_ = s.desk.Close()
+		s.desk = nil
+	}
 	if s.sessionWorker != nil {
 		s.sessionWorker.Stop()
 		s.sessionWorker = nil
@@ -486,6 +529,11 @@ func (s *Service) Stop(ctx context.Context) {
 	if s.worker != nil {
 		s.worker.Stop()
 		s.worker = nil
+	}
+	if s.stopDesk != nil {
+		s.stopDesk()
+		<-s.deskDone
+		s.stopDesk = nil
 	}
 	if s.client != nil {
 		s.client.Close()

@@ -1,0 +1,431 @@
+// Package hookdesk answers the agents' hooks from the worker's own process (issue 26): a hook's
+// take, commit and report cost a local socket's round trip, not the Temporal server's, so a
+// hook is as fast during a burst as at rest.
+//
+// The session workflow stays the one authority over what reaches its agent. While it waits for
+// its agent it hands the desk a standing offer (workflows.DeskPublishName): the messages the
+// next hook may take. A hook takes it here, at once; the desk tells the session
+// (workflows.SignalStandingTaken) and passes the hook's commit on (workflows.SignalTaken).
+// Before the session types, it withdraws the offer (workflows.DeskWithdrawName): the desk
+// answers, atomically with any take, whether a hook has it. The desk keeps each session's offers
+// in a journal under data_dir (written before it answers), so a worker that restarts answers a
+// withdrawal as the one before would have, and passes on what it had not passed on yet.
+package hookdesk
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+
+	"github.com/intentq/intentq/internal/base/private"
+	"github.com/intentq/intentq/workflows"
+)
+
+// States of a standing offer.
+const (
+	stateOpen      = "open"
+	stateTaken     = "taken"
+	stateWithdrawn = "withdrawn"
+)
+
+// keepOffers bounds the offers a session's journal keeps (the latest; never one whose word to
+// the session is still out); keepHookKeys the hook runs it remembers (a run twice takes once).
+const (
+	keepOffers   = 20
+	keepHookKeys = 500
+)
+
+// maxReports bounds the reports waiting to be passed on (the oldest go first when Temporal is
+// away for long: a report only says what the agent did, and newer ones say it again).
+const maxReports = 1000
+
+// Signal sends one signal to a workflow; nil when the server took it.
+type Signal func(ctx context.Context, workflowID, signal string, arg any) error
+
+// Desk holds the standing offers of the sessions whose agents run on this machine.
+type Desk struct {
+	dir    string
+	signal Signal
+	log    *zap.Logger
+	now    func() time.Time
+
+	mu       sync.Mutex
+	closed   bool
+	sessions map[string]*journal
+	// out is what waits to be passed on to the sessions, in order; wake wakes the sender.
+	out  []outgoing
+	wake chan struct{}
+}
+
+// journal is one session's state at the desk, as kept on disk.
+type journal struct {
+	Offers     []*offer  `json:"offers"`
+	HookKeys   []string  `json:"hook_keys,omitempty"`
+	LastRemind time.Time `json:"last_remind"`
+}
+
+// offer is one standing offer and what became of it.
+type offer struct {
+	Key      string                      `json:"key"`
+	Messages []workflows.DeliveryRequest `json:"messages"`
+	State    string                      `json:"state"`
+	// Taken: by which hook run, for which event, when; Committed: the hook printed it.
+	Taken     *workflows.StandingTaken `json:"taken,omitempty"`
+	Committed bool                     `json:"committed,omitempty"`
+	// TakenSent and CommitSent: the session has that word.
+	TakenSent  bool `json:"taken_sent,omitempty"`
+	CommitSent bool `json:"commit_sent,omitempty"`
+}
+
+// outgoing is one signal to pass on; done runs (under the lock) once the server took it.
+type outgoing struct {
+	session, signal string
+	arg             any
+	done            func()
+}
+
+// Open loads the journals under dir and returns the desk; what its journals say was not passed
+// on yet goes out once Run runs.
+func Open(dir string, signal Signal, log *zap.Logger) (*Desk, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	d := &Desk{dir: dir, signal: signal, log: log, now: time.Now, sessions: map[string]*journal{}, wake: make(chan struct{}, 1)}
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("hook desk: %w", err)
+	}
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok {
+			continue
+		}
+		raw, err := hex.DecodeString(name)
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("hook desk: %w", err)
+		}
+		var j journal
+		if err := json.Unmarshal(data, &j); err != nil {
+			return nil, fmt.Errorf("hook desk: journal %s: %w", e.Name(), err)
+		}
+		session := string(raw)
+		d.sessions[session] = &j
+		for _, o := range j.Offers {
+			if o.Taken != nil && !o.TakenSent {
+				d.sendTaken(session, o)
+			}
+			if o.Committed && !o.CommitSent {
+				d.sendCommit(session, o)
+			}
+		}
+	}
+	return d, nil
+}
+
+// Refuse makes the desk take no new offers (its socket could not serve): the sessions' hooks
+// take through the workflows. Withdrawals are still answered from the journal.
+func (d *Desk) Refuse() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closed = true
+}
+
+// journal returns a session's state (new when it has none).
+func (d *Desk) journal(session string) *journal {
+	j := d.sessions[session]
+	if j == nil {
+		j = &journal{}
+		d.sessions[session] = j
+	}
+	return j
+}
+
+// save writes a session's journal (private, atomic, on disk before it returns).
+func (d *Desk) save(session string) error {
+	data, err := json.Marshal(d.sessions[session])
+	if err != nil {
+		return fmt.Errorf("hook desk: journal of %s: %w", session, err)
+	}
+	if err := private.WriteFile(filepath.Join(d.dir, hex.EncodeToString([]byte(session))+".json"), data); err != nil {
+		return fmt.Errorf("hook desk: journal of %s: %w", session, err)
+	}
+	return nil
+}
+
+// find is the offer key names, nil if the journal has none.
+func (j *journal) find(key string) *offer {
+	for _, o := range j.Offers {
+		if o.Key == key {
+			return o
+		}
+	}
+	return nil
+}
+
+// trim keeps the latest keepOffers offers, and every one whose word is still out.
+func (j *journal) trim() {
+	for len(j.Offers) > keepOffers {
+		i := slices.IndexFunc(j.Offers, func(o *offer) bool {
+			return o.State == stateWithdrawn || (o.TakenSent && (o.CommitSent || !o.Committed))
+		})
+		if i < 0 || i >= len(j.Offers)-keepOffers/2 {
+			return
+		}
+		j.Offers = slices.Delete(j.Offers, i, i+1)
+	}
+}
+
+// Publish keeps a session's standing offer for its next hook (the activity
+// workflows.DeskPublishName). The same offer again changes nothing; an older offer still open is
+// withdrawn (the session asks for one at a time).
+func (d *Desk) Publish(_ context.Context, req workflows.DeskPublishRequest) error {
+	if req.Session == "" || req.Key == "" || len(req.Messages) == 0 {
+		return temporal.NewNonRetryableApplicationError("standing offer without a session, key or messages", "InvalidStandingOffer", nil)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return temporal.NewNonRetryableApplicationError("the hook desk does not serve hooks", workflows.ErrTypeNoDesk, nil)
+	}
+	j := d.journal(req.Session)
+	if j.find(req.Key) != nil {
+		return nil
+	}
+	before := slices.Clone(j.Offers)
+	for _, o := range j.Offers {
+		if o.State == stateOpen {
+			o.State = stateWithdrawn
+		}
+	}
+	j.Offers = append(j.Offers, &offer{Key: req.Key, Messages: req.Messages, State: stateOpen})
+	j.trim()
+	if err := d.save(req.Session); err != nil {
+		j.Offers = before
+		return err
+	}
+	return nil
+}
+
+// Withdraw takes a standing offer back for its session (the activity
+// workflows.DeskWithdrawName): withdrawn when no hook took it (none can now), else who took it.
+// An offer the desk never got is withdrawn.
+func (d *Desk) Withdraw(_ context.Context, req workflows.DeskWithdrawRequest) (workflows.DeskWithdrawResult, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	j := d.journal(req.Session)
+	o := j.find(req.Key)
+	switch {
+	case o == nil || o.State == stateWithdrawn:
+		return workflows.DeskWithdrawResult{Withdrawn: true}, nil
+	case o.State == stateTaken:
+		t := *o.Taken
+		return workflows.DeskWithdrawResult{Taken: &t}, nil
+	}
+	o.State = stateWithdrawn
+	if err := d.save(req.Session); err != nil {
+		o.State = stateOpen
+		return workflows.DeskWithdrawResult{}, err
+	}
+	return workflows.DeskWithdrawResult{Withdrawn: true}, nil
+}
+
+// Take is a hook's take: the session's standing offer, if one is open, now this hook run's
+// (once per run key), and whether the hook's reminder of old intents is due (at most one per
+// req.RemindEvery). The take is also the hook's report of its event.
+func (d *Desk) Take(session string, req workflows.TakeRequest) (workflows.TakeResult, error) {
+	if session == "" || req.Key == "" {
+		return workflows.TakeResult{}, errors.New("take without a session or key")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.now()
+	d.report(session, workflows.AgentEvent{Event: req.Event, At: now, Detail: req.Detail, Receipt: req.Receipt})
+	res := workflows.TakeResult{Key: req.Key}
+	j := d.journal(session)
+	if slices.Contains(j.HookKeys, req.Key) {
+		return res, nil
+	}
+	before := *j
+	j.HookKeys = append(slices.Clone(j.HookKeys), req.Key)
+	if n := len(j.HookKeys); n > keepHookKeys {
+		j.HookKeys = j.HookKeys[n-keepHookKeys:]
+	}
+	if req.RemindEvery > 0 && now.Sub(j.LastRemind) >= req.RemindEvery {
+		j.LastRemind, res.RemindDue = now, true
+	}
+	var took *offer
+	if i := slices.IndexFunc(j.Offers, func(o *offer) bool { return o.State == stateOpen }); i >= 0 && delivers(req.Event) {
+		took = j.Offers[i]
+		took.State = stateTaken
+		took.Taken = &workflows.StandingTaken{Key: took.Key, Hook: req.Key, Event: req.Event, At: now}
+		res.Key, res.Messages = took.Key, took.Messages
+	}
+	if err := d.save(session); err != nil {
+		*j = before
+		if took != nil {
+			took.State, took.Taken = stateOpen, nil
+		}
+		return workflows.TakeResult{}, err
+	}
+	if took != nil {
+		d.sendTaken(session, took)
+	}
+	return res, nil
+}
+
+// delivers reports whether a hook event hands messages over (as the session's take update).
+func delivers(event string) bool {
+	switch event {
+	case workflows.EventPostToolUse, workflows.EventStop, workflows.EventUserPromptSubmit, workflows.EventSessionStart:
+		return true
+	}
+	return false
+}
+
+// Commit records that the hook printed what it took and passes the commit on. A key the desk
+// does not know (a take through the workflow) is passed on too.
+func (d *Desk) Commit(session, key string) error {
+	if session == "" || key == "" {
+		return errors.New("commit without a session or key")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	o := d.journal(session).find(key)
+	if o == nil {
+		d.enqueue(outgoing{session: session, signal: workflows.SignalTaken, arg: workflows.TakenRequest{Key: key}})
+		return nil
+	}
+	if o.Committed {
+		return nil
+	}
+	o.Committed = true
+	if err := d.save(session); err != nil {
+		o.Committed = false
+		return err
+	}
+	d.sendCommit(session, o)
+	return nil
+}
+
+// Report passes a hook's report on to its session.
+func (d *Desk) Report(session string, ev workflows.AgentEvent) error {
+	if session == "" || ev.Event == "" {
+		return errors.New("report without a session or event")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if ev.At.IsZero() {
+		ev.At = d.now()
+	}
+	d.report(session, ev)
+	return nil
+}
+
+func (d *Desk) report(session string, ev workflows.AgentEvent) {
+	reports := 0
+	for _, o := range d.out {
+		if o.signal == workflows.SignalAgentEvent {
+			reports++
+		}
+	}
+	if reports >= maxReports {
+		// Never the first: Run may be sending it.
+		i := 1 + slices.IndexFunc(d.out[1:], func(o outgoing) bool { return o.signal == workflows.SignalAgentEvent })
+		d.out = slices.Delete(d.out, i, i+1)
+	}
+	d.enqueue(outgoing{session: session, signal: workflows.SignalAgentEvent, arg: ev})
+}
+
+func (d *Desk) sendTaken(session string, o *offer) {
+	d.enqueue(outgoing{session: session, signal: workflows.SignalStandingTaken, arg: *o.Taken, done: func() {
+		o.TakenSent = true
+		d.saveQuietly(session)
+	}})
+}
+
+func (d *Desk) sendCommit(session string, o *offer) {
+	d.enqueue(outgoing{session: session, signal: workflows.SignalTaken, arg: workflows.TakenRequest{Key: o.Key}, done: func() {
+		o.CommitSent = true
+		d.saveQuietly(session)
+	}})
+}
+
+// saveQuietly keeps that a word went out; should that fail, the word goes out again after a
+// restart, which the session bears.
+func (d *Desk) saveQuietly(session string) {
+	if err := d.save(session); err != nil {
+		d.log.Warn("hook desk: journal not kept", zap.String("session", session), zap.Error(err))
+	}
+}
+
+func (d *Desk) enqueue(o outgoing) {
+	d.out = append(d.out, o)
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run passes the desk's words on to the sessions, in order, until ctx ends: each is retried
+// until the server takes it; a session that no longer runs needs none.
+func (d *Desk) Run(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	for {
+		d.mu.Lock()
+		var next *outgoing
+		if len(d.out) > 0 {
+			first := d.out[0]
+			next = &first
+		}
+		d.mu.Unlock()
+		if next == nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-d.wake:
+				continue
+			}
+		}
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := d.signal(sctx, workflows.SessionWorkflowID(next.session), next.signal, next.arg)
+		cancel()
+		var notFound *serviceerror.NotFound
+		if err != nil && !errors.As(err, &notFound) {
+			if ctx.Err() != nil {
+				return
+			}
+			d.log.Warn("hook desk: word to the session not passed on yet; retrying", zap.String("session", next.session), zap.String("signal", next.signal), zap.Error(err))
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		d.mu.Lock()
+		o := d.out[0]
+		d.out = d.out[1:]
+		if o.done != nil {
+			o.done()
+		}
+		d.mu.Unlock()
+	}
+}

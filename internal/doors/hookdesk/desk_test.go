@@ -1,0 +1,285 @@
+package hookdesk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
+
+	"github.com/intentq/intentq/workflows"
+)
+
+// signals records what the desk passes on; fail, while set, makes the server refuse.
+type signals struct {
+	mu       sync.Mutex
+	got      []string
+	fail     error
+	attempts int
+}
+
+func (s *signals) send(_ context.Context, id, signal string, arg any) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.attempts++
+	if s.fail != nil {
+		return s.fail
+	}
+	var what string
+	switch a := arg.(type) {
+	case workflows.StandingTaken:
+		what = a.Key + " by " + a.Hook
+	case workflows.TakenRequest:
+		what = a.Key
+	case workflows.AgentEvent:
+		what = a.Event
+	}
+	s.got = append(s.got, id+" "+signal+" "+what)
+	return nil
+}
+
+func (s *signals) list() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.got...)
+}
+
+func (s *signals) waitFor(t *testing.T, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !containsAll(s.list(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("signals %q, want %q among them", s.list(), want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func containsAll(got, want []string) bool {
+	for _, w := range want {
+		found := false
+		for _, g := range got {
+			found = found || g == w
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func msgs(n ...string) []workflows.DeliveryRequest {
+	var out []workflows.DeliveryRequest
+	for _, id := range n {
+		out = append(out, workflows.DeliveryRequest{ID: "intent/42/" + id + "#1", ReplyTo: "intent/42/" + id, Kind: workflows.KindMessage, Text: "text " + id})
+	}
+	return out
+}
+
+func run(t *testing.T, d *Desk) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); d.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// Issue 26: a standing offer goes to one hook run, once; a withdrawal then says who took it, and
+// the desk tells the session and passes the commit on, in order.
+func TestDeskOfferTakenOnceAndWithdrawalSaysBy(t *testing.T) {
+	sig := &signals{}
+	d, err := Open(t.TempDir(), sig.send, nil)
+	require.NoError(t, err)
+	run(t, d)
+	ctx := context.Background()
+	require.NoError(t, d.Publish(ctx, workflows.DeskPublishRequest{Session: "s", Key: "standing/r/1", Messages: msgs("1", "2")}))
+	require.NoError(t, d.Publish(ctx, workflows.DeskPublishRequest{Session: "s", Key: "standing/r/1", Messages: msgs("1", "2")}), "the same offer again")
+
+	other, err := d.Take("other", workflows.TakeRequest{Key: "post-tool-use/a", Event: workflows.EventPostToolUse})
+	require.NoError(t, err)
+	require.Empty(t, other.Messages, "another session's hook gets nothing")
+	res, err := d.Take("s", workflows.TakeRequest{Key: "post-tool-use/b", Event: workflows.EventPostToolUse})
+	require.NoError(t, err)
+	require.Equal(t, "standing/r/1", res.Key)
+	require.Len(t, res.Messages, 2)
+	again, err := d.Take("s", workflows.TakeRequest{Key: "post-tool-use/b", Event: workflows.EventPostToolUse})
+	require.NoError(t, err)
+	require.Empty(t, again.Messages, "the same hook run takes once")
+	next, err := d.Take("s", workflows.TakeRequest{Key: "post-tool-use/c", Event: workflows.EventPostToolUse})
+	require.NoError(t, err)
+	require.Empty(t, next.Messages, "taken: no other hook gets it")
+
+	w, err := d.Withdraw(ctx, workflows.DeskWithdrawRequest{Session: "s", Key: "standing/r/1"})
+	require.NoError(t, err)
+	require.False(t, w.Withdrawn)
+	require.Equal(t, "post-tool-use/b", w.Taken.Hook)
+	require.Equal(t, workflows.EventPostToolUse, w.Taken.Event)
+
+	require.NoError(t, d.Commit("s", "standing/r/1"))
+	sig.waitFor(t, "session/s standing-taken standing/r/1 by post-tool-use/b", "session/s taken standing/r/1")
+	got := sig.list()
+	require.Less(t, indexOf(got, "session/s standing-taken standing/r/1 by post-tool-use/b"), indexOf(got, "session/s taken standing/r/1"), "the word before the commit")
+}
+
+func indexOf(list []string, s string) int {
+	for i, v := range list {
+		if v == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// Issue 26: a withdrawn offer is no hook's; an offer the desk never got is withdrawn; only hook
+// events that deliver take.
+func TestDeskWithdrawnOfferIsNoHooks(t *testing.T) {
+	d, err := Open(t.TempDir(), (&signals{}).send, nil)
+	require.NoError(t, err)
+	ctx := context.Background()
+	w, err := d.Withdraw(ctx, workflows.DeskWithdrawRequest{Session: "s", Key: "standing/r/9"})
+	require.NoError(t, err)
+	require.True(t, w.Withdrawn)
+	require.NoError(t, d.Publish(ctx, workflows.DeskPublishRequest{Session: "s", Key: "standing/r/1", Messages: msgs("1")}))
+	res, err := d.Take("s", workflows.TakeRequest{Key: "pre-tool-use/a", Event: workflows.EventPreToolUse})
+	require.NoError(t, err)
+	require.Empty(t, res.Messages, "pre-tool-use hands nothing over")
+	w, err = d.Withdraw(ctx, workflows.DeskWithdrawRequest{Session: "s", Key: "standing/r/1"})
+	require.NoError(t, err)
+	require.True(t, w.Withdrawn)
+	res, err = d.Take("s", workflows.TakeRequest{Key: "stop/a", Event: workflows.EventStop})
+	require.NoError(t, err)
+	require.Empty(t, res.Messages)
+}
+
+// Issue 26: a worker that restarts answers as the one before: the journal says who took an
+// offer, and what the session had not been told yet is told after the restart.
+func TestDeskJournalSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	sig := &signals{fail: errors.New("Temporal is down")}
+	d, err := Open(dir, sig.send, nil)
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, d.Publish(ctx, workflows.DeskPublishRequest{Session: "s", Key: "standing/r/1", Messages: msgs("1")}))
+	res, err := d.Take("s", workflows.TakeRequest{Key: "stop/a", Event: workflows.EventStop})
+	require.NoError(t, err)
+	require.Len(t, res.Messages, 1)
+	require.NoError(t, d.Commit("s", "standing/r/1"))
+	// The worker dies before anything was passed on.
+	fi, err := os.Stat(filepath.Join(dir, "73.json"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "the journal holds message text: private")
+
+	sig2 := &signals{}
+	d2, err := Open(dir, sig2.send, nil)
+	require.NoError(t, err)
+	run(t, d2)
+	w, err := d2.Withdraw(ctx, workflows.DeskWithdrawRequest{Session: "s", Key: "standing/r/1"})
+	require.NoError(t, err)
+	require.NotNil(t, w.Taken, "the restarted desk knows the offer was taken")
+	sig2.waitFor(t, "session/s standing-taken standing/r/1 by stop/a", "session/s taken standing/r/1")
+}
+
+// Issue 26: a session that no longer runs needs no word; a refused signal is retried until the
+// server takes it.
+func TestDeskPassesOnUntilTaken(t *testing.T) {
+	sig := &signals{fail: serviceerror.NewUnavailable("busy")}
+	d, err := Open(t.TempDir(), sig.send, nil)
+	require.NoError(t, err)
+	run(t, d)
+	require.NoError(t, d.Report("s", workflows.AgentEvent{Event: workflows.EventPreToolUse}))
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		sig.mu.Lock()
+		refused := sig.attempts
+		sig.mu.Unlock()
+		if refused >= 2 {
+			break
+		}
+		require.False(t, time.Now().After(deadline), "the desk did not try again")
+	}
+	sig.mu.Lock()
+	sig.fail = nil
+	sig.mu.Unlock()
+	sig.waitFor(t, "session/s agent-event pre-tool-use")
+
+	gone := &signals{fail: serviceerror.NewNotFound("workflow not found")}
+	d2, err := Open(t.TempDir(), gone.send, nil)
+	require.NoError(t, err)
+	run(t, d2)
+	require.NoError(t, d2.Report("gone", workflows.AgentEvent{Event: workflows.EventStop}))
+	require.NoError(t, d2.Report("gone", workflows.AgentEvent{Event: workflows.EventStop}))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		d2.mu.Lock()
+		left := len(d2.out)
+		d2.mu.Unlock()
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d words still wait for a session that is gone", left)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Security (issue 26): the socket answers only with the access token, is private to this user,
+// and a request too large is refused; a hook with the token takes.
+func TestDeskSocketNeedsTheToken(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Open(filepath.Join(dir, "desk"), (&signals{}).send, nil)
+	require.NoError(t, err)
+	srv, err := Listen(SocketPath(dir), d, "s3cret", nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	fi, err := os.Stat(srv.Addr())
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	_, err = Listen(SocketPath(dir), d, "s3cret", nil)
+	require.ErrorContains(t, err, "served by another worker")
+
+	require.NoError(t, d.Publish(context.Background(), workflows.DeskPublishRequest{Session: "s", Key: "standing/r/1", Messages: msgs("1")}))
+	ctx := context.Background()
+	take := workflows.TakeRequest{Key: "post-tool-use/a", Event: workflows.EventPostToolUse}
+	for _, tok := range []string{"", "wrong", "s3cret "} {
+		_, err := Client{Path: srv.Addr(), Token: tok}.Take(ctx, "s", take)
+		require.ErrorContains(t, err, "access token required", "token %q", tok)
+	}
+	big := Client{Path: srv.Addr(), Token: "s3cret"}
+	_, err = big.Take(ctx, "s", workflows.TakeRequest{Key: strings.Repeat("k", maxRequest), Event: workflows.EventPostToolUse})
+	require.Error(t, err, "a request over the limit")
+	res, err := Client{Path: srv.Addr(), Token: "s3cret"}.Take(ctx, "s", take)
+	require.NoError(t, err)
+	require.Len(t, res.Messages, 1)
+	require.NoError(t, Client{Path: srv.Addr(), Token: "s3cret"}.Taken(ctx, "s", res.Key))
+	require.NoError(t, Client{Path: srv.Addr(), Token: "s3cret"}.Report(ctx, "s", workflows.AgentEvent{Event: workflows.EventStop}))
+
+	_, err = Client{Path: filepath.Join(dir, "none.sock"), Token: "s3cret"}.Take(ctx, "s", take)
+	require.ErrorIs(t, err, ErrNoDesk, "no worker: the hook goes the slow way")
+	// Garbage on the socket gets an error, never a panic.
+	c, err := net.Dial("unix", srv.Addr())
+	require.NoError(t, err)
+	_, _ = fmt.Fprintf(c, "{not json\n")
+	buf := make([]byte, 512)
+	n, _ := c.Read(buf)
+	_ = c.Close()
+	require.Contains(t, string(buf[:n]), "not the expected JSON")
+}
+
+// A data_dir whose socket path is too long for a socket gets a private one under the temporary
+// folder, the same for the worker and its hooks.
+func TestSocketPathFitsASocket(t *testing.T) {
+	short := SocketPath("/home/me/.intentq")
+	require.Equal(t, "/home/me/.intentq/hooks.sock", short)
+	long := "/" + strings.Repeat("d", 120)
+	p := SocketPath(long)
+	require.LessOrEqual(t, len(p), maxSocketPath)
+	require.Equal(t, p, SocketPath(long))
+	require.Contains(t, p, fmt.Sprintf("intentq-%d", os.Getuid()))
+}

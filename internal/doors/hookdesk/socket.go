@@ -1,0 +1,319 @@
+package hookdesk
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/intentq/intentq/internal/base/trust"
+	"github.com/intentq/intentq/workflows"
+)
+
+// The desk's socket: a Unix socket that only this user may open (its folder is 0700, the
+// socket 0600), and that answers only a peer of this user (SO_PEERCRED) that sends the access
+// token (data_dir/access.token): loopback is no boundary, and neither is one file mode alone.
+
+// maxSocketPath is the longest path a Unix socket may bind here (sun_path, less the NUL).
+const maxSocketPath = 107
+
+// SocketPath is where the desk of the intentq whose data_dir is dataDir listens:
+// data_dir/hooks.sock, or, when that path is too long for a socket, a private folder of this
+// user's under the temporary folder, named by data_dir's hash.
+func SocketPath(dataDir string) string {
+	p := filepath.Join(dataDir, "hooks.sock")
+	if len(p) <= maxSocketPath {
+		return p
+	}
+	sum := sha256.Sum256([]byte(dataDir))
+	return filepath.Join(os.TempDir(), fmt.Sprintf("intentq-%d", os.Getuid()), hex.EncodeToString(sum[:8])+".sock")
+}
+
+// maxRequest bounds one request (a take's receipt names a few intents).
+const maxRequest = 1 << 20
+
+// ioTimeout bounds one exchange on the socket.
+const ioTimeout = 5 * time.Second
+
+// request is one call on the socket.
+type request struct {
+	Token   string                 `json:"token"`
+	Op      string                 `json:"op"`
+	Session string                 `json:"session"`
+	Take    *workflows.TakeRequest `json:"take,omitempty"`
+	Key     string                 `json:"key,omitempty"`
+	Event   *workflows.AgentEvent  `json:"event,omitempty"`
+}
+
+// response is the desk's answer.
+type response struct {
+	Error string                `json:"error,omitempty"`
+	Take  *workflows.TakeResult `json:"take,omitempty"`
+}
+
+// Operations on the socket.
+const (
+	opTake   = "take"
+	opCommit = "commit"
+	opReport = "report"
+)
+
+// Server is the desk's listener.
+type Server struct {
+	ln    net.Listener
+	desk  *Desk
+	token string
+	log   *zap.Logger
+	wg    sync.WaitGroup
+}
+
+// Listen serves the desk on path for the hooks that present token.
+func Listen(path string, desk *Desk, token string, log *zap.Logger) (*Server, error) {
+	if token == "" {
+		return nil, errors.New("hook desk: no access token")
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("hook desk: %w", err)
+	}
+	if err := privateDir(dir); err != nil {
+		return nil, err
+	}
+	// A socket left by a worker that died is replaced; one another worker serves is not.
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("hook desk: %s is served by another worker", path)
+	}
+	_ = os.Remove(path)
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("hook desk: listen on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("hook desk: %w", err)
+	}
+	s := &Server{ln: ln, desk: desk, token: token, log: log}
+	s.wg.Go(s.serve)
+	return s, nil
+}
+
+// privateDir refuses a folder that is not this user's own or that others may enter.
+func privateDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("hook desk: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("hook desk: %s is not this user's own", dir)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("hook desk: %s is open to others: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// Addr is the socket's path.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Close stops listening and waits for the calls being answered.
+func (s *Server) Close() error {
+	err := s.ln.Close()
+	s.wg.Wait()
+	return err
+}
+
+func (s *Server) serve() {
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.wg.Go(func() {
+			defer c.Close()
+			s.answer(c)
+		})
+	}
+}
+
+// answer serves one call: a peer of this user with the token, one request, one answer.
+func (s *Server) answer(c net.Conn) {
+	_ = c.SetDeadline(time.Now().Add(ioTimeout))
+	if err := samePeer(c); err != nil {
+		s.log.Warn("hook desk: call refused", zap.Error(err))
+		return
+	}
+	line, err := bufio.NewReader(&limited{c, maxRequest}).ReadBytes('\n')
+	if err != nil {
+		s.log.Warn("hook desk: call unreadable", zap.Error(err))
+		return
+	}
+	var req request
+	var res response
+	switch err := json.Unmarshal(line, &req); {
+	case err != nil:
+		res.Error = "request is not the expected JSON: " + err.Error()
+	case !trust.TokenEqual(req.Token, s.token):
+		s.log.Warn("hook desk: call without the access token refused")
+		res.Error = "access token required"
+	default:
+		res = s.call(req)
+	}
+	data, _ := json.Marshal(res)
+	_, _ = c.Write(append(data, '\n'))
+}
+
+func (s *Server) call(req request) response {
+	var res response
+	var err error
+	switch {
+	case req.Op == opTake && req.Take != nil:
+		var t workflows.TakeResult
+		t, err = s.desk.Take(req.Session, *req.Take)
+		res.Take = &t
+	case req.Op == opCommit:
+		err = s.desk.Commit(req.Session, req.Key)
+	case req.Op == opReport && req.Event != nil:
+		err = s.desk.Report(req.Session, *req.Event)
+	default:
+		err = fmt.Errorf("unknown call %q", req.Op)
+	}
+	if err != nil {
+		res.Error, res.Take = err.Error(), nil
+	}
+	return res
+}
+
+// samePeer refuses a peer that runs as another user.
+func samePeer(c net.Conn) error {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return errors.New("not a Unix socket")
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var cred *unix.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) { cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil {
+		return err
+	}
+	if credErr != nil {
+		return fmt.Errorf("peer credentials: %w", credErr)
+	}
+	if int(cred.Uid) != os.Getuid() {
+		return fmt.Errorf("peer runs as uid %d, not this user's %d", cred.Uid, os.Getuid())
+	}
+	return nil
+}
+
+// limited reads at most n bytes, then fails.
+type limited struct {
+	c net.Conn
+	n int
+}
+
+func (l *limited) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		return 0, fmt.Errorf("request is over %d bytes", maxRequest)
+	}
+	if len(p) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.c.Read(p)
+	l.n -= n
+	return n, err
+}
+
+// Client is a hook's way to the desk.
+type Client struct {
+	Path  string
+	Token string
+}
+
+// ErrNoDesk says no desk answers on the socket (no worker runs here): the hook goes the slow way.
+var ErrNoDesk = errors.New("no hook desk answers")
+
+func (c Client) call(ctx context.Context, req request) (response, error) {
+	req.Token = c.Token
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", c.Path)
+	if err != nil {
+		return response{}, fmt.Errorf("%w: %w", ErrNoDesk, err)
+	}
+	defer conn.Close()
+	// The token goes only to a desk of this user's (a socket under the temporary folder could
+	// be another's).
+	if err := samePeer(conn); err != nil {
+		return response{}, fmt.Errorf("%w: %w", ErrNoDesk, err)
+	}
+	deadline := time.Now().Add(ioTimeout)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	_ = conn.SetDeadline(deadline)
+	data, err := json.Marshal(req)
+	if err != nil {
+		return response{}, err
+	}
+	if _, err := conn.Write(append(data, '\n')); err != nil {
+		return response{}, fmt.Errorf("hook desk: %w", err)
+	}
+	line, err := bufio.NewReader(&limited{conn, maxRequest}).ReadBytes('\n')
+	if err != nil {
+		return response{}, fmt.Errorf("hook desk: no answer: %w", err)
+	}
+	var res response
+	if err := json.Unmarshal(line, &res); err != nil {
+		return response{}, fmt.Errorf("hook desk: answer is not the expected JSON: %w", err)
+	}
+	if res.Error != "" {
+		return response{}, fmt.Errorf("hook desk: %s", res.Error)
+	}
+	return res, nil
+}
+
+// Take asks the desk for the session's standing offer.
+func (c Client) Take(ctx context.Context, session string, req workflows.TakeRequest) (workflows.TakeResult, error) {
+	res, err := c.call(ctx, request{Op: opTake, Session: session, Take: &req})
+	if err != nil {
+		return workflows.TakeResult{}, err
+	}
+	if res.Take == nil {
+		return workflows.TakeResult{}, errors.New("hook desk: take answered without a result")
+	}
+	return *res.Take, nil
+}
+
+// Taken commits a take the hook printed.
+func (c Client) Taken(ctx context.Context, session, key string) error {
+	_, err := c.call(ctx, request{Op: opCommit, Session: session, Key: key})
+	return err
+}
+
+// Report passes a hook's report on to its session.
+func (c Client) Report(ctx context.Context, session string, ev workflows.AgentEvent) error {
+	_, err := c.call(ctx, request{Op: opReport, Session: session, Event: &ev})
+	return err
+}

@@ -1,0 +1,175 @@
+package hooks
+
+import (
+	"context"
+	"sync"
+
+	"github.com/intentq/intentq/internal/intent"
+	"github.com/intentq/intentq/workflows"
+)
+
+// Desk is the worker's hook desk as a hook reaches it (hookdesk.Client): a take, a commit and
+// a report answered by the worker's own process, without the Temporal server (issue 26).
+type Desk interface {
+	Take(ctx context.Context, session string, req workflows.TakeRequest) (workflows.TakeResult, error)
+	Taken(ctx context.Context, session, key string) error
+	Report(ctx context.Context, session string, ev workflows.AgentEvent) error
+}
+
+// ViaDesk is the Backend a hook uses: takes, commits and reports through the desk, and through
+// Backend (Temporal) when the desk cannot answer; everything else through Backend.
+type ViaDesk struct {
+	Desk Desk
+	Backend
+	mu sync.Mutex
+	// viaDesk are the keys of the takes the desk answered: their commits go to it.
+	viaDesk map[string]bool
+}
+
+// Take takes the session's standing offer from the desk; should the desk not answer (no worker
+// here), the session itself is asked.
+func (v *ViaDesk) Take(ctx context.Context, session string, req workflows.TakeRequest) (workflows.TakeResult, error) {
+	res, err := v.Desk.Take(ctx, session, req)
+	if err != nil {
+		return v.Backend.Take(ctx, session, req)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.viaDesk == nil {
+		v.viaDesk = map[string]bool{}
+	}
+	v.viaDesk[res.Key] = true
+	return res, nil
+}
+
+// Taken commits a take: through the desk that answered it (it keeps the commit and passes it
+// on), else, or when the desk fails, by the taken signal (the session commits its standing
+// offer on that too).
+func (v *ViaDesk) Taken(ctx context.Context, session, key string) error {
+	v.mu.Lock()
+	desk := v.viaDesk[key]
+	v.mu.Unlock()
+	if desk && v.Desk.Taken(ctx, session, key) == nil {
+		return nil
+	}
+	return v.Backend.Taken(ctx, session, key)
+}
+
+// Report reports through the desk, else by the signal.
+func (v *ViaDesk) Report(ctx context.Context, session string, ev workflows.AgentEvent) error {
+	if v.Desk.Report(ctx, session, ev) == nil {
+		return nil
+	}
+	return v.Backend.Report(ctx, session, ev)
+}
+
+// Lazy is a Backend that dials on its first call: a hook that only takes and commits through
+// the desk never waits for a connection to Temporal. closeFn closes what was dialed.
+func Lazy(dial Dial) (b Backend, closeFn func()) {
+	l := &lazy{dial: dial}
+	return l, func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.close != nil {
+			l.close()
+		}
+	}
+}
+
+type lazy struct {
+	dial  Dial
+	mu    sync.Mutex
+	b     Backend
+	close func()
+	err   error
+}
+
+// get dials once; a failed dial is not tried again by the same hook.
+func (l *lazy) get(ctx context.Context) (Backend, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.b == nil && l.err == nil {
+		l.b, l.close, l.err = l.dial(ctx)
+	}
+	return l.b, l.err
+}
+
+func (l *lazy) PendingPage(ctx context.Context, f intent.Filter, limit int) (intent.Page, error) {
+	b, err := l.get(ctx)
+	if err != nil {
+		return intent.Page{}, err
+	}
+	return b.PendingPage(ctx, f, limit)
+}
+
+func (l *lazy) Text(ctx context.Context, id string) (string, error) {
+	b, err := l.get(ctx)
+	if err != nil {
+		return "", err
+	}
+	return b.Text(ctx, id)
+}
+
+func (l *lazy) Close(ctx context.Context, id string) error {
+	b, err := l.get(ctx)
+	if err != nil {
+		return err
+	}
+	return b.Close(ctx, id)
+}
+
+func (l *lazy) CloseOldest(ctx context.Context, chat string) (string, error) {
+	b, err := l.get(ctx)
+	if err != nil {
+		return "", err
+	}
+	return b.CloseOldest(ctx, chat)
+}
+
+func (l *lazy) Inbox(ctx context.Context, agent string) ([]workflows.InboxMessage, error) {
+	b, err := l.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return b.Inbox(ctx, agent)
+}
+
+func (l *lazy) SendInbox(ctx context.Context, agent string, msg workflows.InboxSend) error {
+	b, err := l.get(ctx)
+	if err != nil {
+		return err
+	}
+	return b.SendInbox(ctx, agent, msg)
+}
+
+func (l *lazy) CommitContext(ctx context.Context, session, id, text string) error {
+	b, err := l.get(ctx)
+	if err != nil {
+		return err
+	}
+	return b.CommitContext(ctx, session, id, text)
+}
+
+func (l *lazy) Report(ctx context.Context, session string, ev workflows.AgentEvent) error {
+	b, err := l.get(ctx)
+	if err != nil {
+		return err
+	}
+	return b.Report(ctx, session, ev)
+}
+
+func (l *lazy) Take(ctx context.Context, session string, req workflows.TakeRequest) (workflows.TakeResult, error) {
+	b, err := l.get(ctx)
+	if err != nil {
+		return workflows.TakeResult{}, err
+	}
+	return b.Take(ctx, session, req)
+}
+
+func (l *lazy) Taken(ctx context.Context, session, key string) error {
+	b, err := l.get(ctx)
+	if err != nil {
+		return err
+	}
+	return b.Taken(ctx, session, key)
+}

@@ -1,0 +1,214 @@
+package workflows
+
+// Standing offers (issue 26): a hook's take answered on this machine, not by the session
+// workflow. While the session waits for its agent (the hooks say it works, the pane is busy or
+// shows no agent), it hands the worker's hook desk the messages a hook may take, before any
+// hook asks: a standing offer. A hook takes it from the desk in about a millisecond, whatever
+// the session is busy with; the desk tells the session (the standing-taken signal), and the
+// hook's commit comes as any take's does (the taken signal, with the offer's key).
+//
+// Exactly once: the offered requests stay in the queue, in their place, but reserved: no take
+// through the workflow and no typed block carries them. Before the session types, it withdraws
+// the offer from the desk (an activity); the desk answers atomically either "withdrawn" (no
+// hook can take it any more: the requests are the session's again) or "taken by this hook at
+// this time" (the offer becomes an open offer with its lease from then, as a take through the
+// workflow would have made it). A commit for the standing offer itself is its take too.
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/intentq/intentq/internal/policy"
+)
+
+// Names of the hook desk's protocol with the session.
+const (
+	// DeskPublishName is the activity that hands the desk a standing offer (DeskPublishRequest).
+	DeskPublishName = "DeskPublish"
+	// DeskWithdrawName is the activity that takes a standing offer back (DeskWithdrawRequest,
+	// DeskWithdrawResult).
+	DeskWithdrawName = "DeskWithdraw"
+	// SignalStandingTaken tells the session a hook took its standing offer (StandingTaken).
+	SignalStandingTaken = "standing-taken"
+	// ErrTypeNoDesk is the desk activities' error when the worker runs no desk: the session
+	// answers takes through the workflow only.
+	ErrTypeNoDesk = "NoDesk"
+)
+
+// StandingOffer is the messages the desk may hand the next hook: the requests IDs name stay in
+// the queue, reserved.
+type StandingOffer struct {
+	Key string   `json:"key"`
+	IDs []string `json:"ids"`
+}
+
+// DeskPublishRequest hands the desk a standing offer for a session's hooks.
+type DeskPublishRequest struct {
+	Session  string            `json:"session"`
+	Key      string            `json:"key"`
+	Messages []DeliveryRequest `json:"messages"`
+}
+
+// DeskWithdrawRequest takes a standing offer back.
+type DeskWithdrawRequest struct {
+	Session string `json:"session"`
+	Key     string `json:"key"`
+}
+
+// DeskWithdrawResult says what became of a standing offer: withdrawn (no hook has it), or taken.
+type DeskWithdrawResult struct {
+	Withdrawn bool           `json:"withdrawn,omitempty"`
+	Taken     *StandingTaken `json:"taken,omitempty"`
+}
+
+// StandingTaken says which hook run took a standing offer, and when (its lease starts then).
+type StandingTaken struct {
+	Key   string    `json:"key"`
+	Hook  string    `json:"hook"`
+	Event string    `json:"event"`
+	At    time.Time `json:"at"`
+}
+
+// versionStanding is the session's standing offers; sessions started before replay without.
+const versionStanding = 1
+
+// deskActivityOptions reach the desk in the worker's own process: quick, a few tries.
+var deskActivityOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 5 * time.Second,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 2 * time.Second,
+		MaximumAttempts: 4, NonRetryableErrorTypes: []string{ErrTypeNoDesk},
+	},
+}
+
+// reserved reports whether request id is in the standing offer.
+func (s *session) reserved(id string) bool {
+	return s.Standing != nil && slices.Contains(s.Standing.IDs, id)
+}
+
+// standOffer hands the desk what a hook may take while the session waits for its agent, as a
+// take would choose it (offerable), unless the offer that stands holds it already.
+// An offer that stands while more has arrived is taken back and made again with it (when no
+// hook took it meanwhile).
+func (s *session) standOffer(ctx workflow.Context) {
+	if !s.standing || s.deskOff {
+		return
+	}
+	msgs := s.offerable()
+	if len(msgs) == 0 || (s.Standing != nil && len(msgs) == len(s.Standing.IDs)) {
+		return
+	}
+	if s.Standing != nil {
+		if !s.withdrawStanding(ctx) || s.Standing != nil {
+			return
+		}
+		if msgs = s.offerable(); len(msgs) == 0 {
+			return // a hook took it meanwhile: its offer holds them
+		}
+	}
+	if s.StandingEpoch == "" {
+		s.StandingEpoch = workflow.GetInfo(ctx).WorkflowExecution.RunID
+	}
+	s.StandingSeq++
+	offer := &StandingOffer{Key: fmt.Sprintf("standing/%s/%d", s.StandingEpoch, s.StandingSeq)}
+	for _, m := range msgs {
+		offer.IDs = append(offer.IDs, m.ID)
+	}
+	// Reserved before it is out: whatever the activity's fate, nothing types them until the
+	// desk has said what became of the offer.
+	s.Standing = offer
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, deskActivityOptions), DeskPublishName,
+		DeskPublishRequest{Session: s.Config.Name, Key: offer.Key, Messages: msgs}).Get(ctx, nil)
+	if err == nil {
+		return
+	}
+	if appErr, ok := asApplicationError(err); ok && appErr.Type() == ErrTypeNoDesk {
+		s.deskOff, s.Standing = true, nil
+		return
+	}
+	workflow.GetLogger(ctx).Warn("standing offer not handed to the desk; taking it back", "session", s.Config.Name, "key", offer.Key, "error", err)
+	s.withdrawStanding(ctx)
+}
+
+// offerable is what a take would hand over now: oldest first, one block's worth, not what is
+// being typed, nor what the agent has or a hook holds.
+func (s *session) offerable() []DeliveryRequest {
+	var msgs []DeliveryRequest
+	size := 0
+	for _, q := range s.Queue {
+		if !typedKind(q.Kind) || q.ID == s.typing || s.inContext(q) || s.heldIn(q) >= 0 {
+			continue
+		}
+		if len(msgs) > 0 && (len(msgs) == policy.MaxBatch || size+len(q.Text) > policy.MaxBatchBytes) {
+			break // none overtakes another
+		}
+		msgs = append(msgs, q)
+		size += len(q.Text) + 1
+	}
+	return msgs
+}
+
+// withdrawStanding takes the standing offer back before the session types: its requests are the
+// session's again, or, when a hook took it, they are that hook's open offer. It reports whether
+// no offer stands any more (false: the desk could not be asked, nothing may be typed yet).
+func (s *session) withdrawStanding(ctx workflow.Context) bool {
+	if s.Standing == nil {
+		return true
+	}
+	key := s.Standing.Key
+	var res DeskWithdrawResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, deskActivityOptions), DeskWithdrawName,
+		DeskWithdrawRequest{Session: s.Config.Name, Key: key}).Get(ctx, &res)
+	if s.Standing == nil || s.Standing.Key != key {
+		return s.Standing == nil // the desk's signal said meanwhile that a hook took it
+	}
+	switch appErr, _ := asApplicationError(err); {
+	case err != nil && appErr != nil && appErr.Type() == ErrTypeNoDesk:
+		// No desk runs now: this offer was never out (the desk that got it keeps a journal and
+		// would answer), so the requests are the session's.
+		s.deskOff, s.Standing = true, nil
+	case err != nil:
+		workflow.GetLogger(ctx).Warn("standing offer not taken back; nothing typed until it is", "session", s.Config.Name, "key", key, "error", err)
+		return false
+	case res.Taken != nil:
+		s.standingTaken(ctx, *res.Taken)
+	default:
+		s.Standing = nil
+	}
+	return true
+}
+
+// standingTaken makes the standing offer a hook took an open offer: its requests leave the
+// queue, its lease starts when the hook took it, and its commit answers them.
+func (s *session) standingTaken(ctx workflow.Context, t StandingTaken) {
+	if s.Standing == nil || s.Standing.Key != t.Key {
+		return // told before (the desk's signal and its answer to a withdrawal)
+	}
+	if t.At.IsZero() {
+		t.At = workflow.Now(ctx)
+	}
+	ids := s.Standing.IDs
+	s.Standing = nil
+	o := Offer{Key: t.Key, Event: t.Event, At: t.At}
+	var rest []DeliveryRequest
+	for _, q := range s.Queue {
+		if slices.Contains(ids, q.ID) {
+			o.Requests = append(o.Requests, q)
+		} else {
+			rest = append(rest, q)
+		}
+	}
+	s.Queue = rest
+	if len(o.Requests) > 0 {
+		s.Offers = append(s.Offers, o)
+	}
+	if t.Event == EventStop && s.Agent != nil {
+		// A Stop that hands messages over blocks the stop: the turn goes on.
+		s.Agent.State, s.Agent.Since = AgentWorking, workflow.Now(ctx)
+	}
+	workflow.GetLogger(ctx).Info("standing offer taken by a hook", "session", s.Config.Name, "hook", t.Event, "key", t.Key, "take", t.Hook, "count", len(o.Requests))
+}
