@@ -201,6 +201,21 @@ func (s *session) take(ctx workflow.Context, req TakeRequest) (TakeResult, error
 
 // noteEvent keeps the agent's state and the receipts of typed deliveries.
 func (s *session) noteEvent(ctx workflow.Context, ev AgentEvent) {
+	if s.noteEventQuietly(ctx, ev) {
+		s.publishAgentState(ctx)
+	}
+}
+
+// publishAgentState sets the agent's state as a search attribute.
+func (s *session) publishAgentState(ctx workflow.Context) {
+	if err := workflow.UpsertTypedSearchAttributes(ctx, AgentStateKey.ValueSet(s.Agent.State)); err != nil {
+		workflow.GetLogger(ctx).Warn("agent state not published", "session", s.Config.Name, "error", err)
+	}
+}
+
+// noteEventQuietly is noteEvent without publishing the state; it reports whether the state
+// changed.
+func (s *session) noteEventQuietly(ctx workflow.Context, ev AgentEvent) (changed bool) {
 	if ev.At.IsZero() {
 		ev.At = workflow.Now(ctx)
 	}
@@ -218,12 +233,10 @@ func (s *session) noteEvent(ctx workflow.Context, ev AgentEvent) {
 	prev := s.Agent.State
 	s.Agent.At, s.Agent.Event, s.Agent.Detail = ev.At, ev.Event, ev.Detail
 	if state == "" || state == prev {
-		return
+		return false
 	}
 	s.Agent.State, s.Agent.Since = state, ev.At
-	if err := workflow.UpsertTypedSearchAttributes(ctx, AgentStateKey.ValueSet(state)); err != nil {
-		workflow.GetLogger(ctx).Warn("agent state not published", "session", s.Config.Name, "error", err)
-	}
+	return true
 }
 
 // receipted reports (and forgets) a receipt for intent id.

@@ -445,7 +445,7 @@ func (r *checkRun) hook(at time.Duration, event, key string) {
 	word := time.Duration(r.rng.IntN(3000)) * time.Millisecond
 	wordTwice := r.rng.IntN(5) == 0
 	deskTake := func(key string) {
-		r.signal(SignalAgentEvent, AgentEvent{Event: event, At: r.env.Now()})
+		r.signal(SignalHookWords, HookWords{Events: []AgentEvent{{Event: event, At: r.env.Now()}}})
 		if r.deskKeys[key] {
 			return
 		}
@@ -464,9 +464,9 @@ func (r *checkRun) hook(at time.Duration, event, key string) {
 				tell = w.to
 			}
 		}
-		r.at(tell, func() { r.note("desk: %s took %s", key, taken.Key); r.signal(SignalStandingTaken, *taken) })
+		r.at(tell, func() { r.note("desk: %s took %s", key, taken.Key); r.signal(SignalHookWords, HookWords{Taken: []StandingTaken{*taken}}) })
 		if wordTwice {
-			r.at(tell+time.Minute, func() { r.signal(SignalStandingTaken, *taken) })
+			r.at(tell+time.Minute, func() { r.signal(SignalHookWords, HookWords{Taken: []StandingTaken{*taken}}) })
 		}
 		if dies {
 			r.note("take %s at the desk: %d taken, hook died before printing", key, len(msgs))
@@ -479,7 +479,11 @@ func (r *checkRun) hook(at time.Duration, event, key string) {
 		r.mu.Unlock()
 		r.at(r.now()+delay, func() {
 			r.note("commit %s (%s)", key, taken.Key)
-			r.signal(SignalTaken, TakenRequest{Key: taken.Key})
+			if r.outage(r.now()) {
+				r.signal(SignalTaken, TakenRequest{Key: taken.Key}) // no desk: the hook signals
+				return
+			}
+			r.signal(SignalHookWords, HookWords{Commits: []string{taken.Key}})
 		})
 	}
 	r.at(at, func() {

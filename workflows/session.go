@@ -163,7 +163,7 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 		configureCh: workflow.GetSignalChannel(ctx, SignalConfigure),
 		agentCh:     workflow.GetSignalChannel(ctx, SignalAgentEvent),
 		takenCh:     workflow.GetSignalChannel(ctx, SignalTaken),
-		standingCh:  workflow.GetSignalChannel(ctx, SignalStandingTaken),
+		wordsCh:     workflow.GetSignalChannel(ctx, SignalHookWords),
 		wakeCh:      workflow.NewBufferedChannel(ctx, 1),
 	}
 	if err := workflow.SetQueryHandler(ctx, QuerySession, s.view); err != nil {
@@ -248,14 +248,14 @@ type session struct {
 	configureCh workflow.ReceiveChannel
 	// agentCh and takenCh carry the hooks' reports and commits; wakeCh wakes the main loop after
 	// a take (an update, which no selector sees).
-	agentCh     workflow.ReceiveChannel
-	takenCh     workflow.ReceiveChannel
-	wakeCh      workflow.Channel
-	// standingCh carries the desk's word that a hook took the standing offer; standing: the
-	// session makes standing offers (versionStanding); deskOff: this run found no desk.
-	standingCh workflow.ReceiveChannel
-	standing   bool
-	deskOff    bool
+	agentCh workflow.ReceiveChannel
+	takenCh workflow.ReceiveChannel
+	wakeCh  workflow.Channel
+	// wordsCh carries what the hook desk passes on; standing: the session makes standing
+	// offers (versionStanding); deskOff: this run found no desk.
+	wordsCh     workflow.ReceiveChannel
+	standing    bool
+	deskOff     bool
 	busySince   *time.Time
 	busyAlerted bool
 	// receipts are intents named by the agent's submitted prompts, not yet matched; commits the
@@ -344,11 +344,11 @@ func (s *session) drain(ctx workflow.Context) (took bool) {
 		took = true
 	}
 	for {
-		var t StandingTaken
-		if !s.standingCh.ReceiveAsync(&t) {
+		var w HookWords
+		if !s.wordsCh.ReceiveAsync(&w) {
 			break
 		}
-		s.standingTaken(ctx, t)
+		s.hear(ctx, w)
 		took = true
 	}
 	for s.wakeCh.ReceiveAsync(nil) {
@@ -439,10 +439,10 @@ func (s *session) waitForSignal(ctx workflow.Context, timer workflow.Future) (ag
 		s.commits = append(s.commits, t.Key)
 		agent = true
 	})
-	sel.AddReceive(s.standingCh, func(c workflow.ReceiveChannel, _ bool) {
-		var t StandingTaken
-		c.Receive(ctx, &t)
-		s.standingTaken(ctx, t)
+	sel.AddReceive(s.wordsCh, func(c workflow.ReceiveChannel, _ bool) {
+		var w HookWords
+		c.Receive(ctx, &w)
+		s.hear(ctx, w)
 		agent = true
 	})
 	sel.AddReceive(s.wakeCh, func(c workflow.ReceiveChannel, _ bool) {

@@ -32,8 +32,9 @@ const (
 	// DeskWithdrawName is the activity that takes a standing offer back (DeskWithdrawRequest,
 	// DeskWithdrawResult).
 	DeskWithdrawName = "DeskWithdraw"
-	// SignalStandingTaken tells the session a hook took its standing offer (StandingTaken).
-	SignalStandingTaken = "standing-taken"
+	// SignalHookWords carries what the desk passes on to a session, many words in one signal
+	// (HookWords): its hooks' reports, which standing offers they took, their commits.
+	SignalHookWords = "hook-words"
 	// ErrTypeNoDesk is the desk activities' error when the worker runs no desk: the session
 	// answers takes through the workflow only.
 	ErrTypeNoDesk = "NoDesk"
@@ -71,6 +72,35 @@ type StandingTaken struct {
 	Hook  string    `json:"hook"`
 	Event string    `json:"event"`
 	At    time.Time `json:"at"`
+}
+
+// HookWords is what the desk passes on to a session at once: its hooks' reports, the standing
+// offers they took and their commits (each list in the order it came).
+type HookWords struct {
+	Events  []AgentEvent    `json:"events,omitempty"`
+	Taken   []StandingTaken `json:"taken,omitempty"`
+	Commits []string        `json:"commits,omitempty"`
+}
+
+// hear takes the desk's words: the reports first (the agent's state is published once, as the
+// last report leaves it), then what hooks took, then their commits (settled by the main loop).
+func (s *session) hear(ctx workflow.Context, w HookWords) {
+	if len(w.Events) > 0 {
+		before := ""
+		if s.Agent != nil {
+			before = s.Agent.State
+		}
+		for _, ev := range w.Events {
+			s.noteEventQuietly(ctx, ev)
+		}
+		if s.Agent != nil && s.Agent.State != before {
+			s.publishAgentState(ctx)
+		}
+	}
+	for _, t := range w.Taken {
+		s.standingTaken(ctx, t)
+	}
+	s.commits = append(s.commits, w.Commits...)
 }
 
 // versionStanding is the session's standing offers; sessions started before replay without.

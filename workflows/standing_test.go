@@ -123,7 +123,7 @@ func TestStandingOfferTakenAtTheDesk(t *testing.T) {
 		taken, msgs := desk.take("post-tool-use/toolu_1", EventPostToolUse, h.env.Now())
 		require.NotNil(t, taken, "an offer stands while the agent works")
 		printed = msgs
-		h.env.SignalWorkflow(SignalStandingTaken, *taken)
+		h.env.SignalWorkflow(SignalHookWords, HookWords{Taken: []StandingTaken{*taken}})
 		h.env.RegisterDelayedCallback(func() {
 			require.Empty(t, h.results, "nothing counts delivered before the hook commits")
 			h.env.SignalWorkflow(SignalTaken, TakenRequest{Key: taken.Key})

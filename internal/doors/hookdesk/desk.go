@@ -4,8 +4,8 @@
 //
 // The session workflow stays the one authority over what reaches its agent. While it waits for
 // its agent it hands the desk a standing offer (workflows.DeskPublishName): the messages the
-// next hook may take. A hook takes it here, at once; the desk tells the session
-// (workflows.SignalStandingTaken) and passes the hook's commit on (workflows.SignalTaken).
+// next hook may take. A hook takes it here, at once; the desk tells the session, and passes the
+// hook's commit and every hook's report on, many in one signal (workflows.SignalHookWords).
 // Before the session types, it withdraws the offer (workflows.DeskWithdrawName): the desk
 // answers, atomically with any take, whether a hook has it. The desk keeps each session's offers
 // in a journal under data_dir (written before it answers), so a worker that restarts answers a
@@ -89,11 +89,14 @@ type offer struct {
 	CommitSent bool `json:"commit_sent,omitempty"`
 }
 
-// outgoing is one signal to pass on; done runs (under the lock) once the server took it.
+// outgoing is one word to pass on to a session (a report, a take, or a commit); done runs
+// (under the lock) once the server took it.
 type outgoing struct {
-	session, signal string
-	arg             any
-	done            func()
+	session string
+	event   *workflows.AgentEvent
+	taken   *workflows.StandingTaken
+	commit  string
+	done    func()
 }
 
 // Open loads the journals under dir and returns the desk; what its journals say was not passed
@@ -308,7 +311,7 @@ func (d *Desk) Commit(session, key string) error {
 	defer d.mu.Unlock()
 	o := d.journal(session).find(key)
 	if o == nil {
-		d.enqueue(outgoing{session: session, signal: workflows.SignalTaken, arg: workflows.TakenRequest{Key: key}})
+		d.enqueue(outgoing{session: session, commit: key})
 		return nil
 	}
 	if o.Committed {
@@ -340,27 +343,27 @@ func (d *Desk) Report(session string, ev workflows.AgentEvent) error {
 func (d *Desk) report(session string, ev workflows.AgentEvent) {
 	reports := 0
 	for _, o := range d.out {
-		if o.signal == workflows.SignalAgentEvent {
+		if o.event != nil {
 			reports++
 		}
 	}
 	if reports >= maxReports {
-		// Never the first: Run may be sending it.
-		i := 1 + slices.IndexFunc(d.out[1:], func(o outgoing) bool { return o.signal == workflows.SignalAgentEvent })
+		i := slices.IndexFunc(d.out, func(o outgoing) bool { return o.event != nil })
 		d.out = slices.Delete(d.out, i, i+1)
 	}
-	d.enqueue(outgoing{session: session, signal: workflows.SignalAgentEvent, arg: ev})
+	d.enqueue(outgoing{session: session, event: &ev})
 }
 
 func (d *Desk) sendTaken(session string, o *offer) {
-	d.enqueue(outgoing{session: session, signal: workflows.SignalStandingTaken, arg: *o.Taken, done: func() {
+	t := *o.Taken
+	d.enqueue(outgoing{session: session, taken: &t, done: func() {
 		o.TakenSent = true
 		d.saveQuietly(session)
 	}})
 }
 
 func (d *Desk) sendCommit(session string, o *offer) {
-	d.enqueue(outgoing{session: session, signal: workflows.SignalTaken, arg: workflows.TakenRequest{Key: o.Key}, done: func() {
+	d.enqueue(outgoing{session: session, commit: o.Key, done: func() {
 		o.CommitSent = true
 		d.saveQuietly(session)
 	}})
@@ -382,19 +385,24 @@ func (d *Desk) enqueue(o outgoing) {
 	}
 }
 
-// Run passes the desk's words on to the sessions, in order, until ctx ends: each is retried
-// until the server takes it; a session that no longer runs needs none.
+// Run passes the desk's words on to the sessions until ctx ends: everything that waits for a
+// session goes in one signal (workflows.SignalHookWords), retried until the server takes it; a
+// session that no longer runs needs none.
 func (d *Desk) Run(ctx context.Context) {
 	backoff := 100 * time.Millisecond
 	for {
 		d.mu.Lock()
-		var next *outgoing
-		if len(d.out) > 0 {
-			first := d.out[0]
-			next = &first
+		var batch, rest []outgoing
+		for _, o := range d.out {
+			if len(batch) == 0 || o.session == batch[0].session {
+				batch = append(batch, o)
+			} else {
+				rest = append(rest, o)
+			}
 		}
+		d.out = rest
 		d.mu.Unlock()
-		if next == nil {
+		if len(batch) == 0 {
 			select {
 			case <-ctx.Done():
 				return
@@ -402,15 +410,30 @@ func (d *Desk) Run(ctx context.Context) {
 				continue
 			}
 		}
+		var words workflows.HookWords
+		for _, o := range batch {
+			switch {
+			case o.event != nil:
+				words.Events = append(words.Events, *o.event)
+			case o.taken != nil:
+				words.Taken = append(words.Taken, *o.taken)
+			case o.commit != "":
+				words.Commits = append(words.Commits, o.commit)
+			}
+		}
+		session := batch[0].session
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := d.signal(sctx, workflows.SessionWorkflowID(next.session), next.signal, next.arg)
+		err := d.signal(sctx, workflows.SessionWorkflowID(session), workflows.SignalHookWords, words)
 		cancel()
 		var notFound *serviceerror.NotFound
 		if err != nil && !errors.As(err, &notFound) {
+			d.mu.Lock()
+			d.out = append(batch, d.out...) // first again, in order
+			d.mu.Unlock()
 			if ctx.Err() != nil {
 				return
 			}
-			d.log.Warn("hook desk: word to the session not passed on yet; retrying", zap.String("session", next.session), zap.String("signal", next.signal), zap.Error(err))
+			d.log.Warn("hook desk: words to the session not passed on yet; retrying", zap.String("session", session), zap.Int("words", len(batch)), zap.Error(err))
 			select {
 			case <-ctx.Done():
 				return
@@ -421,10 +444,10 @@ func (d *Desk) Run(ctx context.Context) {
 		}
 		backoff = 100 * time.Millisecond
 		d.mu.Lock()
-		o := d.out[0]
-		d.out = d.out[1:]
-		if o.done != nil {
-			o.done()
+		for _, o := range batch {
+			if o.done != nil {
+				o.done()
+			}
 		}
 		d.mu.Unlock()
 	}

@@ -33,16 +33,19 @@ func (s *signals) send(_ context.Context, id, signal string, arg any) error {
 	if s.fail != nil {
 		return s.fail
 	}
-	var what string
-	switch a := arg.(type) {
-	case workflows.StandingTaken:
-		what = a.Key + " by " + a.Hook
-	case workflows.TakenRequest:
-		what = a.Key
-	case workflows.AgentEvent:
-		what = a.Event
+	w := arg.(workflows.HookWords)
+	if signal != workflows.SignalHookWords {
+		return fmt.Errorf("signal %s", signal)
 	}
-	s.got = append(s.got, id+" "+signal+" "+what)
+	for _, ev := range w.Events {
+		s.got = append(s.got, id+" event "+ev.Event)
+	}
+	for _, t := range w.Taken {
+		s.got = append(s.got, id+" standing-taken "+t.Key+" by "+t.Hook)
+	}
+	for _, c := range w.Commits {
+		s.got = append(s.got, id+" taken "+c)
+	}
 	return nil
 }
 
@@ -126,6 +129,7 @@ func TestDeskOfferTakenOnceAndWithdrawalSaysBy(t *testing.T) {
 	sig.waitFor(t, "session/s standing-taken standing/r/1 by post-tool-use/b", "session/s taken standing/r/1")
 	got := sig.list()
 	require.Less(t, indexOf(got, "session/s standing-taken standing/r/1 by post-tool-use/b"), indexOf(got, "session/s taken standing/r/1"), "the word before the commit")
+	require.Less(t, indexOf(got, "session/s event post-tool-use"), indexOf(got, "session/s standing-taken standing/r/1 by post-tool-use/b"), "the report before the word")
 }
 
 func indexOf(list []string, s string) int {
@@ -206,7 +210,7 @@ func TestDeskPassesOnUntilTaken(t *testing.T) {
 	sig.mu.Lock()
 	sig.fail = nil
 	sig.mu.Unlock()
-	sig.waitFor(t, "session/s agent-event pre-tool-use")
+	sig.waitFor(t, "session/s event pre-tool-use")
 
 	gone := &signals{fail: serviceerror.NewNotFound("workflow not found")}
 	d2, err := Open(t.TempDir(), gone.send, nil)
