@@ -129,6 +129,9 @@ func (s *session) deliverBatch(ctx workflow.Context) {
 		}
 		s.typing = esc.ID
 		defer func() { s.typing = "" }()
+		// What waits behind the block stands offered while the agent takes the block in: its
+		// hooks then hand it over, as they fire.
+		s.standOffer(ctx)
 		phase, reset, err = s.escalate(actx, esc)
 	}
 	if err == nil {

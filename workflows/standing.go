@@ -106,8 +106,10 @@ func (s *session) hear(ctx workflow.Context, w HookWords) {
 // versionStanding is the session's standing offers; sessions started before replay without.
 const versionStanding = 1
 
-// deskActivityOptions reach the desk in the worker's own process: quick, a few tries.
-var deskActivityOptions = workflow.ActivityOptions{
+// deskActivityOptions reach the desk in the worker's own process, as local activities (no
+// round trip to the server; the desk's calls are idempotent, so running one again is safe):
+// quick, a few tries.
+var deskActivityOptions = workflow.LocalActivityOptions{
 	StartToCloseTimeout: 5 * time.Second,
 	RetryPolicy: &temporal.RetryPolicy{
 		InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 2 * time.Second,
@@ -125,8 +127,8 @@ func (s *session) reserved(id string) bool {
 // An offer that stands while more has arrived is taken back and made again with it (when no
 // hook took it meanwhile).
 func (s *session) standOffer(ctx workflow.Context) {
-	if !s.standing || s.deskOff {
-		return
+	if !s.standing || s.deskOff || s.Agent == nil {
+		return // no desk, or an agent whose hooks never reported: no hook would take it
 	}
 	msgs := s.offerable()
 	if len(msgs) == 0 || (s.Standing != nil && len(msgs) == len(s.Standing.IDs)) {
@@ -151,7 +153,7 @@ func (s *session) standOffer(ctx workflow.Context) {
 	// Reserved before it is out: whatever the activity's fate, nothing types them until the
 	// desk has said what became of the offer.
 	s.Standing = offer
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, deskActivityOptions), DeskPublishName,
+	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, deskActivityOptions), DeskPublishName,
 		DeskPublishRequest{Session: s.Config.Name, Key: offer.Key, Messages: msgs}).Get(ctx, nil)
 	if err == nil {
 		return
@@ -191,7 +193,7 @@ func (s *session) withdrawStanding(ctx workflow.Context) bool {
 	}
 	key := s.Standing.Key
 	var res DeskWithdrawResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, deskActivityOptions), DeskWithdrawName,
+	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, deskActivityOptions), DeskWithdrawName,
 		DeskWithdrawRequest{Session: s.Config.Name, Key: key}).Get(ctx, &res)
 	if s.Standing == nil || s.Standing.Key != key {
 		return s.Standing == nil // the desk's signal said meanwhile that a hook took it
