@@ -16,8 +16,8 @@ import (
 
 // standInAgentEnv, set to a file (not an INTENTQ_ name: the hooks it runs read those as config), makes the test binary a stand-in agent with hooks instead of
 // running tests (TestMain): what BenchmarkN26BurstNeverSlowsTheAgent types into. It reads the
-// pane's terminal raw (the shell sets `stty raw -echo`); a prompt ends at Enter (a carriage
-// return outside a bracketed paste). For each prompt it reports, as Claude Code does, through
+// pane's terminal raw (the shell sets `stty raw -echo`) with bracketed paste on; a prompt ends
+// at Enter (a carriage return outside a bracketed paste). For each prompt it reports, as Claude Code does, through
 // `starter hook user-prompt-submit` (the receipt that confirms a typed delivery), appends the
 // prompt to the file, and ends its turn at once (`starter hook stop`). What the hooks hand
 // over is written to the file too. The starter is
@@ -77,6 +77,10 @@ func runStandInAgent(out, starter string) {
 		}
 	}
 	const pasteStart, pasteEnd = "\x1b[200~", "\x1b[201~"
+	// Bracketed paste on, as Claude Code turns it on: a typed block arrives as one paste, one
+	// prompt (without it, tmux pastes each line break as Enter, and a block of 50 messages
+	// becomes 50 prompts and 100 hook runs).
+	_, _ = os.Stdout.WriteString("\x1b[?2004h")
 	in := bufio.NewReader(os.Stdin)
 	var prompt strings.Builder
 	pasting := false

@@ -202,6 +202,14 @@ type IntentMemo struct {
 // MemoKey is the memo field holding IntentMemo.
 const MemoKey = "intent"
 
+// MemoTextKey is the memo field holding the message's full text, set when the intent starts
+// (never upserted): a hook lists pending intents with their texts in one call (issue 26). The
+// memo is a payload: encrypted like the input when encryption is on.
+const MemoTextKey = "text"
+
+// MaxMemoText bounds the text kept in the memo; a longer one is read from the intent's start.
+const MaxMemoText = 4 << 10
+
 // HookRemindRequest asks whether a hook reminder is due: at most one per Every.
 type HookRemindRequest struct {
 	Every time.Duration `json:"every"`

@@ -40,6 +40,9 @@ type Summary struct {
 	Source         string     `json:"source,omitempty"`
 	// Delivered is when the message was typed into the pane, as far as the memo says.
 	Delivered *time.Time `json:"delivered_at,omitempty"`
+	// Text is the full text when the memo holds it (workflows.MemoTextKey); never printed in
+	// a list.
+	Text string `json:"-"`
 }
 
 // Filter narrows a list; empty fields match everything.
@@ -203,6 +206,7 @@ func summarize(info *workflowpb.WorkflowExecutionInfo) Summary {
 	s.Snippet = memo.Snippet
 	s.Source = memo.Source
 	s.Delivered = memo.Delivered
+	decode(info.GetMemo().GetFields()[workflows.MemoTextKey], &s.Text)
 	return s
 }
 

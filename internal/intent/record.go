@@ -151,6 +151,14 @@ func (r *Recorder) Start(ctx context.Context, m Message) (Result, error) {
 	}
 	id := workflows.IntentID(m.ChatID, m.MessageID)
 	res := Result{ID: id, Session: session, Repaired: repaired}
+	memo := map[string]any{workflows.MemoKey: workflows.IntentMemo{
+		Snippet:   redact.Snippet(m.Text, in.Policy.SnippetChars),
+		MessageID: m.MessageID,
+		Source:    m.Source,
+	}}
+	if len(in.Text) <= workflows.MaxMemoText {
+		memo[workflows.MemoTextKey] = in.Text
+	}
 	_, err = r.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:        id,
 		TaskQueue: r.cfg.Temporal.TaskQueue,
@@ -164,11 +172,7 @@ func (r *Recorder) Start(ctx context.Context, m Message) (Result, error) {
 			workflows.IntentSessionKey.ValueSet(session),
 			workflows.IntentReceivedAtKey.ValueSet(in.ReceivedAt),
 		),
-		Memo: map[string]any{workflows.MemoKey: workflows.IntentMemo{
-			Snippet:   redact.Snippet(m.Text, in.Policy.SnippetChars),
-			MessageID: m.MessageID,
-			Source:    m.Source,
-		}},
+		Memo: memo,
 	}, workflows.IntentWorkflowName, in)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	switch {

@@ -178,7 +178,9 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 		defer close(paged)
 		page, err = b.PendingPage(ctx, intent.Filter{Status: workflows.StatusPending, Session: s.Session}, ListLimit)
 		for _, p := range page.Intents {
-			texts.read(p.ID)
+			if p.Text == "" { // an intent from before the memo held its text, or a long one
+				texts.read(p.ID)
+			}
 		}
 	}()
 	taken := takeWaiting(ctx, b, s, in, workflows.EventSessionStart, in.Source, nil, 0)
@@ -213,7 +215,11 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 		if !presented[p.ID] {
 			presented[p.ID] = true
 			head := fmt.Sprintf("- id=%s chat=%s age=%s", EscapeText(p.ID), EscapeText(p.ChatID), now.Sub(p.ReceivedAt).Round(time.Second))
-			all = append(all, shown{id: p.ID, head: head, text: p.Snippet, full: true, listed: true})
+			text := p.Snippet
+			if p.Text != "" {
+				text = p.Text
+			}
+			all = append(all, shown{id: p.ID, head: head, text: text, full: p.Text == "", listed: true})
 		}
 	}
 	full := texts.wait()
