@@ -80,6 +80,9 @@ type HookWords struct {
 	Events  []AgentEvent    `json:"events,omitempty"`
 	Taken   []StandingTaken `json:"taken,omitempty"`
 	Commits []string        `json:"commits,omitempty"`
+	// Contexts are blocks hooks printed that no take handed over (KindContext), for the
+	// session's history.
+	Contexts []DeliveryRequest `json:"contexts,omitempty"`
 }
 
 // hear takes the desk's words: the reports first (the agent's state is published once, as the
@@ -101,6 +104,11 @@ func (s *session) hear(ctx workflow.Context, w HookWords) {
 		s.standingTaken(ctx, t)
 	}
 	s.commits = append(s.commits, w.Commits...)
+	for _, c := range w.Contexts {
+		if c.Kind == KindContext && c.ReplyTo == "" {
+			s.admit(c)
+		}
+	}
 }
 
 // versionStanding is the session's standing offers; sessions started before replay without.

@@ -96,6 +96,7 @@ type outgoing struct {
 	event   *workflows.AgentEvent
 	taken   *workflows.StandingTaken
 	commit  string
+	context *workflows.DeliveryRequest
 	done    func()
 }
 
@@ -340,6 +341,18 @@ func (d *Desk) Report(session string, ev workflows.AgentEvent) error {
 	return nil
 }
 
+// Context passes on a block a hook printed that no take handed over (the intents a session
+// start lists), for the session's history.
+func (d *Desk) Context(session, id, text string) error {
+	if session == "" || id == "" {
+		return errors.New("context without a session or id")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.enqueue(outgoing{session: session, context: &workflows.DeliveryRequest{ID: id, Kind: workflows.KindContext, Text: text}})
+	return nil
+}
+
 func (d *Desk) report(session string, ev workflows.AgentEvent) {
 	reports := 0
 	for _, o := range d.out {
@@ -419,6 +432,8 @@ func (d *Desk) Run(ctx context.Context) {
 				words.Taken = append(words.Taken, *o.taken)
 			case o.commit != "":
 				words.Commits = append(words.Commits, o.commit)
+			case o.context != nil:
+				words.Contexts = append(words.Contexts, *o.context)
 			}
 		}
 		session := batch[0].session

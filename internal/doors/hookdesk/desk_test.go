@@ -46,6 +46,9 @@ func (s *signals) send(_ context.Context, id, signal string, arg any) error {
 	for _, c := range w.Commits {
 		s.got = append(s.got, id+" taken "+c)
 	}
+	for _, c := range w.Contexts {
+		s.got = append(s.got, id+" context "+c.ID+" "+c.Kind)
+	}
 	return nil
 }
 
@@ -237,8 +240,10 @@ func TestDeskPassesOnUntilTaken(t *testing.T) {
 // and a request too large is refused; a hook with the token takes.
 func TestDeskSocketNeedsTheToken(t *testing.T) {
 	dir := t.TempDir()
-	d, err := Open(filepath.Join(dir, "desk"), (&signals{}).send, nil)
+	sig := &signals{}
+	d, err := Open(filepath.Join(dir, "desk"), sig.send, nil)
 	require.NoError(t, err)
+	run(t, d)
 	srv, err := Listen(SocketPath(dir), d, "s3cret", nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Close() })
@@ -263,6 +268,15 @@ func TestDeskSocketNeedsTheToken(t *testing.T) {
 	require.Len(t, res.Messages, 1)
 	require.NoError(t, Client{Path: srv.Addr(), Token: "s3cret"}.Taken(ctx, "s", res.Key))
 	require.NoError(t, Client{Path: srv.Addr(), Token: "s3cret"}.Report(ctx, "s", workflows.AgentEvent{Event: workflows.EventStop}))
+	require.NoError(t, Client{Path: srv.Addr(), Token: "s3cret"}.CommitContext(ctx, "s", "session-start/x", "listed"))
+	sig.waitFor(t, "session/s event post-tool-use", "session/s taken standing/r/1", "session/s event stop", "session/s context session-start/x context")
+	takes := 0
+	for _, w := range sig.list() {
+		if w == "session/s event post-tool-use" {
+			takes++
+		}
+	}
+	require.Equal(t, 1, takes, "only the take with the token reached the session")
 
 	_, err = Client{Path: filepath.Join(dir, "none.sock"), Token: "s3cret"}.Take(ctx, "s", take)
 	require.ErrorIs(t, err, ErrNoDesk, "no worker: the hook goes the slow way")

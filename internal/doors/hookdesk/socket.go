@@ -54,6 +54,7 @@ type request struct {
 	Session string                 `json:"session"`
 	Take    *workflows.TakeRequest `json:"take,omitempty"`
 	Key     string                 `json:"key,omitempty"`
+	Text    string                 `json:"text,omitempty"`
 	Event   *workflows.AgentEvent  `json:"event,omitempty"`
 }
 
@@ -65,9 +66,10 @@ type response struct {
 
 // Operations on the socket.
 const (
-	opTake   = "take"
-	opCommit = "commit"
-	opReport = "report"
+	opTake    = "take"
+	opCommit  = "commit"
+	opReport  = "report"
+	opContext = "context"
 )
 
 // Server is the desk's listener.
@@ -195,6 +197,8 @@ func (s *Server) call(req request) response {
 		err = s.desk.Commit(req.Session, req.Key)
 	case req.Op == opReport && req.Event != nil:
 		err = s.desk.Report(req.Session, *req.Event)
+	case req.Op == opContext:
+		err = s.desk.Context(req.Session, req.Key, req.Text)
 	default:
 		err = fmt.Errorf("unknown call %q", req.Op)
 	}
@@ -315,5 +319,11 @@ func (c Client) Taken(ctx context.Context, session, key string) error {
 // Report passes a hook's report on to its session.
 func (c Client) Report(ctx context.Context, session string, ev workflows.AgentEvent) error {
 	_, err := c.call(ctx, request{Op: opReport, Session: session, Event: &ev})
+	return err
+}
+
+// CommitContext passes on a block the hook printed that no take handed over.
+func (c Client) CommitContext(ctx context.Context, session, id, text string) error {
+	_, err := c.call(ctx, request{Op: opContext, Session: session, Key: id, Text: text})
 	return err
 }

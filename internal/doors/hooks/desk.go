@@ -14,10 +14,12 @@ type Desk interface {
 	Take(ctx context.Context, session string, req workflows.TakeRequest) (workflows.TakeResult, error)
 	Taken(ctx context.Context, session, key string) error
 	Report(ctx context.Context, session string, ev workflows.AgentEvent) error
+	CommitContext(ctx context.Context, session, id, text string) error
 }
 
-// ViaDesk is the Backend a hook uses: takes, commits and reports through the desk, and through
-// Backend (Temporal) when the desk cannot answer; everything else through Backend.
+// ViaDesk is the Backend a hook uses: takes, commits, reports and printed blocks through the
+// desk, and through Backend (Temporal) when the desk cannot answer; everything else through
+// Backend.
 type ViaDesk struct {
 	Desk Desk
 	Backend
@@ -61,6 +63,14 @@ func (v *ViaDesk) Report(ctx context.Context, session string, ev workflows.Agent
 		return nil
 	}
 	return v.Backend.Report(ctx, session, ev)
+}
+
+// CommitContext passes a printed block on through the desk, else by the signal.
+func (v *ViaDesk) CommitContext(ctx context.Context, session, id, text string) error {
+	if v.Desk.CommitContext(ctx, session, id, text) == nil {
+		return nil
+	}
+	return v.Backend.CommitContext(ctx, session, id, text)
 }
 
 // Lazy is a Backend that dials on its first call: a hook that only takes and commits through
