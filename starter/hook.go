@@ -17,7 +17,6 @@ import (
 	"github.com/intentq/intentq/internal/base/logging"
 	"github.com/intentq/intentq/internal/base/tclient"
 	"github.com/intentq/intentq/internal/base/trust"
-	"github.com/intentq/intentq/internal/doors/hookdesk"
 	"github.com/intentq/intentq/internal/doors/hooks"
 	"github.com/intentq/intentq/internal/redact"
 )
@@ -103,7 +102,7 @@ func hookBackend(cfg *config.Config) hooks.Dial {
 		if err != nil {
 			return temporal, closeFn, nil
 		}
-		return &hooks.ViaDesk{Desk: hookdesk.Client{Path: hookdesk.SocketPath(cfg.DataDir), Token: tok}, Backend: temporal}, closeFn, nil
+		return hooks.ThroughDesk(cfg.DataDir, tok, temporal), closeFn, nil
 	}
 }
 

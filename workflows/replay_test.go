@@ -68,6 +68,9 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 		// activity (SignalAll) and a take saw commits the main loop had not read (issue 26).
 		"testdata/intent_reminded_v9.json", "testdata/session_reminders_v9.json",
 		"testdata/intent_delivered_closed_v9.json", "testdata/session_v9.json",
+		// Before standing offers at the hook desk (issue 26).
+		"testdata/intent_reminded_v10.json", "testdata/session_reminders_v10.json",
+		"testdata/intent_delivered_closed_v10.json", "testdata/session_v10.json",
 		"testdata/intent_reminded.json", "testdata/session_reminders.json",
 		// Current.
 		"testdata/intent_delivered_closed.json", "testdata/session.json",

@@ -135,8 +135,8 @@ func (s *session) reserved(id string) bool {
 // An offer that stands while more has arrived is taken back and made again with it (when no
 // hook took it meanwhile).
 func (s *session) standOffer(ctx workflow.Context) {
-	if !s.standing || s.deskOff || s.Agent == nil {
-		return // no desk, or an agent whose hooks never reported: no hook would take it
+	if !s.standing || s.deskOff {
+		return
 	}
 	msgs := s.offerable()
 	if len(msgs) == 0 || (s.Standing != nil && len(msgs) == len(s.Standing.IDs)) {

@@ -417,7 +417,8 @@ func TestI2TelegramDeliveredAndClosed(t *testing.T) {
 	}
 	// The agent's hooks (issue 10): a turn starts, a fourth message waits for it, the
 	// post-tool-use hook takes it and commits it: delivered once, never typed.
-	backend := hooks.Temporal{Client: svc.Client(), Config: cfg}
+	// The hooks' own way: the worker's desk (issue 26), Temporal when it does not answer.
+	backend := hooks.ThroughDesk(cfg.DataDir, svc.Token(), hooks.Temporal{Client: svc.Client(), Config: cfg})
 	if err := backend.Report(ctx, config.DefaultSessionName, workflows.AgentEvent{Event: workflows.EventUserPromptSubmit, At: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -425,8 +426,9 @@ func TestI2TelegramDeliveredAndClosed(t *testing.T) {
 	texts = append(texts, "fourth")
 	var key string
 	waitUntil(t, "the fourth message handed to the hook", 20*time.Second, func() bool {
-		key = fmt.Sprintf("post-tool-use/toolu_%d", time.Now().UnixNano())
-		res, err := backend.Take(ctx, config.DefaultSessionName, workflows.TakeRequest{Key: key, Event: workflows.EventPostToolUse, Deadline: time.Now().Add(5 * time.Second)})
+		res, err := backend.Take(ctx, config.DefaultSessionName, workflows.TakeRequest{Key: fmt.Sprintf("post-tool-use/toolu_%d", time.Now().UnixNano()),
+			Event: workflows.EventPostToolUse, Deadline: time.Now().Add(5 * time.Second)})
+		key = res.Key // the offer's: its commit names it
 		return err == nil && len(res.Messages) == 1 && res.Messages[0].ReplyTo == workflows.IntentID(chat, "13")
 	})
 	if err := backend.Taken(ctx, config.DefaultSessionName, key); err != nil {
@@ -643,7 +645,9 @@ func TestHooksEndToEnd(t *testing.T) {
 
 	s := hooks.Settings{Session: config.DefaultSessionName, ReplyTools: cfg.Hooks.ReplyTools}
 	dial := func(context.Context) (hooks.Backend, func(), error) {
-		return hooks.Temporal{Client: svc.Client(), Config: cfg}, func() {}, nil
+		// As a hook does: through the worker's desk (the session-start block reaches the
+		// history through it), Temporal for the rest.
+		return hooks.ThroughDesk(cfg.DataDir, svc.Token(), hooks.Temporal{Client: svc.Client(), Config: cfg}), func() {}, nil
 	}
 	hook := func(event, input string) string {
 		var out strings.Builder

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/intentq/intentq/internal/doors/hookdesk"
 	"github.com/intentq/intentq/internal/intent"
 	"github.com/intentq/intentq/workflows"
 )
@@ -26,6 +27,12 @@ type ViaDesk struct {
 	mu sync.Mutex
 	// viaDesk are the keys of the takes the desk answered: their commits go to it.
 	viaDesk map[string]bool
+}
+
+// ThroughDesk is the Backend of a hook of the intentq whose data_dir is dataDir: its worker's
+// desk, reached with the access token, and b.
+func ThroughDesk(dataDir, token string, b Backend) *ViaDesk {
+	return &ViaDesk{Desk: hookdesk.Client{Path: hookdesk.SocketPath(dataDir), Token: token}, Backend: b}
 }
 
 // Take takes the session's standing offer from the desk; should the desk not answer (no worker
