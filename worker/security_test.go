@@ -23,6 +23,7 @@ import (
 
 	"github.com/intentq/intentq/internal/base/encryption"
 	"github.com/intentq/intentq/internal/base/trust"
+	"github.com/intentq/intentq/internal/doors/hookdesk"
 	"github.com/intentq/intentq/internal/testkit/fakebot"
 	"github.com/intentq/intentq/internal/testkit/fakentfy"
 	"github.com/intentq/intentq/internal/testkit/testenv"
@@ -210,6 +211,34 @@ func TestSecurityAttacks(t *testing.T) {
 	t.Run("token file is private", func(t *testing.T) {
 		if err := trust.CheckPrivate(trust.TokenPath(filepath.Join(w.home, ".intentq"))); err != nil {
 			t.Fatal(err)
+		}
+	})
+
+	t.Run("hook desk without the token", func(t *testing.T) {
+		// Issue 26: the desk that answers the hooks hands messages over; it answers only this
+		// user's processes (its socket and folder are private) that present the token.
+		path := hookdesk.SocketPath(filepath.Join(w.home, ".intentq"))
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: mode %s, want a socket 0600", path, fi.Mode())
+		}
+		if dir, err := os.Stat(filepath.Dir(path)); err != nil || dir.Mode().Perm()&0o077 != 0 {
+			t.Fatalf("the desk's folder: %v %v, want no access for group or others", dir.Mode(), err)
+		}
+		for _, tok := range []string{"", "0123456789abcdef", w.token + "x"} {
+			desk := hookdesk.Client{Path: path, Token: tok}
+			if _, err := desk.Take(ctx, "secretary", workflows.TakeRequest{Key: "post-tool-use/evil", Event: workflows.EventPostToolUse}); err == nil || !strings.Contains(err.Error(), "access token required") {
+				t.Fatalf("take with token %q: %v, want refused", tok, err)
+			}
+			if err := desk.Report(ctx, "secretary", workflows.AgentEvent{Event: workflows.EventNotification, Detail: "permission_prompt"}); err == nil {
+				t.Fatalf("report with token %q taken", tok)
+			}
+		}
+		if _, err := (hookdesk.Client{Path: path, Token: w.token}).Take(ctx, "secretary", workflows.TakeRequest{Key: "post-tool-use/own", Event: workflows.EventPostToolUse}); err != nil {
+			t.Fatalf("the person's own hook: %v", err)
 		}
 	})
 
