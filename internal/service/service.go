@@ -33,6 +33,7 @@ import (
 	"github.com/intentq/intentq/internal/doors/spool"
 	"github.com/intentq/intentq/internal/doors/telegram"
 	"github.com/intentq/intentq/internal/headless"
+	"github.com/intentq/intentq/internal/inbox"
 	"github.com/intentq/intentq/internal/intent"
 	"github.com/intentq/intentq/internal/platform/archive"
 	"github.com/intentq/intentq/internal/platform/doctor"
@@ -167,7 +168,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 	if err != nil {
 		return nil, err
 	}
-	if s.desk, err = hookdesk.Listen(hookdesk.SocketPath(cfg.DataDir), desk, s.token, logger.Named("desk")); err != nil {
+	if s.desk, err = hookdesk.Listen(hookdesk.SocketPath(cfg.DataDir), desk, deskReader{s}, s.token, logger.Named("desk")); err != nil {
 		logger.Warn("hook desk not served; hooks take through Temporal", zap.Error(err))
 		desk.Refuse()
 	}
@@ -305,6 +306,17 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 		}()
 	}
 	return s, nil
+}
+
+// deskReader answers the hooks' reads through the desk with the worker's own client.
+type deskReader struct{ s *Service }
+
+func (r deskReader) PendingPage(ctx context.Context, f intent.Filter, limit int) (intent.Page, error) {
+	return intent.ListPage(ctx, r.s.client, f, limit)
+}
+
+func (r deskReader) Inbox(ctx context.Context, agent string) ([]workflows.InboxMessage, error) {
+	return inbox.Messages(ctx, r.s.client, agent)
 }
 
 // AlarmingFailures counts into window the failed attempts the watchdog alerts on: typing into a

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
 
+	"github.com/intentq/intentq/internal/intent"
 	"github.com/intentq/intentq/workflows"
 )
 
@@ -244,13 +245,13 @@ func TestDeskSocketNeedsTheToken(t *testing.T) {
 	d, err := Open(filepath.Join(dir, "desk"), sig.send, nil)
 	require.NoError(t, err)
 	run(t, d)
-	srv, err := Listen(SocketPath(dir), d, "s3cret", nil)
+	srv, err := Listen(SocketPath(dir), d, reader{}, "s3cret", nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Close() })
 	fi, err := os.Stat(srv.Addr())
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
-	_, err = Listen(SocketPath(dir), d, "s3cret", nil)
+	_, err = Listen(SocketPath(dir), d, reader{}, "s3cret", nil)
 	require.ErrorContains(t, err, "served by another worker")
 
 	require.NoError(t, d.Publish(context.Background(), workflows.DeskPublishRequest{Session: "s", Key: "standing/r/1", Messages: msgs("1")}))
@@ -300,4 +301,43 @@ func TestSocketPathFitsASocket(t *testing.T) {
 	require.LessOrEqual(t, len(p), maxSocketPath)
 	require.Equal(t, p, SocketPath(long))
 	require.Contains(t, p, fmt.Sprintf("intentq-%d", os.Getuid()))
+}
+
+// reader is a worker's client for the hooks' reads.
+type reader struct{}
+
+func (reader) PendingPage(_ context.Context, f intent.Filter, limit int) (intent.Page, error) {
+	if f.Session == "down" {
+		return intent.Page{}, errors.New("Temporal is down")
+	}
+	return intent.Page{Intents: []intent.Summary{{ID: "intent/42/1", Snippet: "snip", Text: "full text\nsecond line"}}, More: limit < 2}, nil
+}
+
+func (reader) Inbox(_ context.Context, agent string) ([]workflows.InboxMessage, error) {
+	return []workflows.InboxMessage{{ID: "m1", From: "boss", Content: "for " + agent}}, nil
+}
+
+// Issue 26: a hook reads pending intents (with their full texts) and an inbox through the desk,
+// with the worker's connection; a read the worker cannot make is the hook's error.
+func TestDeskReadsWithTheWorkersClient(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Open(filepath.Join(dir, "desk"), (&signals{}).send, nil)
+	require.NoError(t, err)
+	srv, err := Listen(SocketPath(dir), d, reader{}, "s3cret", nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	ctx := context.Background()
+	c := Client{Path: srv.Addr(), Token: "s3cret"}
+	page, err := c.PendingPage(ctx, intent.Filter{Status: workflows.StatusPending, Session: "s"}, 1)
+	require.NoError(t, err)
+	require.True(t, page.More)
+	require.Len(t, page.Intents, 1)
+	require.Equal(t, "full text\nsecond line", page.Intents[0].Text)
+	msgs, err := c.Inbox(ctx, "secretary")
+	require.NoError(t, err)
+	require.Equal(t, "for secretary", msgs[0].Content)
+	_, err = c.PendingPage(ctx, intent.Filter{Session: "down"}, 1)
+	require.ErrorContains(t, err, "Temporal is down")
+	_, err = Client{Path: srv.Addr(), Token: "wrong"}.Inbox(ctx, "secretary")
+	require.ErrorContains(t, err, "access token required")
 }

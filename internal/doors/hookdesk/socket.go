@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/intentq/intentq/internal/base/trust"
+	"github.com/intentq/intentq/internal/intent"
 	"github.com/intentq/intentq/workflows"
 )
 
@@ -47,6 +48,16 @@ const maxRequest = 1 << 20
 // ioTimeout bounds one exchange on the socket.
 const ioTimeout = 5 * time.Second
 
+// Reader answers the hooks' reads with the worker's own Temporal client: a hook that reads
+// through the desk needs no connection of its own.
+type Reader interface {
+	PendingPage(ctx context.Context, f intent.Filter, limit int) (intent.Page, error)
+	Inbox(ctx context.Context, agent string) ([]workflows.InboxMessage, error)
+}
+
+// maxResponse bounds an answer a hook reads (a page of intents with their texts, an inbox).
+const maxResponse = 16 << 20
+
 // request is one call on the socket.
 type request struct {
 	Token   string                 `json:"token"`
@@ -56,12 +67,20 @@ type request struct {
 	Key     string                 `json:"key,omitempty"`
 	Text    string                 `json:"text,omitempty"`
 	Event   *workflows.AgentEvent  `json:"event,omitempty"`
+	Filter  *intent.Filter         `json:"filter,omitempty"`
+	Limit   int                    `json:"limit,omitempty"`
+	Agent   string                 `json:"agent,omitempty"`
 }
 
 // response is the desk's answer.
 type response struct {
 	Error string                `json:"error,omitempty"`
 	Take  *workflows.TakeResult `json:"take,omitempty"`
+	// Page is a page of pending intents, Texts their full texts in its order (a Summary does
+	// not carry its text in JSON).
+	Page  *intent.Page             `json:"page,omitempty"`
+	Texts []string                 `json:"texts,omitempty"`
+	Inbox []workflows.InboxMessage `json:"inbox,omitempty"`
 }
 
 // Operations on the socket.
@@ -70,19 +89,22 @@ const (
 	opCommit  = "commit"
 	opReport  = "report"
 	opContext = "context"
+	opPending = "pending"
+	opInbox   = "inbox"
 )
 
 // Server is the desk's listener.
 type Server struct {
-	ln    net.Listener
-	desk  *Desk
-	token string
-	log   *zap.Logger
-	wg    sync.WaitGroup
+	ln     net.Listener
+	desk   *Desk
+	reader Reader
+	token  string
+	log    *zap.Logger
+	wg     sync.WaitGroup
 }
 
-// Listen serves the desk on path for the hooks that present token.
-func Listen(path string, desk *Desk, token string, log *zap.Logger) (*Server, error) {
+// Listen serves the desk, and reader (nil: none), on path for the hooks that present token.
+func Listen(path string, desk *Desk, reader Reader, token string, log *zap.Logger) (*Server, error) {
 	if token == "" {
 		return nil, errors.New("hook desk: no access token")
 	}
@@ -112,7 +134,7 @@ func Listen(path string, desk *Desk, token string, log *zap.Logger) (*Server, er
 		_ = ln.Close()
 		return nil, fmt.Errorf("hook desk: %w", err)
 	}
-	s := &Server{ln: ln, desk: desk, token: token, log: log}
+	s := &Server{ln: ln, desk: desk, reader: reader, token: token, log: log}
 	s.wg.Go(s.serve)
 	return s, nil
 }
@@ -199,11 +221,25 @@ func (s *Server) call(req request) response {
 		err = s.desk.Report(req.Session, *req.Event)
 	case req.Op == opContext:
 		err = s.desk.Context(req.Session, req.Key, req.Text)
+	case req.Op == opPending && req.Filter != nil && s.reader != nil:
+		ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
+		defer cancel()
+		var page intent.Page
+		if page, err = s.reader.PendingPage(ctx, *req.Filter, req.Limit); err == nil {
+			res.Page = &page
+			for _, p := range page.Intents {
+				res.Texts = append(res.Texts, p.Text)
+			}
+		}
+	case req.Op == opInbox && s.reader != nil:
+		ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
+		defer cancel()
+		res.Inbox, err = s.reader.Inbox(ctx, req.Agent)
 	default:
 		err = fmt.Errorf("unknown call %q", req.Op)
 	}
 	if err != nil {
-		res.Error, res.Take = err.Error(), nil
+		res = response{Error: err.Error()}
 	}
 	return res
 }
@@ -240,7 +276,7 @@ type limited struct {
 
 func (l *limited) Read(p []byte) (int, error) {
 	if l.n <= 0 {
-		return 0, fmt.Errorf("request is over %d bytes", maxRequest)
+		return 0, errors.New("over the size limit")
 	}
 	if len(p) > l.n {
 		p = p[:l.n]
@@ -284,7 +320,7 @@ func (c Client) call(ctx context.Context, req request) (response, error) {
 	if _, err := conn.Write(append(data, '\n')); err != nil {
 		return response{}, fmt.Errorf("hook desk: %w", err)
 	}
-	line, err := bufio.NewReader(&limited{conn, maxRequest}).ReadBytes('\n')
+	line, err := bufio.NewReader(&limited{conn, maxResponse}).ReadBytes('\n')
 	if err != nil {
 		return response{}, fmt.Errorf("hook desk: no answer: %w", err)
 	}
@@ -326,4 +362,30 @@ func (c Client) Report(ctx context.Context, session string, ev workflows.AgentEv
 func (c Client) CommitContext(ctx context.Context, session, id, text string) error {
 	_, err := c.call(ctx, request{Op: opContext, Session: session, Key: id, Text: text})
 	return err
+}
+
+// PendingPage lists pending intents through the worker's client.
+func (c Client) PendingPage(ctx context.Context, f intent.Filter, limit int) (intent.Page, error) {
+	res, err := c.call(ctx, request{Op: opPending, Filter: &f, Limit: limit})
+	if err != nil {
+		return intent.Page{}, err
+	}
+	if res.Page == nil {
+		return intent.Page{}, errors.New("hook desk: no page in the answer")
+	}
+	for i := range res.Page.Intents {
+		if i < len(res.Texts) {
+			res.Page.Intents[i].Text = res.Texts[i]
+		}
+	}
+	return *res.Page, nil
+}
+
+// Inbox reads an agent's inbox through the worker's client.
+func (c Client) Inbox(ctx context.Context, agent string) ([]workflows.InboxMessage, error) {
+	res, err := c.call(ctx, request{Op: opInbox, Agent: agent})
+	if err != nil {
+		return nil, err
+	}
+	return res.Inbox, nil
 }

@@ -10,17 +10,20 @@ import (
 )
 
 // Desk is the worker's hook desk as a hook reaches it (hookdesk.Client): a take, a commit and
-// a report answered by the worker's own process, without the Temporal server (issue 26).
+// a report answered by the worker's own process, without the Temporal server, and reads made
+// with the worker's own connection (issue 26).
 type Desk interface {
 	Take(ctx context.Context, session string, req workflows.TakeRequest) (workflows.TakeResult, error)
 	Taken(ctx context.Context, session, key string) error
 	Report(ctx context.Context, session string, ev workflows.AgentEvent) error
 	CommitContext(ctx context.Context, session, id, text string) error
+	PendingPage(ctx context.Context, f intent.Filter, limit int) (intent.Page, error)
+	Inbox(ctx context.Context, agent string) ([]workflows.InboxMessage, error)
 }
 
-// ViaDesk is the Backend a hook uses: takes, commits, reports and printed blocks through the
-// desk, and through Backend (Temporal) when the desk cannot answer; everything else through
-// Backend.
+// ViaDesk is the Backend a hook uses: takes, commits, reports, printed blocks and the lists it
+// reads through the desk, and through Backend (Temporal) when the desk cannot answer;
+// everything else (closing intents, texts, the inbox a stop hook writes) through Backend.
 type ViaDesk struct {
 	Desk Desk
 	Backend
@@ -78,6 +81,22 @@ func (v *ViaDesk) CommitContext(ctx context.Context, session, id, text string) e
 		return nil
 	}
 	return v.Backend.CommitContext(ctx, session, id, text)
+}
+
+// PendingPage lists pending intents through the desk (the worker's connection), else directly.
+func (v *ViaDesk) PendingPage(ctx context.Context, f intent.Filter, limit int) (intent.Page, error) {
+	if page, err := v.Desk.PendingPage(ctx, f, limit); err == nil {
+		return page, nil
+	}
+	return v.Backend.PendingPage(ctx, f, limit)
+}
+
+// Inbox reads an agent's inbox through the desk, else directly.
+func (v *ViaDesk) Inbox(ctx context.Context, agent string) ([]workflows.InboxMessage, error) {
+	if msgs, err := v.Desk.Inbox(ctx, agent); err == nil {
+		return msgs, nil
+	}
+	return v.Backend.Inbox(ctx, agent)
 }
 
 // Lazy is a Backend that dials on its first call: a hook that only takes and commits through

@@ -462,10 +462,13 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 		if !known {
 			return
 		}
-		unread, inboxErr = b.Inbox(sideCtx, s.Agent)
-		if inboxErr == nil {
+		// Both at once: a stop hook's time is one round trip, not two.
+		var wg sync.WaitGroup
+		wg.Go(func() { unread, inboxErr = b.Inbox(sideCtx, s.Agent) })
+		wg.Go(func() {
 			pending, pendingErr = b.PendingPage(sideCtx, intent.Filter{Status: workflows.StatusPending, Session: s.Agent}, 5)
-		}
+		})
+		wg.Wait()
 	}()
 	var taken workflows.TakeResult
 	if s.StopTyped {
