@@ -126,7 +126,14 @@ func Open(dir string, signal Signal, log *zap.Logger) (*Desk, error) {
 		}
 		var j journal
 		if err := json.Unmarshal(data, &j); err != nil {
-			return nil, fmt.Errorf("hook desk: journal %s: %w", e.Name(), err)
+			// Kept aside for a look, not in the way: the worker starts, and what this journal
+			// held is not known (an offer a hook took before could be typed too).
+			aside := filepath.Join(dir, e.Name()+".unreadable")
+			log.Error("hook desk: journal unreadable; set aside, its offers are forgotten", zap.String("journal", e.Name()), zap.String("kept_as", aside), zap.Error(err))
+			if err := os.Rename(filepath.Join(dir, e.Name()), aside); err != nil {
+				return nil, fmt.Errorf("hook desk: set aside unreadable journal %s: %w", e.Name(), err)
+			}
+			continue
 		}
 		session := string(raw)
 		d.sessions[session] = &j

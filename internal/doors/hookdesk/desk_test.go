@@ -341,3 +341,15 @@ func TestDeskReadsWithTheWorkersClient(t *testing.T) {
 	_, err = Client{Path: srv.Addr(), Token: "wrong"}.Inbox(ctx, "secretary")
 	require.ErrorContains(t, err, "access token required")
 }
+
+// An unreadable journal (a disk error, an edit) does not keep the worker from starting: it is
+// set aside, said loudly, and the desk serves.
+func TestDeskUnreadableJournalSetAside(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "73.json"), []byte("{not json"), 0o600))
+	d, err := Open(dir, (&signals{}).send, nil)
+	require.NoError(t, err)
+	_, err = os.Stat(filepath.Join(dir, "73.json.unreadable"))
+	require.NoError(t, err, "kept aside")
+	require.NoError(t, d.Publish(context.Background(), workflows.DeskPublishRequest{Session: "s", Key: "standing/r/1", Messages: msgs("1")}))
+}
