@@ -464,7 +464,10 @@ func (r *checkRun) hook(at time.Duration, event, key string) {
 				tell = w.to
 			}
 		}
-		r.at(tell, func() { r.note("desk: %s took %s", key, taken.Key); r.signal(SignalHookWords, HookWords{Taken: []StandingTaken{*taken}}) })
+		r.at(tell, func() {
+			r.note("desk: %s took %s", key, taken.Key)
+			r.signal(SignalHookWords, HookWords{Taken: []StandingTaken{*taken}})
+		})
 		if wordTwice {
 			r.at(tell+time.Minute, func() { r.signal(SignalHookWords, HookWords{Taken: []StandingTaken{*taken}}) })
 		}
