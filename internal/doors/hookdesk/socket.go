@@ -124,9 +124,10 @@ func Listen(path string, desk *Desk, reader Reader, token string, log *zap.Logge
 		return nil, fmt.Errorf("hook desk: %s is served by another worker", path)
 	}
 	_ = os.Remove(path)
-	old := syscall.Umask(0o177)
+	// No umask of its own: the umask is the process's, and other goroutines create files and
+	// folders meanwhile. The folder is private already (privateDir), so no other user can open
+	// the socket before its mode is set.
 	ln, err := net.Listen("unix", path)
-	syscall.Umask(old)
 	if err != nil {
 		return nil, fmt.Errorf("hook desk: listen on %s: %w", path, err)
 	}
