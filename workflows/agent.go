@@ -191,12 +191,18 @@ func (s *session) take(ctx workflow.Context, req TakeRequest) (TakeResult, error
 	}
 	s.Queue = rest
 	s.Offers = append(s.Offers, Offer{Key: req.Key, Event: req.Event, At: workflow.Now(ctx), Requests: res.Messages})
-	if s.exactlyOnce && req.Event == EventStop && s.Agent != nil {
-		// A Stop that hands messages over blocks the stop: the turn goes on.
-		s.Agent.State, s.Agent.Since = AgentWorking, workflow.Now(ctx)
+	if s.exactlyOnce {
+		s.stopBlocked(ctx, req.Event)
 	}
 	workflow.GetLogger(ctx).Info("messages taken by a hook", "session", s.Config.Name, "hook", req.Event, "key", req.Key, "count", len(res.Messages))
 	return res, nil
+}
+
+// stopBlocked: a Stop hook that hands messages over blocks the stop, so the turn goes on.
+func (s *session) stopBlocked(ctx workflow.Context, event string) {
+	if event == EventStop && s.Agent != nil {
+		s.Agent.State, s.Agent.Since = AgentWorking, workflow.Now(ctx)
+	}
 }
 
 // noteEvent keeps the agent's state and the receipts of typed deliveries.

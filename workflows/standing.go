@@ -15,6 +15,7 @@ package workflows
 // workflow would have made it). A commit for the standing offer itself is its take too.
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -109,6 +110,17 @@ func (s *session) hear(ctx workflow.Context, w HookWords) {
 			s.admit(c)
 		}
 	}
+}
+
+// errNoDesk is what a worker without a desk answers the desk activities.
+var errNoDesk = temporal.NewNonRetryableApplicationError("this worker runs no hook desk", ErrTypeNoDesk, nil)
+
+// NoDeskPublish answers DeskPublishName on a worker without a desk.
+func NoDeskPublish(context.Context, DeskPublishRequest) error { return errNoDesk }
+
+// NoDeskWithdraw answers DeskWithdrawName on a worker without a desk.
+func NoDeskWithdraw(context.Context, DeskWithdrawRequest) (DeskWithdrawResult, error) {
+	return DeskWithdrawResult{}, errNoDesk
 }
 
 // versionStanding is the session's standing offers; sessions started before replay without.
@@ -246,9 +258,6 @@ func (s *session) standingTaken(ctx workflow.Context, t StandingTaken) {
 	if len(o.Requests) > 0 {
 		s.Offers = append(s.Offers, o)
 	}
-	if t.Event == EventStop && s.Agent != nil {
-		// A Stop that hands messages over blocks the stop: the turn goes on.
-		s.Agent.State, s.Agent.Since = AgentWorking, workflow.Now(ctx)
-	}
+	s.stopBlocked(ctx, t.Event)
 	workflow.GetLogger(ctx).Info("standing offer taken by a hook", "session", s.Config.Name, "hook", t.Event, "key", t.Key, "take", t.Hook, "count", len(o.Requests))
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 )
 
@@ -17,18 +16,17 @@ import (
 // it returns nil, as a worker without a desk answers them (the session answers takes through
 // the workflow only).
 func registerDesk(env *testsuite.TestWorkflowEnvironment, desk func() *modelDesk) {
-	noDesk := temporal.NewNonRetryableApplicationError("no desk", ErrTypeNoDesk, nil)
-	env.RegisterActivityWithOptions(func(_ context.Context, req DeskPublishRequest) error {
+	env.RegisterActivityWithOptions(func(ctx context.Context, req DeskPublishRequest) error {
 		if d := desk(); d != nil {
 			return d.publish(req)
 		}
-		return noDesk
+		return NoDeskPublish(ctx, req)
 	}, activity.RegisterOptions{Name: DeskPublishName})
-	env.RegisterActivityWithOptions(func(_ context.Context, req DeskWithdrawRequest) (DeskWithdrawResult, error) {
+	env.RegisterActivityWithOptions(func(ctx context.Context, req DeskWithdrawRequest) (DeskWithdrawResult, error) {
 		if d := desk(); d != nil {
 			return d.withdraw(req)
 		}
-		return DeskWithdrawResult{}, noDesk
+		return NoDeskWithdraw(ctx, req)
 	}, activity.RegisterOptions{Name: DeskWithdrawName})
 }
 

@@ -15,7 +15,6 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	"go.uber.org/zap"
@@ -442,12 +441,8 @@ func Register(r worker.Registry, deps Deps) {
 		r.RegisterActivityWithOptions(deps.Desk.Publish, activity.RegisterOptions{Name: workflows.DeskPublishName})
 		r.RegisterActivityWithOptions(deps.Desk.Withdraw, activity.RegisterOptions{Name: workflows.DeskWithdrawName})
 	} else {
-		noDesk := temporal.NewNonRetryableApplicationError("this worker runs no hook desk", workflows.ErrTypeNoDesk, nil)
-		r.RegisterActivityWithOptions(func(context.Context, workflows.DeskPublishRequest) error { return noDesk },
-			activity.RegisterOptions{Name: workflows.DeskPublishName})
-		r.RegisterActivityWithOptions(func(context.Context, workflows.DeskWithdrawRequest) (workflows.DeskWithdrawResult, error) {
-			return workflows.DeskWithdrawResult{}, noDesk
-		}, activity.RegisterOptions{Name: workflows.DeskWithdrawName})
+		r.RegisterActivityWithOptions(workflows.NoDeskPublish, activity.RegisterOptions{Name: workflows.DeskPublishName})
+		r.RegisterActivityWithOptions(workflows.NoDeskWithdraw, activity.RegisterOptions{Name: workflows.DeskWithdrawName})
 	}
 }
 
