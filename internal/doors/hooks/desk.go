@@ -130,82 +130,58 @@ func (l *lazy) get(ctx context.Context) (Backend, error) {
 	return l.b, l.err
 }
 
-func (l *lazy) PendingPage(ctx context.Context, f intent.Filter, limit int) (intent.Page, error) {
+// call runs fn on the dialed backend (dialing it the first time).
+func call[T any](l *lazy, ctx context.Context, fn func(Backend) (T, error)) (T, error) {
 	b, err := l.get(ctx)
 	if err != nil {
-		return intent.Page{}, err
+		var zero T
+		return zero, err
 	}
-	return b.PendingPage(ctx, f, limit)
+	return fn(b)
+}
+
+// done is call for the calls that return only an error.
+func done(l *lazy, ctx context.Context, fn func(Backend) error) error {
+	_, err := call(l, ctx, func(b Backend) (struct{}, error) { return struct{}{}, fn(b) })
+	return err
+}
+
+func (l *lazy) PendingPage(ctx context.Context, f intent.Filter, limit int) (intent.Page, error) {
+	return call(l, ctx, func(b Backend) (intent.Page, error) { return b.PendingPage(ctx, f, limit) })
 }
 
 func (l *lazy) Text(ctx context.Context, id string) (string, error) {
-	b, err := l.get(ctx)
-	if err != nil {
-		return "", err
-	}
-	return b.Text(ctx, id)
+	return call(l, ctx, func(b Backend) (string, error) { return b.Text(ctx, id) })
 }
 
 func (l *lazy) Close(ctx context.Context, id string) error {
-	b, err := l.get(ctx)
-	if err != nil {
-		return err
-	}
-	return b.Close(ctx, id)
+	return done(l, ctx, func(b Backend) error { return b.Close(ctx, id) })
 }
 
 func (l *lazy) CloseOldest(ctx context.Context, chat string) (string, error) {
-	b, err := l.get(ctx)
-	if err != nil {
-		return "", err
-	}
-	return b.CloseOldest(ctx, chat)
+	return call(l, ctx, func(b Backend) (string, error) { return b.CloseOldest(ctx, chat) })
 }
 
 func (l *lazy) Inbox(ctx context.Context, agent string) ([]workflows.InboxMessage, error) {
-	b, err := l.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return b.Inbox(ctx, agent)
+	return call(l, ctx, func(b Backend) ([]workflows.InboxMessage, error) { return b.Inbox(ctx, agent) })
 }
 
 func (l *lazy) SendInbox(ctx context.Context, agent string, msg workflows.InboxSend) error {
-	b, err := l.get(ctx)
-	if err != nil {
-		return err
-	}
-	return b.SendInbox(ctx, agent, msg)
+	return done(l, ctx, func(b Backend) error { return b.SendInbox(ctx, agent, msg) })
 }
 
 func (l *lazy) CommitContext(ctx context.Context, session, id, text string) error {
-	b, err := l.get(ctx)
-	if err != nil {
-		return err
-	}
-	return b.CommitContext(ctx, session, id, text)
+	return done(l, ctx, func(b Backend) error { return b.CommitContext(ctx, session, id, text) })
 }
 
 func (l *lazy) Report(ctx context.Context, session string, ev workflows.AgentEvent) error {
-	b, err := l.get(ctx)
-	if err != nil {
-		return err
-	}
-	return b.Report(ctx, session, ev)
+	return done(l, ctx, func(b Backend) error { return b.Report(ctx, session, ev) })
 }
 
 func (l *lazy) Take(ctx context.Context, session string, req workflows.TakeRequest) (workflows.TakeResult, error) {
-	b, err := l.get(ctx)
-	if err != nil {
-		return workflows.TakeResult{}, err
-	}
-	return b.Take(ctx, session, req)
+	return call(l, ctx, func(b Backend) (workflows.TakeResult, error) { return b.Take(ctx, session, req) })
 }
 
 func (l *lazy) Taken(ctx context.Context, session, key string) error {
-	b, err := l.get(ctx)
-	if err != nil {
-		return err
-	}
-	return b.Taken(ctx, session, key)
+	return done(l, ctx, func(b Backend) error { return b.Taken(ctx, session, key) })
 }
