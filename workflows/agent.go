@@ -167,7 +167,7 @@ func (s *session) take(ctx workflow.Context, req TakeRequest) (TakeResult, error
 	// committed after its lease ended is in the agent's context, and is not handed over again.
 	var committed map[string]bool
 	if s.exactlyOnce && workflow.GetVersion(ctx, "take-sees-commits", workflow.DefaultVersion, 1) == 1 {
-		committed = s.lateCommitted()
+		committed = s.lateCommitted(ctx)
 	}
 	size, full := 0, false
 	for _, q := range s.Queue {
@@ -276,7 +276,7 @@ func (s *session) agentBusy(now time.Time) (string, bool) {
 // then puts the offers no hook committed in time back at the head of the queue, in order.
 func (s *session) settleOffers(ctx workflow.Context) {
 	if s.exactlyOnce {
-		s.takeCommits()
+		s.takeCommits(ctx)
 	}
 	for len(s.commits) > 0 {
 		key := s.commits[0]

@@ -24,6 +24,12 @@ import (
 // without them.
 const versionExactlyOnce = 1
 
+// versionOffersFixed (change ID "offers-fixed", issue 32): a commit through the desk is read
+// with the taken signals, before any lease is looked at; a standing offer is handed to the desk
+// by an activity scheduled in a completed workflow task, so a retried task can never change what
+// its key holds nor leave an offer at the desk that the session does not know.
+const versionOffersFixed = 1
+
 // maxExpiredOffers bounds SessionInput.ExpiredOffers.
 const maxExpiredOffers = 50
 
@@ -90,22 +96,32 @@ func (s *session) answerRepeats(ctx workflow.Context) {
 }
 
 // takeCommits takes every commit that has arrived, before any lease is looked at: a commit that
-// reached the server in time counts, however late the worker reads it.
-func (s *session) takeCommits() {
+// reached the server in time counts, however late the worker reads it. A commit comes by the
+// taken signal or, through the hook desk, in a hook-words signal (versionOffersFixed): both
+// are read here, so a desk commit that arrived while the session was inside an activity is
+// applied before the lease it answers is looked at.
+func (s *session) takeCommits(ctx workflow.Context) {
 	for {
 		var t TakenRequest
 		if !s.takenCh.ReceiveAsync(&t) {
-			return
+			break
 		}
 		s.commits = append(s.commits, t.Key)
+	}
+	for s.offersFixed {
+		var w HookWords
+		if !s.wordsCh.ReceiveAsync(&w) {
+			return
+		}
+		s.hear(ctx, w)
 	}
 }
 
 // lateCommitted takes the commits that have arrived and returns the typed keys of what those
 // of offers whose lease had ended hold: printed, so in the agent's context, though their
 // reconcile waits for the main loop.
-func (s *session) lateCommitted() map[string]bool {
-	s.takeCommits()
+func (s *session) lateCommitted(ctx workflow.Context) map[string]bool {
+	s.takeCommits(ctx)
 	keys := map[string]bool{}
 	for _, c := range s.commits {
 		for _, o := range s.ExpiredOffers {

@@ -181,6 +181,7 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	s.inOrder = coalesceV >= versionCoalesceInOrder
 	s.exactlyOnce = workflow.GetVersion(ctx, "exactly-once", workflow.DefaultVersion, versionExactlyOnce) >= versionExactlyOnce
 	s.standing = s.exactlyOnce && workflow.GetVersion(ctx, "standing-offer", workflow.DefaultVersion, versionStanding) >= versionStanding
+	s.offersFixed = s.standing && workflow.GetVersion(ctx, "offers-fixed", workflow.DefaultVersion, versionOffersFixed) >= versionOffersFixed
 	for {
 		if err := ctx.Err(); err != nil {
 			return err // cancelled: every timer fires at once, so the loop must end here
@@ -256,6 +257,9 @@ type session struct {
 	wordsCh     workflow.ReceiveChannel
 	standing    bool
 	deskOff     bool
+	// offersFixed: desk commits are read with the taken signals and standing offers go out by
+	// an activity (versionOffersFixed).
+	offersFixed bool
 	busySince   *time.Time
 	busyAlerted bool
 	// receipts are intents named by the agent's submitted prompts, not yet matched; commits the

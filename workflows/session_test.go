@@ -51,6 +51,9 @@ type sessionHarness struct {
 	noAgentTill  time.Duration
 	// desk is the hook desk the session offers to; nil: the worker runs none.
 	desk *modelDesk
+	// captureFails, when it says so for the time since the start, fails a capture as a worker
+	// that died in it would (retried after the activity's back-off).
+	captureFails func(since time.Duration) bool
 }
 
 func newSessionHarness(t *testing.T) *sessionHarness {
@@ -61,6 +64,9 @@ func newSessionHarness(t *testing.T) *sessionHarness {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.captures++
+		if h.captureFails != nil && h.captureFails(h.env.Now().Sub(h.start)) {
+			return "", errors.New("worker lost while reading the pane")
+		}
 		if h.env.Now().Sub(h.start) < h.noAgentTill {
 			return "", temporal.NewNonRetryableApplicationError("session secretary: pane %1 (secretary:0) shows \"bash\", not claude", activities.ErrTypeNotAgent, nil)
 		}

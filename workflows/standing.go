@@ -73,6 +73,9 @@ type StandingTaken struct {
 	Hook  string    `json:"hook"`
 	Event string    `json:"event"`
 	At    time.Time `json:"at"`
+	// IDs are the requests the desk handed the hook under Key (the desk's word is the truth of
+	// what was printed); empty from desks before issue 32: the session's own record holds.
+	IDs []string `json:"ids,omitempty"`
 }
 
 // HookWords is what the desk passes on to a session at once: its hooks' reports, the standing
@@ -137,6 +140,17 @@ var deskActivityOptions = workflow.LocalActivityOptions{
 	},
 }
 
+// deskPublishOptions hand the desk a standing offer by an activity (versionOffersFixed): it runs
+// only once the workflow task that scheduled it has completed, so what a key holds is fixed in
+// the history before any hook can take it. The desk's Publish is idempotent per key.
+var deskPublishOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 5 * time.Second,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 2 * time.Second,
+		MaximumAttempts: 4, NonRetryableErrorTypes: []string{ErrTypeNoDesk},
+	},
+}
+
 // reserved reports whether request id is in the standing offer.
 func (s *session) reserved(id string) bool {
 	return s.Standing != nil && slices.Contains(s.Standing.IDs, id)
@@ -173,8 +187,13 @@ func (s *session) standOffer(ctx workflow.Context) {
 	// Reserved before it is out: whatever the activity's fate, nothing types them until the
 	// desk has said what became of the offer.
 	s.Standing = offer
-	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, deskActivityOptions), DeskPublishName,
-		DeskPublishRequest{Session: s.Config.Name, Key: offer.Key, Messages: msgs}).Get(ctx, nil)
+	req := DeskPublishRequest{Session: s.Config.Name, Key: offer.Key, Messages: msgs}
+	var err error
+	if s.offersFixed {
+		err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, deskPublishOptions), DeskPublishName, req).Get(ctx, nil)
+	} else {
+		err = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, deskActivityOptions), DeskPublishName, req).Get(ctx, nil)
+	}
 	if err == nil {
 		return
 	}
@@ -244,6 +263,10 @@ func (s *session) standingTaken(ctx workflow.Context, t StandingTaken) {
 		t.At = workflow.Now(ctx)
 	}
 	ids := s.Standing.IDs
+	if len(t.IDs) > 0 {
+		// What the desk handed out: a request the session reserved beyond it is its own again.
+		ids = t.IDs
+	}
 	s.Standing = nil
 	o := Offer{Key: t.Key, Event: t.Event, At: t.At}
 	var rest []DeliveryRequest

@@ -194,6 +194,75 @@ func TestStandingOfferTakenAsItIsWithdrawn(t *testing.T) {
 	}
 }
 
+// Issue 32 (hole 4): a hook's commit through the desk (a hook-words signal) that arrives while
+// the session is inside a pane capture, which a dying worker stretches past the offer's lease, is
+// applied before the lease is looked at: what the hook printed is not typed again.
+func TestDeskCommitReadBeforeTheLease(t *testing.T) {
+	h := newSessionHarness(t)
+	desk := newModelDesk()
+	h.desk = desk
+	h.send(0, SignalAgentEvent, AgentEvent{Event: EventUserPromptSubmit})
+	h.send(time.Second, SignalDeliver, message("1"))
+	var taken *StandingTaken
+	h.env.RegisterDelayedCallback(func() {
+		var msgs []DeliveryRequest
+		taken, msgs = desk.take("post-tool-use/toolu_1", EventPostToolUse, h.env.Now())
+		require.NotNil(t, taken)
+		require.Len(t, msgs, 1)
+		h.env.SignalWorkflow(SignalHookWords, HookWords{Taken: []StandingTaken{*taken}})
+	}, 3*time.Second)
+	h.send(10*time.Second, SignalDeliver, message("2"))
+	for _, at := range []time.Duration{12, 22, 29} {
+		h.send(at*time.Second, SignalAgentEvent, AgentEvent{Event: EventPostToolUse, Detail: "Bash"})
+	}
+	// The agent stops as the lease nears its end; the session reads the pane to type 2, and the
+	// worker dies in the capture (retried after 1 s and 2 s), while the commit comes.
+	h.send(31*time.Second, SignalAgentEvent, AgentEvent{Event: EventStop})
+	h.captureFails = func(since time.Duration) bool { return since >= 31*time.Second && since < 34*time.Second }
+	h.env.RegisterDelayedCallback(func() {
+		h.env.SignalWorkflow(SignalHookWords, HookWords{Commits: []string{taken.Key}})
+	}, 32*time.Second)
+	h.runFor(t, time.Minute)
+	for _, typed := range h.typed {
+		require.NotContains(t, typed, "text 1", "message 1 was printed by the hook and typed again")
+	}
+	require.Len(t, h.typed, 1)
+	require.Contains(t, h.typed[0], "text 2")
+	require.Equal(t, EventPostToolUse, h.results["intent/42/1#1"].Via)
+}
+
+// Issue 32 (hole 5): the desk's word names what it handed the hook; a request the session had
+// reserved beyond it (a retried task that asked for more under the same key) is the session's
+// again, typed once, never counted delivered by the hook's commit.
+func TestStandingTakenHoldsWhatTheDeskHandedOut(t *testing.T) {
+	h := newSessionHarness(t)
+	desk := newModelDesk()
+	h.desk = desk
+	h.send(0, SignalAgentEvent, AgentEvent{Event: EventUserPromptSubmit})
+	h.send(time.Second, SignalDeliver, message("1"))
+	h.send(2*time.Second, SignalDeliver, message("2"))
+	h.send(3*time.Second, SignalAgentEvent, AgentEvent{Event: EventPreToolUse, Detail: "Bash"})
+	h.env.RegisterDelayedCallback(func() {
+		taken, msgs := desk.take("post-tool-use/toolu_1", EventPostToolUse, h.env.Now())
+		require.NotNil(t, taken)
+		require.Len(t, msgs, 2)
+		// The desk had handed out only message 1 under this key.
+		taken.IDs = []string{"intent/42/1#1"}
+		h.env.SignalWorkflow(SignalHookWords, HookWords{Taken: []StandingTaken{*taken}})
+		h.env.RegisterDelayedCallback(func() {
+			h.env.SignalWorkflow(SignalHookWords, HookWords{Commits: []string{taken.Key}})
+		}, time.Second)
+	}, 5*time.Second)
+	h.send(10*time.Second, SignalAgentEvent, AgentEvent{Event: EventStop})
+	h.runFor(t, time.Minute)
+	require.Equal(t, EventPostToolUse, h.results["intent/42/1#1"].Via)
+	require.Len(t, h.typed, 1, "message 2 was never printed: it is typed")
+	require.Contains(t, h.typed[0], "text 2")
+	require.NotContains(t, h.typed[0], "text 1")
+	require.True(t, h.results["intent/42/2#1"].OK)
+	require.Empty(t, h.results["intent/42/2#1"].Via)
+}
+
 // runFor runs a hook session for d.
 func (h *sessionHarness) runFor(t *testing.T, d time.Duration) {
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, d)

@@ -51,6 +51,10 @@ const (
 // away for long: a report only says what the agent did, and newer ones say it again).
 const maxReports = 1000
 
+// ErrTypeOfferChanged refuses a standing offer published again under its key with other
+// messages.
+const ErrTypeOfferChanged = "StandingOfferChanged"
+
 // Signal sends one signal to a workflow; nil when the server took it.
 type Signal func(ctx context.Context, workflowID, signal string, arg any) error
 
@@ -203,8 +207,9 @@ func (j *journal) trim() {
 }
 
 // Publish keeps a session's standing offer for its next hook (the activity
-// workflows.DeskPublishName). The same offer again changes nothing; an older offer still open is
-// withdrawn (the session asks for one at a time).
+// workflows.DeskPublishName). The same offer again changes nothing, the same key with other
+// messages is refused (ErrTypeOfferChanged); an older offer still open is withdrawn (the session
+// asks for one at a time).
 func (d *Desk) Publish(_ context.Context, req workflows.DeskPublishRequest) error {
 	if req.Session == "" || req.Key == "" || len(req.Messages) == 0 {
 		return temporal.NewNonRetryableApplicationError("standing offer without a session, key or messages", "InvalidStandingOffer", nil)
@@ -215,7 +220,12 @@ func (d *Desk) Publish(_ context.Context, req workflows.DeskPublishRequest) erro
 		return temporal.NewNonRetryableApplicationError("the hook desk does not serve hooks", workflows.ErrTypeNoDesk, nil)
 	}
 	j := d.journal(req.Session)
-	if j.find(req.Key) != nil {
+	if o := j.find(req.Key); o != nil {
+		if !slices.Equal(requestIDs(o.Messages), requestIDs(req.Messages)) {
+			// A key's content never changes (issue 32): a session that asks so is told, takes
+			// the offer back, and learns from the withdrawal what a hook holds under it.
+			return temporal.NewNonRetryableApplicationError("standing offer "+req.Key+" already holds other messages", ErrTypeOfferChanged, nil)
+		}
 		return nil
 	}
 	before := slices.Clone(j.Offers)
@@ -284,7 +294,7 @@ func (d *Desk) Take(session string, req workflows.TakeRequest) (workflows.TakeRe
 	if i := slices.IndexFunc(j.Offers, func(o *offer) bool { return o.State == stateOpen }); i >= 0 && delivers(req.Event) {
 		took = j.Offers[i]
 		took.State = stateTaken
-		took.Taken = &workflows.StandingTaken{Key: took.Key, Hook: req.Key, Event: req.Event, At: now}
+		took.Taken = &workflows.StandingTaken{Key: took.Key, Hook: req.Key, Event: req.Event, At: now, IDs: requestIDs(took.Messages)}
 		res.Key, res.Messages = took.Key, took.Messages
 	}
 	if err := d.save(session); err != nil {
@@ -298,6 +308,15 @@ func (d *Desk) Take(session string, req workflows.TakeRequest) (workflows.TakeRe
 		d.sendTaken(session, took)
 	}
 	return res, nil
+}
+
+// requestIDs are the IDs of msgs, in order: what a taken offer handed out, said to the session.
+func requestIDs(msgs []workflows.DeliveryRequest) []string {
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		ids[i] = m.ID
+	}
+	return ids
 }
 
 // delivers reports whether a hook event hands messages over (as the session's take update).
