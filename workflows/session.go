@@ -254,9 +254,9 @@ type session struct {
 	wakeCh  workflow.Channel
 	// wordsCh carries what the hook desk passes on; standing: the session makes standing
 	// offers (versionStanding); deskOff: this run found no desk.
-	wordsCh     workflow.ReceiveChannel
-	standing    bool
-	deskOff     bool
+	wordsCh  workflow.ReceiveChannel
+	standing bool
+	deskOff  bool
 	// offersFixed: desk commits are read with the taken signals and standing offers go out by
 	// an activity (versionOffersFixed).
 	offersFixed bool
