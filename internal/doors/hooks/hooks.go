@@ -192,8 +192,8 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 	// and a listed intent only its snippet: their full texts are read, at most ListLimit of
 	// the reminders.
 	type shown struct {
-		id, head, text string
-		full, listed   bool
+		id, head, text      string
+		full, listed, named bool
 	}
 	now := s.now()
 	presented := map[string]bool{}
@@ -215,6 +215,13 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 		if !presented[p.ID] {
 			presented[p.ID] = true
 			head := fmt.Sprintf("- id=%s chat=%s age=%s", EscapeText(p.ID), EscapeText(p.ChatID), now.Sub(p.ReceivedAt).Round(time.Second))
+			if awaitsDelivery(p) {
+				// Still waiting in the session's queue beyond what the take handed over: it
+				// reaches the agent on its own, typed or at a turn boundary. Named here, never
+				// printed in full, so that its text enters the agent's context once.
+				all = append(all, shown{id: p.ID, head: head + " (not handed over yet: it follows on its own)", listed: true, named: true})
+				continue
+			}
 			text := p.Snippet
 			if p.Text != "" {
 				text = p.Text
@@ -230,7 +237,10 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 		if t, ok := full[e.id]; ok && e.full {
 			text = t
 		}
-		entry := e.head + "\n" + QuoteText(text) + "\n"
+		entry := e.head + "\n"
+		if !e.named {
+			entry += QuoteText(text) + "\n"
+		}
 		entries = append(entries, entry)
 		if e.listed {
 			listed.WriteString(entry)
@@ -252,6 +262,13 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 		answer.Context = &Context{ID: "session-start/" + in.SessionID + "/" + now.UTC().Format(time.RFC3339Nano), Text: listed.String()}
 	}
 	return answer, nil
+}
+
+// awaitsDelivery reports whether a listed pending intent is one its session types and has not
+// delivered yet (as far as its memo says): its text reaches the agent by that delivery, not by a
+// session start's list (issue 32).
+func awaitsDelivery(p intent.Summary) bool {
+	return p.Source == workflows.SourceTelegram && p.Delivered == nil
 }
 
 // ListLimit bounds the intents a hook lists or reads in full (the rest are pointed to, not

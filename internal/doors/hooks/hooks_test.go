@@ -205,6 +205,29 @@ func TestSessionStartTakesWaitingMessagesOnce(t *testing.T) {
 	}
 }
 
+// Issue 32 (hole 3): a Telegram message still waiting in the session's queue beyond what the
+// take handed over (it arrived after the desk's standing offer, or beyond one block) is named
+// without its text: the session delivers it later, and its text enters the agent's context once.
+// One the agent already had (delivered before the /clear) is listed in full.
+func TestSessionStartNeverPrintsWhatIsTypedAfter(t *testing.T) {
+	b := backend()
+	delivered := now.Add(-9 * time.Minute)
+	b.pending[0].Source, b.pending[0].Delivered = workflows.SourceTelegram, &delivered
+	b.pending[1].Source = workflows.SourceTelegram
+	b.texts["intent/5/2"] = "second, the whole secret text"
+	b.pending[1].Text = "second, the whole secret text"
+	out := run(t, EventSessionStart, b, settings(), `{"session_id":"s1","hook_event_name":"SessionStart","source":"clear"}`)
+	if !strings.Contains(out, "first message, in full") {
+		t.Errorf("the delivered message is not presented in full:\n%s", out)
+	}
+	if strings.Contains(out, "whole secret") || !strings.Contains(out, "id=intent/5/2 chat=5 age=1m0s (not handed over yet") {
+		t.Errorf("the waiting message is printed, or not named:\n%s", out)
+	}
+	if len(b.committed) != 1 || strings.Contains(b.committed[0], "whole secret") {
+		t.Errorf("committed %q", b.committed)
+	}
+}
+
 // A session start's block is committed (the take and the listed intents) only once printed, and
 // a full text that cannot be read leaves the snippet in its place.
 func TestSessionStartCommitsOnlyWhatItPrinted(t *testing.T) {
