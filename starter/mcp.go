@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -84,7 +85,7 @@ func (l *lazyBackend) backend(ctx context.Context) (mcp.Temporal, error) {
 		}
 		l.c = c
 	}
-	return mcp.Temporal{Client: l.c, Config: l.cfg, Telegram: &activities.Telegram{Token: l.cfg.Telegram.Token.Reveal(), Endpoint: l.cfg.Telegram.APIEndpoint}}, nil
+	return mcp.Temporal{Client: l.c, Config: l.cfg, Telegram: &activities.Telegram{Token: l.cfg.Telegram.Token.Reveal(), Endpoint: l.cfg.Telegram.APIEndpoint, SentDir: filepath.Join(l.cfg.DataDir, "sent")}}, nil
 }
 
 func (l *lazyBackend) close() {
@@ -109,11 +110,11 @@ func (l *lazyBackend) Reply(ctx context.Context, id string, req workflows.ReplyR
 	return with(ctx, l, func(b mcp.Temporal) (workflows.ReplyRecord, error) { return b.Reply(ctx, id, req) })
 }
 
-func (l *lazyBackend) SendUnlinked(ctx context.Context, chatID, replyTo, text string) ([]int, error) {
+func (l *lazyBackend) SendUnlinked(ctx context.Context, chatID, replyTo, text, key string) ([]int, error) {
 	if !l.cfg.Telegram.Token.IsSet() {
 		return nil, errors.New("no telegram.token: intentq cannot send to Telegram")
 	}
-	return with(ctx, l, func(b mcp.Temporal) ([]int, error) { return b.SendUnlinked(ctx, chatID, replyTo, text) })
+	return with(ctx, l, func(b mcp.Temporal) ([]int, error) { return b.SendUnlinked(ctx, chatID, replyTo, text, key) })
 }
 
 func (l *lazyBackend) React(ctx context.Context, chatID, messageID, emoji string) error {
@@ -125,8 +126,8 @@ func (l *lazyBackend) Pending(ctx context.Context, session string) ([]mcp.Pendin
 	return with(ctx, l, func(b mcp.Temporal) ([]mcp.PendingIntent, error) { return b.Pending(ctx, session) })
 }
 
-func (l *lazyBackend) OldestPending(ctx context.Context, chatID string) (string, error) {
-	return with(ctx, l, func(b mcp.Temporal) (string, error) { return b.OldestPending(ctx, chatID) })
+func (l *lazyBackend) PendingInChat(ctx context.Context, chatID string) ([]intent.Summary, error) {
+	return with(ctx, l, func(b mcp.Temporal) ([]intent.Summary, error) { return b.PendingInChat(ctx, chatID) })
 }
 
 func (l *lazyBackend) Change(ctx context.Context, id, update string, arg any) error {

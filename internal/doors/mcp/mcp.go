@@ -31,10 +31,13 @@ import (
 // Backend is what the tools need; *Temporal is the real one.
 type Backend interface {
 	Reply(ctx context.Context, id string, req workflows.ReplyRequest) (workflows.ReplyRecord, error)
-	SendUnlinked(ctx context.Context, chatID, replyTo, text string) ([]int, error)
+	// SendUnlinked sends a follow-up; its parts are recorded under key, so a retry with the
+	// same key resumes after what went out.
+	SendUnlinked(ctx context.Context, chatID, replyTo, text, key string) ([]int, error)
 	React(ctx context.Context, chatID, messageID, emoji string) error
 	Pending(ctx context.Context, session string) ([]PendingIntent, error)
-	OldestPending(ctx context.Context, chatID string) (string, error)
+	// PendingInChat lists the chat's pending intents, oldest first.
+	PendingInChat(ctx context.Context, chatID string) ([]intent.Summary, error)
 	Change(ctx context.Context, id, update string, arg any) error
 	InboxRead(ctx context.Context, agent string) ([]workflows.InboxMessage, error)
 	InboxSend(ctx context.Context, agent string, msg workflows.InboxSend) error
@@ -70,7 +73,7 @@ type Settings struct {
 type ReplyArgs struct {
 	ChatID  string `json:"chat_id" jsonschema:"the chat to answer (from the message's chat=)"`
 	Text    string `json:"text" jsonschema:"the answer; longer than 4096 characters is sent in parts"`
-	ReplyTo string `json:"reply_to,omitempty" jsonschema:"the message_id answered; omitted: the chat's oldest pending message"`
+	ReplyTo string `json:"reply_to,omitempty" jsonschema:"the message_id answered (from the message's msg_id=); omitted: the chat's only pending message, or a follow-up when none waits; refused when several wait"`
 	Intent  string `json:"intent,omitempty" jsonschema:"the intent answered (intent/<chat>/<message>), instead of chat_id and reply_to"`
 }
 
@@ -131,7 +134,9 @@ func NewServer(b Backend, s Settings, version string) *sdk.Server {
 			"(chat_id=<chat>, reply_to=<id>): that sends it to the person and closes the message, so reminders stop. " +
 			"pending lists what still waits; close, link and ignore settle a message without a reply.",
 	})
-	sdk.AddTool(srv, &sdk.Tool{Name: "reply", Description: "Send an answer to the person on Telegram, as a reply to their message, and close that message's intent. Repeating the same call sends nothing twice."},
+	sdk.AddTool(srv, &sdk.Tool{Name: "reply", Description: "Send an answer to the person on Telegram, as a reply to their message (reply_to = its msg_id), and close that message's intent. " +
+		"The same answer to the same message is sent once, however often it is called; a call that ended in an error may be repeated as it was: it goes to the same message, at most once. " +
+		"Without reply_to: the chat's only pending message is answered; with none pending the text is sent as a follow-up (each time it is asked for); with several pending the call is refused and lists them."},
 		func(ctx context.Context, _ *sdk.CallToolRequest, a ReplyArgs) (*sdk.CallToolResult, ReplyResult, error) {
 			res, err := reply(ctx, b, s, a)
 			return nil, res, err
@@ -250,39 +255,72 @@ func reply(ctx context.Context, b Backend, s Settings, a ReplyArgs) (ReplyResult
 		if err := s.servesChat(a.ChatID); err != nil {
 			return ReplyResult{}, err
 		}
-		// Keyed by the call: the same answer to the same chat again (a repeated tool call)
-		// is answered from the first, never sent to the chat's next pending intent.
-		l := s.ledger()
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		key := callKey(a.ChatID, a.Text)
-		if prev, ok := l.find(key, time.Now()); ok {
-			return ReplyResult{Intent: prev.Intent, MessageIDs: prev.MessageIDs, Closed: prev.Intent != "", Repeated: true}, nil
-		}
-		res, err := replyToOldest(ctx, b, s, a)
-		if err == nil {
-			if rerr := l.record(sentReply{Key: key, Intent: res.Intent, MessageIDs: res.MessageIDs, At: time.Now()}); rerr != nil {
-				return res, fmt.Errorf("sent, but not remembered (a repeat of this call would send again): %w", rerr)
-			}
-		}
-		return res, err
+		return replyInChat(ctx, b, s, a)
 	}
 	return replyToIntent(ctx, b, s, id, a.Text)
 }
 
-// replyToOldest answers the chat's oldest pending intent, or, with nothing pending, sends the
-// text as a follow-up.
-func replyToOldest(ctx context.Context, b Backend, s Settings, a ReplyArgs) (ReplyResult, error) {
-	oldest, err := b.OldestPending(ctx, a.ChatID)
-	if errors.Is(err, intent.ErrNotFound) {
-		// Nothing waits in this chat: a follow-up; sent as it is.
-		ids, err := b.SendUnlinked(ctx, a.ChatID, "", a.Text)
-		return ReplyResult{MessageIDs: ids}, err
+// replyInChat answers without reply_to (issue 32): the call is reserved against its target
+// before anything is sent, so a retry after an error goes to the same message, at most once.
+// The target is the chat's one pending message (not one this tool answered within ReplyWindow,
+// which a late list may still show); with none, the text is a follow-up; with more than one, the
+// agent must say which it answers (a tool error lists them; nothing is sent).
+func replyInChat(ctx context.Context, b Backend, s Settings, a ReplyArgs) (ReplyResult, error) {
+	l := s.ledger()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	key, now := callKey(a.ChatID, a.Text), time.Now()
+	call, retry := l.unsettled(key, now)
+	if !retry {
+		pending, err := b.PendingInChat(ctx, a.ChatID)
+		if err != nil {
+			return ReplyResult{}, err
+		}
+		answered := l.answered(now)
+		pending = slices.DeleteFunc(pending, func(p intent.Summary) bool { return answered[p.ID] })
+		if len(pending) > 1 {
+			return ReplyResult{}, ambiguous(a.ChatID, pending)
+		}
+		call = sentReply{Key: key, At: now}
+		if len(pending) == 1 {
+			call.Intent = pending[0].ID
+		} else {
+			call.SendKey = followUpKey(a.ChatID)
+		}
+		if err := l.keep(call); err != nil {
+			return ReplyResult{}, fmt.Errorf("nothing was sent: %w", err)
+		}
+	}
+	var res ReplyResult
+	var err error
+	if call.Intent != "" {
+		res, err = replyToIntent(ctx, b, s, call.Intent, a.Text)
+	} else {
+		res.MessageIDs, err = b.SendUnlinked(ctx, a.ChatID, "", a.Text, call.SendKey)
 	}
 	if err != nil {
-		return ReplyResult{}, err
+		return res, err // the call stays reserved: the same call again goes to the same place
 	}
-	return replyToIntent(ctx, b, s, oldest, a.Text)
+	call.MessageIDs, call.Settled, call.At = res.MessageIDs, true, time.Now()
+	if err := l.keep(call); err != nil {
+		return res, fmt.Errorf("sent, but not recorded as sent: %w", err)
+	}
+	return res, nil
+}
+
+// ambiguous is the tool error for an answer without reply_to in a chat where several messages
+// wait: which one it answers is the agent's to say.
+func ambiguous(chat string, pending []intent.Summary) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "nothing was sent: chat %s has %d pending messages; call reply again with reply_to set to the message_id you answer:", chat, len(pending))
+	for i, p := range pending {
+		if i == 10 {
+			fmt.Fprintf(&b, "\n(and %d more: the pending tool lists them all)", len(pending)-i)
+			break
+		}
+		fmt.Fprintf(&b, "\n- reply_to=%s (received %s): %s", p.MessageID, p.ReceivedAt.UTC().Format(time.RFC3339), p.Snippet)
+	}
+	return errors.New(b.String())
 }
 
 // replyToIntent sends text as the answer to intent id, through its workflow (once per text).

@@ -2,8 +2,10 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,14 +19,21 @@ import (
 
 // stubBackend records what the tools did: replies, sends, reactions, changes, inbox reads.
 type stubBackend struct {
-	mu       sync.Mutex
-	oldest   string
-	replied  []string
-	unlinked int
-	reacted  []string
-	changed  []string
-	read     []string
-	pending  []string
+	mu sync.Mutex
+	// oldest, when set, is the one pending intent of the chat (open, when set, lists them all,
+	// oldest first).
+	oldest  string
+	open    []string
+	replied []string
+	// sentKeys are the answers an intent sent, by intent and key (an intent sends an answer
+	// once); failAfterSend makes the next reply send and then fail (a slow Telegram).
+	sentKeys      map[string]bool
+	failAfterSend bool
+	unlinked      int
+	reacted       []string
+	changed       []string
+	read          []string
+	pending       []string
 	// sessions are the intents' recorded sessions; an intent not listed is secretary's,
 	// "intent/42/404" does not exist.
 	sessions map[string]string
@@ -33,18 +42,43 @@ type stubBackend struct {
 func (s *stubBackend) Reply(_ context.Context, id string, r workflows.ReplyRequest) (workflows.ReplyRecord, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.sentKeys == nil {
+		s.sentKeys = map[string]bool{}
+	}
+	if s.sentKeys[id+" "+r.Key] {
+		return workflows.ReplyRecord{Key: r.Key, MessageIDs: []int{1}, Repeated: true}, nil
+	}
+	s.sentKeys[id+" "+r.Key] = true
 	s.replied = append(s.replied, id+" "+r.Key)
+	if s.oldest == id {
+		s.oldest = ""
+	}
+	s.open = slices.DeleteFunc(s.open, func(o string) bool { return o == id })
+	if s.failAfterSend {
+		s.failAfterSend = false
+		return workflows.ReplyRecord{}, errors.New("reply to " + id + ": context deadline exceeded")
+	}
 	return workflows.ReplyRecord{Key: r.Key, MessageIDs: []int{1}}, nil
 }
 
-func (s *stubBackend) OldestPending(context.Context, string) (string, error) {
-	if s.oldest == "" {
-		return "", intent.ErrNotFound
+func (s *stubBackend) PendingInChat(_ context.Context, chat string) ([]intent.Summary, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := s.open
+	if s.oldest != "" {
+		ids = []string{s.oldest}
 	}
-	return s.oldest, nil
+	var out []intent.Summary
+	for _, id := range ids {
+		c, m, _ := workflows.ParseIntentID(id)
+		if c == chat {
+			out = append(out, intent.Summary{ID: id, ChatID: c, MessageID: m, Snippet: "text of " + m})
+		}
+	}
+	return out, nil
 }
 
-func (s *stubBackend) SendUnlinked(context.Context, string, string, string) ([]int, error) {
+func (s *stubBackend) SendUnlinked(context.Context, string, string, string, string) ([]int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.unlinked++
@@ -110,6 +144,7 @@ func secretary() Settings {
 // The intent a reply answers: named, or chat and reply_to, or the chat's oldest pending one;
 // with nothing pending the answer is a follow-up, sent as it is. The key is the answer's.
 func TestReplyTarget(t *testing.T) {
+	freshLedgers()
 	b := &stubBackend{oldest: "intent/42/5"}
 	ctx := context.Background()
 	for _, a := range []ReplyArgs{
@@ -223,6 +258,7 @@ func call(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]any)
 // not serve, a change to another session's intent, another agent's inbox are tool errors that
 // say so, and nothing reaches the backend; its own chats, intents and inbox work as before.
 func TestToolsActOnlyForTheirSession(t *testing.T) {
+	freshLedgers()
 	b := &stubBackend{oldest: "intent/42/5", sessions: map[string]string{"intent/42/3": "ops", "intent/77/1": "ops"}}
 	cs := connect(t, b, secretary())
 	for _, c := range []struct {
@@ -324,45 +360,77 @@ func TestToolsActOnlyForTheirSession(t *testing.T) {
 	}
 }
 
-// Issue 24: `reply` without reply_to, repeated (the first result was lost), is keyed by the
-// call: the repeat sends nothing and closes nothing (before, it answered the chat's NEXT
-// pending message with the same text); with nothing pending, a repeated follow-up is sent
-// once. The ledger survives a restart of the MCP server (it lives in data_dir).
-func TestReplyWithoutReplyToRepeatedSendsOnce(t *testing.T) {
+// Issue 32 (holes 1 and 2): without reply_to, a call is reserved against its message before it
+// is sent. Two messages answered with the same text both get it; a call retried after an error
+// (the answer went out, the wait did not last) goes to the same message and sends nothing more,
+// never to the next one; a follow-up with nothing pending is sent each time; several pending
+// messages make the agent say which one it answers. The ledger survives a restart of the MCP
+// server (it lives in data_dir).
+func TestReplyWithoutReplyTo(t *testing.T) {
 	s := secretary()
 	s.Config.DataDir = t.TempDir()
 	b := &stubBackend{oldest: "intent/42/1"}
 	ctx := context.Background()
-	first, err := reply(ctx, b, s, ReplyArgs{ChatID: "42", Text: "T"})
-	if err != nil {
-		t.Fatal(err)
+	if res, err := reply(ctx, b, s, ReplyArgs{ChatID: "42", Text: "OK"}); err != nil || res.Intent != "intent/42/1" {
+		t.Fatalf("M1: %+v %v", res, err)
 	}
-	b.oldest = "intent/42/2" // the first answer closed message 1; message 2 is pending now
-	again, err := reply(ctx, b, s, ReplyArgs{ChatID: "42", Text: "T"})
-	if err != nil || !again.Repeated || again.Intent != "intent/42/1" || len(b.replied) != 1 {
-		t.Fatalf("repeat: %+v %v; replies %v (first %+v)", again, err, b.replied, first)
+	b.oldest = "intent/42/2"
+	if res, err := reply(ctx, b, s, ReplyArgs{ChatID: "42", Text: "OK"}); err != nil || res.Intent != "intent/42/2" || res.Repeated {
+		t.Fatalf("M2 answered with the same text: %+v %v", res, err)
 	}
-	// Another answer still goes to the next pending message.
-	if res, err := reply(ctx, b, s, ReplyArgs{ChatID: "42", Text: "U"}); err != nil || res.Intent != "intent/42/2" || res.Repeated {
-		t.Fatalf("another answer: %+v %v", res, err)
+	if len(b.replied) != 2 {
+		t.Fatalf("replies %v, want one to each message", b.replied)
 	}
+
+	// A slow Telegram: the answer to 3 goes out, the call ends in an error; 4 arrives.
+	b.oldest, b.failAfterSend = "intent/42/3", true
+	if _, err := reply(ctx, b, s, ReplyArgs{ChatID: "42", Text: "done"}); err == nil {
+		t.Fatal("the failed call reported success")
+	}
+	b.oldest = "intent/42/4"
+	freshLedgers() // a new process (empty memory) reads the ledger from data_dir
+	res, err := reply(ctx, b, s, ReplyArgs{ChatID: "42", Text: "done"})
+	if err != nil || res.Intent != "intent/42/3" || !res.Repeated || len(b.replied) != 3 {
+		t.Fatalf("the retried call: %+v %v, replies %v; want it answered from message 3, nothing sent", res, err, b.replied)
+	}
+	if b.oldest != "intent/42/4" {
+		t.Fatal("message 4 was closed by an answer to 3")
+	}
+
+	// Nothing pending: a follow-up, each time it is asked for.
 	b.oldest = ""
 	for range 2 {
-		if _, err := reply(ctx, b, s, ReplyArgs{ChatID: "42", Text: "follow-up"}); err != nil {
-			t.Fatal(err)
+		if res, err := reply(ctx, b, s, ReplyArgs{ChatID: "42", Text: "follow-up"}); err != nil || res.Closed {
+			t.Fatalf("follow-up: %+v %v", res, err)
 		}
 	}
-	if b.unlinked != 1 {
-		t.Fatalf("a repeated follow-up was sent %d times", b.unlinked)
+	if b.unlinked != 2 {
+		t.Fatalf("follow-ups sent %d times, want 2", b.unlinked)
 	}
-	// A new process (empty memory) reads the ledger from data_dir.
-	ledgersMu.Lock()
-	ledgers = map[string]*replyLedger{}
-	ledgersMu.Unlock()
-	if res, err := reply(ctx, b, s, ReplyArgs{ChatID: "42", Text: "T"}); err != nil || !res.Repeated {
-		t.Fatalf("after a restart: %+v %v", res, err)
+
+	// Several pending: refused, with the list; nothing sent.
+	b.open = []string{"intent/42/5", "intent/42/6"}
+	_, err = reply(ctx, b, s, ReplyArgs{ChatID: "42", Text: "which?"})
+	if err == nil || !strings.Contains(err.Error(), "reply_to=5") || !strings.Contains(err.Error(), "reply_to=6") || !strings.Contains(err.Error(), "nothing was sent") {
+		t.Fatalf("several pending: %v", err)
+	}
+	if len(b.replied) != 3 || b.unlinked != 2 {
+		t.Fatalf("something was sent: %v, %d", b.replied, b.unlinked)
+	}
+	// A list that still shows a message this tool answered (visibility is late) does not make
+	// it pending again.
+	b.open = []string{"intent/42/2", "intent/42/6"}
+	if res, err := reply(ctx, b, s, ReplyArgs{ChatID: "42", Text: "six"}); err != nil || res.Intent != "intent/42/6" {
+		t.Fatalf("late list: %+v %v", res, err)
 	}
 	if info, err := os.Stat(filepath.Join(s.Config.DataDir, "replies", "secretary.json")); err != nil || info.Mode().Perm() != 0o600 {
 		t.Fatalf("ledger file: %v %v", info, err)
 	}
+}
+
+// freshLedgers forgets the process's reply ledgers (as a new MCP server starts).
+func freshLedgers() {
+	ledgersMu.Lock()
+	ledgers = map[string]*replyLedger{}
+	ledgersMu.Unlock()
 }

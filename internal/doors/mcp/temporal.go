@@ -28,9 +28,10 @@ func (t Temporal) Reply(ctx context.Context, id string, req workflows.ReplyReque
 	return intent.Reply(ctx, t.Client, id, req)
 }
 
-// SendUnlinked sends a message that answers no pending intent (a follow-up).
-func (t Temporal) SendUnlinked(ctx context.Context, chatID, replyTo, text string) ([]int, error) {
-	return t.Telegram.Send(ctx, activities.SendRequest{ChatID: chatID, ReplyTo: replyTo, Text: text})
+// SendUnlinked sends a message that answers no pending intent (a follow-up), its parts recorded
+// under key.
+func (t Temporal) SendUnlinked(ctx context.Context, chatID, replyTo, text, key string) ([]int, error) {
+	return t.Telegram.Send(ctx, activities.SendRequest{ChatID: chatID, ReplyTo: replyTo, Text: text, Key: key})
 }
 
 // React sets the bot's reaction on a message.
@@ -55,10 +56,9 @@ func (t Temporal) Pending(ctx context.Context, session string) ([]PendingIntent,
 	return out, nil
 }
 
-// OldestPending is the chat's oldest pending intent.
-func (t Temporal) OldestPending(ctx context.Context, chatID string) (string, error) {
-	s, err := intent.OldestPending(ctx, t.Client, chatID)
-	return s.ID, err
+// PendingInChat lists the chat's pending intents, oldest first.
+func (t Temporal) PendingInChat(ctx context.Context, chatID string) ([]intent.Summary, error) {
+	return intent.List(ctx, t.Client, intent.Filter{Status: workflows.StatusPending, ChatID: chatID})
 }
 
 // Change closes, links or ignores an intent.
