@@ -171,6 +171,13 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 		logger.Warn("hook desk not served; hooks take through Temporal", zap.Error(err))
 		desk.Refuse()
 	}
+	// Commits hooks made while no worker ran reach their sessions before any workflow runs here:
+	// a session reads them before it looks at a lease or types (issue 32).
+	fctx, fcancel := context.WithTimeout(ctx, 30*time.Second)
+	if err := desk.Flush(fctx); err != nil {
+		logger.Error("hook desk: recorded commits not passed on before the workflows run; they follow as soon as Temporal takes them", zap.Error(err))
+	}
+	fcancel()
 	deskCtx, stopDesk := context.WithCancel(context.Background())
 	s.stopDesk, s.deskDone = stopDesk, make(chan struct{})
 	go func() {

@@ -146,9 +146,12 @@ func Open(dir string, signal Signal, log *zap.Logger) (*Desk, error) {
 				d.sendTaken(session, o)
 			}
 			if o.Committed && !o.CommitSent {
-				d.sendCommit(session, o)
+				d.sendCommit(session, o, nil)
 			}
 		}
+	}
+	if err := d.applyRecorded(); err != nil {
+		return nil, err
 	}
 	return d, nil
 }
@@ -336,12 +339,23 @@ func (d *Desk) Commit(session, key string) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.commit(session, key, nil)
+}
+
+// commit is Commit under the lock; sent (when set) runs once the session has the commit, or at
+// once when the journal already had it.
+func (d *Desk) commit(session, key string, sent func()) error {
 	o := d.journal(session).find(key)
 	if o == nil {
-		d.enqueue(outgoing{session: session, commit: key})
+		d.enqueue(outgoing{session: session, commit: key, done: sent})
 		return nil
 	}
 	if o.Committed {
+		if sent != nil && o.CommitSent {
+			sent()
+		} else if sent != nil {
+			d.enqueue(outgoing{session: session, commit: key, done: sent})
+		}
 		return nil
 	}
 	o.Committed = true
@@ -349,7 +363,7 @@ func (d *Desk) Commit(session, key string) error {
 		o.Committed = false
 		return err
 	}
-	d.sendCommit(session, o)
+	d.sendCommit(session, o, sent)
 	return nil
 }
 
@@ -401,10 +415,13 @@ func (d *Desk) sendTaken(session string, o *offer) {
 	}})
 }
 
-func (d *Desk) sendCommit(session string, o *offer) {
+func (d *Desk) sendCommit(session string, o *offer, sent func()) {
 	d.enqueue(outgoing{session: session, commit: o.Key, done: func() {
 		o.CommitSent = true
 		d.saveQuietly(session)
+		if sent != nil {
+			sent()
+		}
 	}})
 }
 
@@ -430,66 +447,98 @@ func (d *Desk) enqueue(o outgoing) {
 func (d *Desk) Run(ctx context.Context) {
 	backoff := 100 * time.Millisecond
 	for {
-		d.mu.Lock()
-		var batch, rest []outgoing
-		for _, o := range d.out {
-			if len(batch) == 0 || o.session == batch[0].session {
-				batch = append(batch, o)
-			} else {
-				rest = append(rest, o)
-			}
-		}
-		d.out = rest
-		d.mu.Unlock()
-		if len(batch) == 0 {
-			select {
-			case <-ctx.Done():
-				return
-			case <-d.wake:
-				continue
-			}
-		}
-		var words workflows.HookWords
-		for _, o := range batch {
-			switch {
-			case o.event != nil:
-				words.Events = append(words.Events, *o.event)
-			case o.taken != nil:
-				words.Taken = append(words.Taken, *o.taken)
-			case o.commit != "":
-				words.Commits = append(words.Commits, o.commit)
-			case o.context != nil:
-				words.Contexts = append(words.Contexts, *o.context)
-			}
-		}
-		session := batch[0].session
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := d.signal(sctx, workflows.SessionWorkflowID(session), workflows.SignalHookWords, words)
-		cancel()
-		var notFound *serviceerror.NotFound
-		if err != nil && !errors.As(err, &notFound) {
-			d.mu.Lock()
-			d.out = append(batch, d.out...) // first again, in order
-			d.mu.Unlock()
+		sent, err := d.passOn(ctx)
+		switch {
+		case err != nil:
 			if ctx.Err() != nil {
 				return
 			}
-			d.log.Warn("hook desk: words to the session not passed on yet; retrying", zap.String("session", session), zap.Int("words", len(batch)), zap.Error(err))
+			d.log.Warn("hook desk: words to a session not passed on yet; retrying", zap.Error(err))
 			select {
 			case <-ctx.Done():
 				return
 			case <-time.After(backoff):
 			}
 			backoff = min(2*backoff, 5*time.Second)
-			continue
-		}
-		backoff = 100 * time.Millisecond
-		d.mu.Lock()
-		for _, o := range batch {
-			if o.done != nil {
-				o.done()
+		case sent:
+			backoff = 100 * time.Millisecond
+		default:
+			select {
+			case <-ctx.Done():
+				return
+			case <-d.wake:
 			}
 		}
-		d.mu.Unlock()
 	}
+}
+
+// Flush passes on what waits now (the commits the journals and the hooks' records hold), before
+// it returns: the worker calls it before its workflows run, so a session reads every commit a
+// hook made before it looks at any lease or types anything (issue 32).
+func (d *Desk) Flush(ctx context.Context) error {
+	for {
+		sent, err := d.passOn(ctx)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return fmt.Errorf("hook desk: commits not passed on to the sessions: %w", err)
+		case err != nil:
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("hook desk: commits not passed on to the sessions: %w", err)
+			case <-time.After(200 * time.Millisecond):
+			}
+		case !sent:
+			return nil
+		}
+	}
+}
+
+// passOn sends what waits for one session in one signal; it reports whether there was any.
+func (d *Desk) passOn(ctx context.Context) (bool, error) {
+	d.mu.Lock()
+	var batch, rest []outgoing
+	for _, o := range d.out {
+		if len(batch) == 0 || o.session == batch[0].session {
+			batch = append(batch, o)
+		} else {
+			rest = append(rest, o)
+		}
+	}
+	d.out = rest
+	d.mu.Unlock()
+	if len(batch) == 0 {
+		return false, nil
+	}
+	var words workflows.HookWords
+	for _, o := range batch {
+		switch {
+		case o.event != nil:
+			words.Events = append(words.Events, *o.event)
+		case o.taken != nil:
+			words.Taken = append(words.Taken, *o.taken)
+		case o.commit != "":
+			words.Commits = append(words.Commits, o.commit)
+		case o.context != nil:
+			words.Contexts = append(words.Contexts, *o.context)
+		}
+	}
+	session := batch[0].session
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err := d.signal(sctx, workflows.SessionWorkflowID(session), workflows.SignalHookWords, words)
+	cancel()
+	var notFound *serviceerror.NotFound
+	if err != nil && !errors.As(err, &notFound) {
+		d.mu.Lock()
+		d.out = append(batch, d.out...) // first again, in order
+		d.mu.Unlock()
+		return false, fmt.Errorf("session %s, %d words: %w", session, len(batch), err)
+	}
+	d.mu.Lock()
+	for _, o := range batch {
+		if o.done != nil {
+			o.done()
+		}
+	}
+	d.mu.Unlock()
+	return true, nil
 }

@@ -353,3 +353,48 @@ func TestDeskUnreadableJournalSetAside(t *testing.T) {
 	require.NoError(t, err, "kept aside")
 	require.NoError(t, d.Publish(context.Background(), workflows.DeskPublishRequest{Session: "s", Key: "standing/r/1", Messages: msgs("1")}))
 }
+
+// Issue 32: a hook took a standing offer, the worker died before the hook could commit, and the
+// hook recorded the commit on disk. The next worker's desk applies it before its workflows run
+// (Flush): the session gets the take and the commit in one word, the journal keeps it, and the
+// record goes once passed on. A commit recorded for a take the desk never answered (through the
+// workflow) is passed on as well.
+func TestRecordedCommitAppliedAtStart(t *testing.T) {
+	dataDir := t.TempDir()
+	dir := filepath.Join(dataDir, "desk")
+	first := &signals{fail: errors.New("connection refused")}
+	d, err := Open(dir, first.send, nil)
+	require.NoError(t, err)
+	msgs := []workflows.DeliveryRequest{{ID: "intent/5/1#1", ReplyTo: "intent/5/1", Kind: workflows.KindMessage, Text: "one"}}
+	require.NoError(t, d.Publish(context.Background(), workflows.DeskPublishRequest{Session: "s", Key: "standing/r/1", Messages: msgs}))
+	res, err := d.Take("s", workflows.TakeRequest{Key: "post-tool-use/toolu_1", Event: workflows.EventPostToolUse})
+	require.NoError(t, err)
+	require.Equal(t, "standing/r/1", res.Key)
+	// The worker dies here; the hook printed the take and records its commit.
+	require.NoError(t, RecordCommit(dataDir, "s", res.Key))
+	require.NoError(t, RecordCommit(dataDir, "s", "post-tool-use/through-the-workflow"))
+	info, err := os.Stat(CommitsDir(dataDir))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o700), info.Mode().Perm())
+
+	next := &signals{}
+	d2, err := Open(dir, next.send, nil)
+	require.NoError(t, err)
+	require.NoError(t, d2.Flush(context.Background()))
+	got := next.list()
+	require.Contains(t, got, "session/s standing-taken standing/r/1 by post-tool-use/toolu_1")
+	require.Contains(t, got, "session/s taken standing/r/1")
+	require.Contains(t, got, "session/s taken post-tool-use/through-the-workflow")
+	left, err := os.ReadDir(CommitsDir(dataDir))
+	require.NoError(t, err)
+	require.Empty(t, left, "records passed on are removed")
+	// A third start passes nothing on again.
+	third := &signals{}
+	d3, err := Open(dir, third.send, nil)
+	require.NoError(t, err)
+	require.NoError(t, d3.Flush(context.Background()))
+	require.Empty(t, third.list())
+	res, err = d3.Take("s", workflows.TakeRequest{Key: "post-tool-use/toolu_2", Event: workflows.EventPostToolUse})
+	require.NoError(t, err)
+	require.Empty(t, res.Messages, "the committed offer is not handed over again")
+}

@@ -27,6 +27,9 @@ type Desk interface {
 type ViaDesk struct {
 	Desk Desk
 	Backend
+	// DataDir is where a commit the desk did not take is recorded for the next worker
+	// (hookdesk.RecordCommit); empty: not recorded.
+	DataDir string
 	mu sync.Mutex
 	// viaDesk are the keys of the takes the desk answered: their commits go to it.
 	viaDesk map[string]bool
@@ -35,7 +38,7 @@ type ViaDesk struct {
 // ThroughDesk is the Backend of a hook of the intentq whose data_dir is dataDir: its worker's
 // desk, reached with the access token, and b.
 func ThroughDesk(dataDir, token string, b Backend) *ViaDesk {
-	return &ViaDesk{Desk: hookdesk.Client{Path: hookdesk.SocketPath(dataDir), Token: token}, Backend: b}
+	return &ViaDesk{Desk: hookdesk.Client{Path: hookdesk.SocketPath(dataDir), Token: token}, Backend: b, DataDir: dataDir}
 }
 
 // Take takes the session's standing offer from the desk; should the desk not answer (no worker
@@ -55,8 +58,11 @@ func (v *ViaDesk) Take(ctx context.Context, session string, req workflows.TakeRe
 }
 
 // Taken commits a take: through the desk that answered it (it keeps the commit and passes it
-// on), else, or when the desk fails, by the taken signal (the session commits its standing
-// offer on that too).
+// on). When the desk does not take it (the worker died after answering the take), the commit is
+// recorded on disk first, for the next worker to apply before its workflows run, then sent by
+// the taken signal too (the session commits its standing offer on that as well; a commit that
+// arrives twice counts once). A take through the workflow commits by the signal, recorded too
+// when the signal fails.
 func (v *ViaDesk) Taken(ctx context.Context, session, key string) error {
 	v.mu.Lock()
 	desk := v.viaDesk[key]
@@ -64,7 +70,23 @@ func (v *ViaDesk) Taken(ctx context.Context, session, key string) error {
 	if desk && v.Desk.Taken(ctx, session, key) == nil {
 		return nil
 	}
-	return v.Backend.Taken(ctx, session, key)
+	recorded := false
+	if desk {
+		recorded = v.record(session, key)
+	}
+	err := v.Backend.Taken(ctx, session, key)
+	if err != nil && !recorded && v.record(session, key) {
+		return nil
+	}
+	if recorded {
+		return nil
+	}
+	return err
+}
+
+// record keeps a commit on disk for the next worker; it reports whether it did.
+func (v *ViaDesk) record(session, key string) bool {
+	return v.DataDir != "" && hookdesk.RecordCommit(v.DataDir, session, key) == nil
 }
 
 // Report reports through the desk, else by the signal.
