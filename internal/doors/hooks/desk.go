@@ -30,7 +30,7 @@ type ViaDesk struct {
 	// DataDir is where a commit the desk did not take is recorded for the next worker
 	// (hookdesk.RecordCommit); empty: not recorded.
 	DataDir string
-	mu sync.Mutex
+	mu      sync.Mutex
 	// viaDesk are the keys of the takes the desk answered: their commits go to it.
 	viaDesk map[string]bool
 }
