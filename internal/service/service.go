@@ -76,9 +76,26 @@ type Service struct {
 	token string
 }
 
+// Option changes how Start runs the service (tests play faults through them).
+type Option func(*options)
+
+// options are what the Options set.
+type options struct {
+	interceptors []interceptor.WorkerInterceptor
+}
+
+// WithWorkerInterceptors adds interceptors to the service's workers, after its own.
+func WithWorkerInterceptors(i ...interceptor.WorkerInterceptor) Option {
+	return func(o *options) { o.interceptors = append(o.interceptors, i...) }
+}
+
 // Start brings everything up in dependency order and returns once all parts serve. On error,
 // whatever was started is stopped again.
-func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Service, err error) {
+func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger, opts ...Option) (svc *Service, err error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	s := &Service{cfg: cfg, log: logger}
 	defer func() {
 		if err != nil {
@@ -188,7 +205,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger) (svc *Se
 	options := worker.Options{
 		Identity:          identity,
 		WorkerStopTimeout: 10 * time.Second,
-		Interceptors:      []interceptor.WorkerInterceptor{AlarmingFailures(failures)},
+		Interceptors:      append([]interceptor.WorkerInterceptor{AlarmingFailures(failures)}, o.interceptors...),
 	}
 	deps := Deps{
 		Identity: identity,

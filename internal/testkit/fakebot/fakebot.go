@@ -406,6 +406,7 @@ type Server struct {
 	confirmed     int
 	longPoll      *poller
 	conflictDelay time.Duration
+	sendDelay     time.Duration
 	nextConflict  time.Time
 	failures      []*failure
 	calls         map[string]int
@@ -594,6 +595,13 @@ func (s *Server) Duplicate(updateID int) int {
 // token is still checked first; a failed request has no other effect (a
 // failed getUpdates confirms nothing).
 func (s *Server) FailNext(status int, n int) { s.FailNextMethod("", status, n) }
+
+// SetSendDelay makes every sendMessage wait d before it sends and answers, as a slow Telegram.
+func (s *Server) SetSendDelay(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sendDelay = d
+}
 
 // FailNextMethod is FailNext for requests of one method only (say,
 // "sendMessage"); requests of other methods are not affected.
@@ -862,6 +870,10 @@ func (s *Server) serveMethod(w http.ResponseWriter, r *http.Request, method stri
 	case "getupdates":
 		s.getUpdates(w, r, p)
 	case "sendmessage":
+		s.mu.Lock()
+		delay := s.sendDelay
+		s.mu.Unlock()
+		time.Sleep(delay) // a slow Telegram: the message is sent after it
 		s.sendMessage(w, p)
 	case "sendchataction", "setmycommands":
 		writeResult(w, true)

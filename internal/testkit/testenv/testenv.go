@@ -109,10 +109,10 @@ func Config(t testing.TB) *config.Config {
 // StartService starts the whole service with cfg. Ports picked by FreePort can be taken by a
 // parallel test process before the service binds them, so on "address already in use" it picks
 // new ports and tries again. The service is stopped when the test ends.
-func StartService(t testing.TB, cfg *config.Config, logger *zap.Logger) *service.Service {
+func StartService(t testing.TB, cfg *config.Config, logger *zap.Logger, opts ...service.Option) *service.Service {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
-		svc, err := service.Start(context.Background(), cfg, logger)
+		svc, err := service.Start(context.Background(), cfg, logger, opts...)
 		if err == nil {
 			t.Cleanup(func() { svc.Stop(context.Background()) })
 			return svc
