@@ -67,6 +67,10 @@ type AgentState struct {
 	Detail string    `json:"detail,omitempty"`
 }
 
+// SourceCompact is a session start's source when the CLI compacted its context (Claude Code's
+// SessionStart source "compact").
+const SourceCompact = "compact"
+
 // StateAfter is the state an event leaves the agent in; "" when it says nothing about it.
 func StateAfter(event, detail string) string {
 	switch event {
@@ -233,6 +237,11 @@ func (s *session) noteEventQuietly(ctx workflow.Context, ev AgentEvent) (changed
 		s.receipts = append([]string(nil), s.receipts[n-maxReceipts:]...)
 	}
 	state := StateAfter(ev.Event, ev.Detail)
+	if s.offersFixed && ev.Event == EventSessionStart && ev.Detail == SourceCompact {
+		// Claude Code compacts in the middle of a turn too, and the turn goes on: the state
+		// stays what the agent's other hooks said (versionOffersFixed).
+		state = ""
+	}
 	if s.Agent == nil {
 		s.Agent = &AgentState{}
 	}

@@ -27,7 +27,8 @@ const versionExactlyOnce = 1
 // versionOffersFixed (change ID "offers-fixed", issue 32): a commit through the desk is read
 // with the taken signals, before any lease is looked at; a standing offer is handed to the desk
 // by an activity scheduled in a completed workflow task, so a retried task can never change what
-// its key holds nor leave an offer at the desk that the session does not know.
+// its key holds nor leave an offer at the desk that the session does not know; a session start
+// from a compaction leaves the agent's state as it was (a turn goes on after it).
 const versionOffersFixed = 1
 
 // maxExpiredOffers bounds SessionInput.ExpiredOffers.

@@ -484,8 +484,10 @@ func (sc *schedule) sessionStart() {
 		sc.stop()
 		sc.readPane()
 	}
-	sc.note("session starts again (compact)")
-	out := sc.hook(hooks.EventSessionStart, `{"session_id":"c","hook_event_name":"SessionStart","source":"compact"}`)
+	// Claude Code compacts during a turn (the turn goes on); a /clear comes while it idles.
+	source := map[bool]string{true: "compact", false: "clear"}[sc.working]
+	sc.note("session starts again (%s)", source)
+	out := sc.hook(hooks.EventSessionStart, `{"session_id":"c","hook_event_name":"SessionStart","source":"`+source+`"}`)
 	if *realVerbose && out != "" {
 		sc.note("session-start printed %q", out)
 	}
