@@ -516,12 +516,14 @@ func (sc *schedule) answerOne() {
 	}
 	id := open[sc.rnd.IntN(len(open))]
 	a := mcp.ReplyArgs{ChatID: strconv.FormatInt(checkerChat, 10), ReplyTo: strconv.Itoa(id), Text: sc.answerText(id)}
-	if len(open) == 1 && sc.rnd.IntN(3) == 0 {
+	slow := sc.rnd.IntN(5) == 0
+	if len(open) == 1 && sc.rnd.IntN(2) == 0 {
 		a.ReplyTo = "" // "the only one waiting", as far as the agent knows
+		slow = slow || sc.rnd.IntN(3) == 0
 	}
 	sc.answering[a.Text+"\x00"+a.ReplyTo] = id
 	wait := 30 * time.Second
-	if sc.rnd.IntN(5) == 0 {
+	if slow {
 		sc.rs.bot.SetSendDelay(1500 * time.Millisecond)
 		wait = 700 * time.Millisecond
 		defer sc.rs.bot.SetSendDelay(0)
