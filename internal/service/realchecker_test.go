@@ -113,6 +113,7 @@ type realSystem struct {
 	pane     string
 	faults   *taskFaults
 	svc      *service.Service
+	down     bool // the worker is stopped (an outage)
 	restarts int
 	// offset is how much of the pane the schedules have read.
 	offset int
@@ -140,14 +141,15 @@ func newRealSystem(t testing.TB) *realSystem {
 	return rs
 }
 
-// restart stops the worker (and its embedded server) and starts it again on the same data_dir.
+// restart stops the worker (and its embedded server; a second stop does nothing) and starts it
+// again on the same data_dir.
 func (rs *realSystem) restart(t testing.TB) {
 	rs.svc.Stop(context.Background())
 	rs.restarts++
 	for attempt := 1; ; attempt++ {
 		svc, err := service.Start(context.Background(), rs.cfg, zap.NewNop(), service.WithWorkerInterceptors(rs.faults))
 		if err == nil {
-			rs.svc = svc
+			rs.svc, rs.down = svc, false
 			t.Cleanup(func() { svc.Stop(context.Background()) })
 			return
 		}
@@ -314,8 +316,24 @@ func (rs *realSystem) play(t testing.TB, seed int64) {
 			sc.sessionStart()
 		case r < 64 && !restarted:
 			restarted = true
-			sc.note("worker stopped and started")
+			if sc.rnd.IntN(4) > 0 {
+				sc.note("worker stopped and started")
+				rs.restart(t)
+				break
+			}
+			// An outage longer than a take's lease: the agent goes on meanwhile (its hooks find
+			// no worker; what they printed they record), then the worker comes back.
+			sc.note("worker stopped for longer than a lease")
+			rs.svc.Stop(context.Background())
+			rs.down = true
+			for end := time.Now().Add(31*time.Second + time.Duration(sc.rnd.IntN(5000))*time.Millisecond); time.Now().Before(end); {
+				if sc.working && sc.rnd.IntN(3) > 0 {
+					sc.toolCall()
+				}
+				time.Sleep(time.Duration(500+sc.rnd.IntN(2000)) * time.Millisecond)
+			}
 			rs.restart(t)
+			sc.note("worker back")
 		case r < 85:
 			sc.answerOne()
 		}
@@ -389,7 +407,15 @@ func (sc *schedule) settings() hooks.Settings {
 	return hooks.Settings{Session: checkerSession, Agent: checkerSession, DataDir: sc.rs.cfg.DataDir, StopTyped: true, Logger: zap.NewNop()}
 }
 
+// dial is a hook's backend: the worker's desk, and Temporal when the desk does not answer; while
+// the worker is down (with it the embedded server), dialing Temporal fails as it would.
 func (sc *schedule) dial(context.Context) (hooks.Backend, func(), error) {
+	if sc.rs.down {
+		temporal, closeFn := hooks.Lazy(func(context.Context) (hooks.Backend, func(), error) {
+			return nil, nil, errors.New("dial 127.0.0.1: connection refused")
+		})
+		return hooks.ThroughDesk(sc.rs.cfg.DataDir, sc.rs.svc.Token(), temporal), closeFn, nil
+	}
 	return hooks.ThroughDesk(sc.rs.cfg.DataDir, sc.rs.svc.Token(), hooks.Temporal{Client: sc.rs.svc.Client(), Config: sc.rs.cfg}), func() {}, nil
 }
 
