@@ -72,6 +72,9 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 		"testdata/intent_reminded_v10.json", "testdata/session_reminders_v10.json",
 		"testdata/intent_delivered_closed_v10.json", "testdata/session_v10.json",
 		"testdata/intent_reminded.json", "testdata/session_reminders.json",
+		// Before offers-fixed (issue 32): standing offers by a local activity, desk commits read
+		// by the main loop only, a compaction's session start taken for idle.
+		"testdata/intent_delivered_closed_v11.json", "testdata/session_v11.json",
 		// Current.
 		"testdata/intent_delivered_closed.json", "testdata/session.json",
 		// A headless session (a success, a retried network error, a denied tool) from when runs
