@@ -68,9 +68,11 @@ type Desk struct {
 	mu       sync.Mutex
 	closed   bool
 	sessions map[string]*journal
-	// out is what waits to be passed on to the sessions, in order; wake wakes the sender.
+	// out is what waits to be passed on to the sessions, in order; wake wakes the sender; most,
+	// when set, bounds a batch (the server refused a larger one).
 	out  []outgoing
 	wake chan struct{}
+	most int
 }
 
 // journal is one session's state at the desk, as kept on disk.
@@ -497,8 +499,9 @@ func (d *Desk) Flush(ctx context.Context) error {
 func (d *Desk) passOn(ctx context.Context) (bool, error) {
 	d.mu.Lock()
 	var batch, rest []outgoing
+	most := d.most
 	for _, o := range d.out {
-		if len(batch) == 0 || o.session == batch[0].session {
+		if (len(batch) == 0 || o.session == batch[0].session) && (most == 0 || len(batch) < most) {
 			batch = append(batch, o)
 		} else {
 			rest = append(rest, o)
@@ -527,13 +530,33 @@ func (d *Desk) passOn(ctx context.Context) (bool, error) {
 	err := d.signal(sctx, workflows.SessionWorkflowID(session), workflows.SignalHookWords, words)
 	cancel()
 	var notFound *serviceerror.NotFound
-	if err != nil && !errors.As(err, &notFound) {
+	var refused *serviceerror.InvalidArgument
+	switch {
+	case errors.As(err, &refused) && len(batch) > 1:
+		// Refused for good (over the server's size limit): the batch goes again in halves, so
+		// one word too large never holds the others back.
+		d.mu.Lock()
+		d.out, d.most = append(batch, d.out...), (len(batch)+1)/2
+		d.mu.Unlock()
+		d.log.Warn("hook desk: words refused by the server; passed on in smaller batches", zap.String("session", session), zap.Int("words", len(batch)), zap.Error(err))
+		return true, nil
+	case errors.As(err, &refused):
+		d.log.Error("hook desk: a word the server refuses for good is set aside; the others go on", zap.String("session", session),
+			zap.Int("events", len(words.Events)), zap.Int("taken", len(words.Taken)), zap.Strings("commits", words.Commits), zap.Int("contexts", len(words.Contexts)), zap.Error(err))
+		d.mu.Lock()
+		d.most = 0
+		d.mu.Unlock()
+		return true, nil
+	case err != nil && !errors.As(err, &notFound):
 		d.mu.Lock()
 		d.out = append(batch, d.out...) // first again, in order
 		d.mu.Unlock()
 		return false, fmt.Errorf("session %s, %d words: %w", session, len(batch), err)
 	}
 	d.mu.Lock()
+	if d.most > 0 && len(d.out) == 0 {
+		d.most = 0 // the backlog that was refused whole has gone out
+	}
 	for _, o := range batch {
 		if o.done != nil {
 			o.done()

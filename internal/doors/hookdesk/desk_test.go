@@ -398,3 +398,38 @@ func TestRecordedCommitAppliedAtStart(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, res.Messages, "the committed offer is not handed over again")
 }
+
+// Issue 33 (7): a batch the server refuses for good (over its size limit) never wedges the desk:
+// it goes again in halves, a single word still refused is set aside loudly, and every other
+// word, of that session and of the others, is passed on.
+func TestDeskNeverWedgesOnARefusedWord(t *testing.T) {
+	sig := &signals{}
+	refuse := func(_ context.Context, id, signal string, arg any) error {
+		w := arg.(workflows.HookWords)
+		size := 0
+		for _, c := range w.Contexts {
+			size += len(c.Text)
+		}
+		if size > 1000 || len(w.Events)+len(w.Contexts)+len(w.Commits) > 8 {
+			return serviceerror.NewInvalidArgument("Blob data size exceeds limit.")
+		}
+		return sig.send(context.Background(), id, signal, arg)
+	}
+	d, err := Open(t.TempDir(), refuse, nil)
+	require.NoError(t, err)
+	for i := range 10 {
+		require.NoError(t, d.Report("s", workflows.AgentEvent{Event: fmt.Sprintf("e%d", i)}))
+	}
+	require.NoError(t, d.Context("s", "session-start/huge", strings.Repeat("x", 5000)))
+	require.NoError(t, d.Commit("s", "post-tool-use/toolu_1"))
+	require.NoError(t, d.Report("other", workflows.AgentEvent{Event: "stop"}))
+	require.NoError(t, d.Flush(context.Background()))
+	want := []string{"session/s taken post-tool-use/toolu_1", "session/other event stop"}
+	for i := range 10 {
+		want = append(want, fmt.Sprintf("session/s event e%d", i))
+	}
+	sig.waitFor(t, want...)
+	for _, g := range sig.list() {
+		require.NotContains(t, g, "session-start/huge", "the refused word was passed on")
+	}
+}
