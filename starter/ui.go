@@ -1,13 +1,17 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"net/url"
 	"os/exec"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/intentq/intentq/internal/base/private"
 	"github.com/intentq/intentq/internal/base/trust"
 )
 
@@ -45,13 +49,32 @@ func newUI() *cobra.Command {
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), login)
 			if open {
-				if err := exec.Command("xdg-open", login).Start(); err != nil {
-					return fmt.Errorf("xdg-open: %w (open the URL above yourself)", err)
-				}
+				return openLogin(cfg.DataDir, login)
 			}
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&open, "open", false, "open the URL with xdg-open")
+	cmd.Flags().BoolVar(&open, "open", false, "open the URL with xdg-open (through a private page: the token is on no command line)")
 	return cmd
+}
+
+// openLogin opens the login URL in the browser without putting it on a command line (issue 33):
+// any local user reads every process's argv. The URL goes into a private page under data_dir
+// (0600) that sends the browser on to it, and xdg-open gets only the page's path.
+func openLogin(dataDir, login string) error {
+	target, err := json.Marshal(login) // a JavaScript string; <, > and & escaped
+	if err != nil {
+		return fmt.Errorf("login page: %w", err)
+	}
+	page := filepath.Join(dataDir, "ui", "login.html")
+	body := `<!doctype html><meta charset="utf-8"><meta name="referrer" content="no-referrer"><title>intentq</title>` +
+		`<script>location.replace(` + string(target) + `)</script>` +
+		`<noscript><a href="` + html.EscapeString(login) + `">Open the intentq Web UI</a></noscript>` + "\n"
+	if err := private.WriteFile(page, []byte(body)); err != nil {
+		return fmt.Errorf("login page: %w", err)
+	}
+	if err := exec.Command("xdg-open", page).Start(); err != nil {
+		return fmt.Errorf("xdg-open: %w (open the URL above yourself)", err)
+	}
+	return nil
 }
