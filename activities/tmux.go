@@ -37,8 +37,8 @@ const (
 const (
 	defaultTmuxBin        = "tmux"
 	defaultTmuxEnterDelay = 300 * time.Millisecond
-	// tmuxChunkBytes bounds one send-keys argument. tmux 3.3a refuses a whole command over
-	// about 16 KB with "command too long"; 1000 bytes leaves ample room.
+	// tmuxChunkBytes bounds one piece of a line's typing (one buffer pasted); a piece is typed
+	// and recorded before the next, so a retry resumes after it.
 	tmuxChunkBytes = 1000
 	// tmuxPaneFormat is what resolve asks tmux about the target pane.
 	// The foreground program's name goes last: it may hold spaces.
@@ -105,7 +105,8 @@ type paneInfo struct {
 // No character of the text ever acts as a key: control characters are shown visibly first
 // (VisibleControls), so an ESC, CR or C-c in a message cannot interrupt, submit or open a menu.
 //
-// The text goes to tmux as an argv element of `send-keys -l`, never through a shell, so `;`,
+// The text goes to tmux on standard input (load-buffer -, then paste-buffer), never on a
+// command line nor through a shell, so no other user reads it in a process's argv, and `;`,
 // key names such as C-c, $(...), quotes, a leading '-' and newlines all arrive as typed
 // (a newline inside the text arrives as a line feed; it does not press Enter). The target is
 // resolved once to its pane id, so the text and the Enter reach the same pane even if the user
@@ -294,9 +295,10 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// typeText puts the text on the pane's input line: literally with send-keys -l; multi-line
-// text either as one bracketed paste (paste-buffer -p, newlines become carriage returns inside
-// the paste) or line by line with the CLI's newline key. It goes in pieces (a paste, a chunk of
+// typeText puts the text on the pane's input line through a tmux buffer loaded from standard
+// input: a line as pasted keys (paste-buffer without brackets); multi-line text either as one
+// bracketed paste (paste-buffer -p, newlines become carriage returns inside the paste) or line by
+// line with the CLI's newline key. It goes in pieces (a paste, a chunk of
 // literal text, a newline key); the first done pieces went in before (an attempt that died), and
 // typed is told how many are in after each one.
 func (t *Tmux) typeText(ctx context.Context, req InjectRequest, paneID string, done int, typed func(int)) error {
@@ -306,15 +308,21 @@ func (t *Tmux) typeText(ctx context.Context, req InjectRequest, paneID string, d
 		}
 		var err error
 		switch {
-		case p.paste:
-			buffer := fmt.Sprintf("intentq-%d-%d", os.Getpid(), bufferSeq.Add(1))
-			if _, err = t.runInput(ctx, req.Target, p.text, "load-buffer", "-b", buffer, "-"); err == nil {
-				_, err = t.run(ctx, req.Target, "paste-buffer", "-p", "-d", "-b", buffer, "-t", paneID)
-			}
 		case p.key != "":
 			_, err = t.run(ctx, req.Target, "send-keys", "-t", paneID, p.key)
 		default:
-			_, err = t.run(ctx, req.Target, "send-keys", "-t", paneID, "-l", "--", escapeTrailingSemicolon(p.text))
+			// The text reaches tmux on standard input, never on a command line (issue 33: any
+			// local user reads every process's argv): loaded into a buffer of its own, then
+			// pasted, bracketed for a multi-line paste, as typed keys otherwise (-r: a piece of
+			// one line has no line feed to replace).
+			buffer := fmt.Sprintf("intentq-%d-%d", os.Getpid(), bufferSeq.Add(1))
+			paste := []string{"paste-buffer", "-d", "-r", "-b", buffer, "-t", paneID}
+			if p.paste {
+				paste = []string{"paste-buffer", "-p", "-d", "-b", buffer, "-t", paneID}
+			}
+			if _, err = t.runInput(ctx, req.Target, p.text, "load-buffer", "-b", buffer, "-"); err == nil {
+				_, err = t.run(ctx, req.Target, paste...)
+			}
 		}
 		if err != nil {
 			return err
@@ -531,17 +539,6 @@ func tmuxTargetMissing(stderr string) bool {
 		}
 	}
 	return false
-}
-
-// escapeTrailingSemicolon protects an argument from tmux's command-line parser. tmux reads an
-// argv element ending in ';' as "this argument, then the end of the command" (even after --),
-// and an element ending in "\;" as ending in a literal ';'. Inserting a backslash before the
-// final ';' therefore makes tmux see exactly s, for any s.
-func escapeTrailingSemicolon(s string) string {
-	if strings.HasSuffix(s, ";") {
-		return s[:len(s)-1] + `\;`
-	}
-	return s
 }
 
 // splitUTF8 cuts s into pieces of at most max bytes without splitting a rune. s must be valid

@@ -627,3 +627,37 @@ func TestTmuxInjectResumesAfterTypedLines(t *testing.T) {
 		t.Errorf("the count of typed lines outlived the typing: %v", err)
 	}
 }
+
+// Issue 33 (4): a message's text is never on a command line (any local user reads every
+// process's argv in /proc): every tmux the injector runs is logged with its arguments by a
+// wrapper, and none carries the text, single-line or multi-line; the pane gets it whole.
+func TestInjectPutsNoTextInArgv(t *testing.T) {
+	srv := newTmuxServer(t)
+	out := srv.reader("reader", "-echo")
+	real, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Fatal(err)
+	}
+	argvLog := filepath.Join(t.TempDir(), "argv")
+	wrapper := filepath.Join(t.TempDir(), "tmux")
+	script := "#!/bin/sh\nprintf '%s\\n' \"$*\" >> " + argvLog + "\nexec " + real + " \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	tm := srv.injector()
+	tm.Bin = wrapper
+	secret := "my bank PIN is 4321; C-c $(id) -x"
+	for _, text := range []string{secret, secret + "\nand a second line"} {
+		if err := discard(tm.Inject(context.Background(), InjectRequest{Target: "reader:0.0", Text: text})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFile(t, out, secret+"\n"+secret+"\nand a second line\n")
+	logged, err := os.ReadFile(argvLog)
+	if err != nil || len(logged) == 0 {
+		t.Fatalf("no tmux run logged: %v", err)
+	}
+	if strings.Contains(string(logged), "4321") {
+		t.Fatalf("the text is on a tmux command line:\n%s", logged)
+	}
+}
