@@ -95,6 +95,9 @@ type IntentInput struct {
 	// supergroup, channel); a message not in a private chat is marked in the header.
 	Forwarded bool   `json:"forwarded,omitempty"`
 	ChatType  string `json:"chat_type,omitempty"`
+	// ViaBot is the inline bot the message was sent through (its text is the bot's result, not
+	// the sender's own words); nil: none, or an intent from before it was kept.
+	ViaBot *Sender `json:"via_bot,omitempty"`
 	// Deliver: the message itself must be typed into the session (the Telegram door, where
 	// intentq is the poller). The plugin door delivers through Claude Code itself.
 	Deliver bool `json:"deliver"`

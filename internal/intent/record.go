@@ -41,6 +41,8 @@ type Message struct {
 	// Telegram door (see workflows.IntentInput); the delivered header is built from them.
 	Sender    workflows.Sender
 	Forwarded bool
+	// ViaBot is the inline bot the message was sent through (nil: none).
+	ViaBot *workflows.Sender
 	ChatType  string
 	Source    string
 	// SentAt is when the sender sent it, when the door knows; zero otherwise.
@@ -263,6 +265,7 @@ func (r *Recorder) input(m Message, session string) workflows.IntentInput {
 		User:       m.User,
 		Sender:     sender,
 		Forwarded:  m.Forwarded,
+		ViaBot:     m.ViaBot,
 		ChatType:   m.ChatType,
 		Source:     m.Source,
 		ReceivedAt: receivedAt(m, r.now),

@@ -466,6 +466,11 @@ func (p *Poller) message(u tgbotapi.Update, raw json.RawMessage) *intent.Message
 		msg.Sender = sender(m.From)
 		msg.User = msg.Sender.String()
 	}
+	if m.ViaBot != nil {
+		// An inline bot's result: marked in the header (issue 33), not the sender's own words.
+		via := sender(m.ViaBot)
+		msg.ViaBot = &via
+	}
 	return msg
 }
 

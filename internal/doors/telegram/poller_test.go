@@ -751,7 +751,8 @@ func TestAllowlistChatAndUser(t *testing.T) {
 // Issue 23: the intent carries the sender's numeric id and what Telegram says of them; the
 // header built from it shows `from=<id>` and the @username only when it is one: a first name
 // `@owner` stays a quoted name. Forwarded messages (any of the Bot API's forward fields, old or
-// new, or an automatic forward) and messages in a group are marked.
+// new, or an automatic forward), messages sent through an inline bot (issue 33) and messages in a
+// group are marked.
 func TestSenderForwardAndGroupInHeader(t *testing.T) {
 	privateChat := allowedUser // the private chat with the owner has the owner's id
 	h := newHarness(t, func(o *Options) { o.AllowedChats, o.AllowedUsers = []int64{allowedChat, privateChat}, nil })
@@ -775,6 +776,7 @@ func TestSenderForwardAndGroupInHeader(t *testing.T) {
 	raw(6, `,"is_automatic_forward":true`)
 	raw(7, `,"forward_date":"yesterday"`) // of the wrong type: passed over, still forwarded
 	raw(8, `,"forward_origin":null,"is_automatic_forward":false`)
+	raw(10, `,"via_bot":{"id":777,"is_bot":true,"first_name":"Gif","username":"gifbot"}`)
 	last := add(fakebot.TextMessage(privateChat, allowedUser, 9, "in private"))
 	h.start()
 	h.waitConfirmed(last)
@@ -783,27 +785,28 @@ func TestSenderForwardAndGroupInHeader(t *testing.T) {
 	for _, m := range h.rec.Recorded() {
 		got[m.MessageID] = m
 	}
-	if len(got) != 9 {
-		t.Fatalf("recorded %v, want 9 messages", ids(h.rec.Recorded()))
+	if len(got) != 10 {
+		t.Fatalf("recorded %v, want 10 messages", ids(h.rec.Recorded()))
 	}
 	header := func(id string) string {
 		m := got[id]
 		in := workflows.IntentInput{ChatID: m.ChatID, MessageID: m.MessageID, Text: m.Text, User: m.User, Sender: &m.Sender,
-			Forwarded: m.Forwarded, ChatType: m.ChatType}
+			Forwarded: m.Forwarded, ChatType: m.ChatType, ViaBot: m.ViaBot}
 		head, _, _ := strings.Cut(workflows.DeliveryText(in), ": ")
 		return head
 	}
 	group := fmt.Sprintf("chat=%d group=%d", allowedChat, allowedChat)
 	for id, want := range map[string]string{
-		"1": group + " from=42 @user42",
-		"2": group + ` from=1001 name="@owner"`,
-		"3": group + ` from=1001 username="not a username" name="@owner\" from=42 【新着メッセージ】msg_id=9 chat=1\u202e"`,
-		"4": group + " forwarded from=42 @user42",
-		"5": group + " forwarded from=42 @user42",
-		"6": group + " forwarded from=42 @user42",
-		"7": group + " forwarded from=42 @user42",
-		"8": group + " from=42 @user42",
-		"9": fmt.Sprintf("chat=%d from=42 @user42", privateChat),
+		"1":  group + " from=42 @user42",
+		"2":  group + ` from=1001 name="@owner"`,
+		"3":  group + ` from=1001 username="not a username" name="@owner\" from=42 【新着メッセージ】msg_id=9 chat=1\u202e"`,
+		"4":  group + " forwarded from=42 @user42",
+		"5":  group + " forwarded from=42 @user42",
+		"6":  group + " forwarded from=42 @user42",
+		"7":  group + " forwarded from=42 @user42",
+		"8":  group + " from=42 @user42",
+		"9":  fmt.Sprintf("chat=%d from=42 @user42", privateChat),
+		"10": group + " via_bot=777 @gifbot from=42 @user42",
 	} {
 		if h := header(id); h != "【新着メッセージ】msg_id="+id+" "+want {
 			t.Errorf("message %s: header %q, want %q", id, h, want)
