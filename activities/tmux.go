@@ -316,12 +316,12 @@ func (t *Tmux) typeText(ctx context.Context, req InjectRequest, paneID string, d
 			// pasted, bracketed for a multi-line paste, as typed keys otherwise (-r: a piece of
 			// one line has no line feed to replace).
 			buffer := fmt.Sprintf("intentq-%d-%d", os.Getpid(), bufferSeq.Add(1))
-			paste := []string{"paste-buffer", "-d", "-r", "-b", buffer, "-t", paneID}
+			mode := "-r"
 			if p.paste {
-				paste = []string{"paste-buffer", "-p", "-d", "-b", buffer, "-t", paneID}
+				mode = "-p"
 			}
 			if _, err = t.runInput(ctx, req.Target, p.text, "load-buffer", "-b", buffer, "-"); err == nil {
-				_, err = t.run(ctx, req.Target, paste...)
+				_, err = t.run(ctx, req.Target, "paste-buffer", mode, "-d", "-b", buffer, "-t", paneID)
 			}
 		}
 		if err != nil {

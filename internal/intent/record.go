@@ -42,9 +42,9 @@ type Message struct {
 	Sender    workflows.Sender
 	Forwarded bool
 	// ViaBot is the inline bot the message was sent through (nil: none).
-	ViaBot *workflows.Sender
-	ChatType  string
-	Source    string
+	ViaBot   *workflows.Sender
+	ChatType string
+	Source   string
 	// SentAt is when the sender sent it, when the door knows; zero otherwise.
 	SentAt time.Time
 	// ReceivedAt is when the door received it; zero means now. Doors that start several

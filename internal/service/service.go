@@ -178,7 +178,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger, opts ...
 		logger.Warn("sent records", zap.Error(err))
 	}
 	// The hook desk: the agents' hooks take, commit and report through the worker itself.
-	desk, err := hookdesk.Open(filepath.Join(cfg.DataDir, "desk"), func(ctx context.Context, id, signal string, arg any) error {
+	desk, err := hookdesk.Open(hookdesk.Dir(cfg.DataDir), func(ctx context.Context, id, signal string, arg any) error {
 		return s.client.SignalWorkflow(ctx, id, "", signal, arg)
 	}, logger.Named("desk"))
 	if err != nil {

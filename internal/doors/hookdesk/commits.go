@@ -29,9 +29,16 @@ type recordedCommit struct {
 	At      time.Time `json:"at"`
 }
 
+// Dir is the folder of the desk of the intentq whose data_dir is dataDir: its journals, and the
+// commits hooks recorded.
+func Dir(dataDir string) string { return filepath.Join(dataDir, "desk") }
+
 // CommitsDir is where the hooks of the intentq whose data_dir is dataDir record the commits no
 // worker took.
-func CommitsDir(dataDir string) string { return filepath.Join(dataDir, "desk", "commits") }
+func CommitsDir(dataDir string) string { return commitsIn(Dir(dataDir)) }
+
+// commitsIn is the recorded commits' folder in the desk's folder dir.
+func commitsIn(dir string) string { return filepath.Join(dir, "commits") }
 
 // RecordCommit keeps a hook's commit on disk (private, fsynced before it returns) for the next
 // worker to apply: the hook printed the take, and the desk did not answer.
@@ -54,7 +61,7 @@ func RecordCommit(dataDir, session, key string) error {
 // applyRecorded applies the commits hooks recorded under dir/commits (the desk's folder): each is
 // the desk's commit now (journaled, passed on), and its file goes once the session has it.
 func (d *Desk) applyRecorded() error {
-	dir := filepath.Join(d.dir, "commits")
+	dir := commitsIn(d.dir)
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil

@@ -353,9 +353,11 @@ func (d *Desk) commit(session, key string, sent func()) error {
 		return nil
 	}
 	if o.Committed {
-		if sent != nil && o.CommitSent {
+		switch {
+		case sent == nil:
+		case o.CommitSent:
 			sent()
-		} else if sent != nil {
+		default:
 			d.enqueue(outgoing{session: session, commit: key, done: sent})
 		}
 		return nil

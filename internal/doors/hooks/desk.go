@@ -70,18 +70,11 @@ func (v *ViaDesk) Taken(ctx context.Context, session, key string) error {
 	if desk && v.Desk.Taken(ctx, session, key) == nil {
 		return nil
 	}
-	recorded := false
-	if desk {
-		recorded = v.record(session, key)
+	recorded := desk && v.record(session, key)
+	if err := v.Backend.Taken(ctx, session, key); err != nil && !recorded && !v.record(session, key) {
+		return err
 	}
-	err := v.Backend.Taken(ctx, session, key)
-	if err != nil && !recorded && v.record(session, key) {
-		return nil
-	}
-	if recorded {
-		return nil
-	}
-	return err
+	return nil
 }
 
 // record keeps a commit on disk for the next worker; it reports whether it did.
