@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -291,16 +292,121 @@ func TestDeskSocketNeedsTheToken(t *testing.T) {
 	require.Contains(t, string(buf[:n]), "not the expected JSON")
 }
 
-// A data_dir whose socket path is too long for a socket gets a private one under the temporary
-// folder, the same for the worker and its hooks.
-func TestSocketPathFitsASocket(t *testing.T) {
-	short := SocketPath("/home/me/.intentq")
-	require.Equal(t, "/home/me/.intentq/hooks.sock", short)
+// The socket is data_dir/hooks.sock whatever data_dir's length: nothing under a shared folder.
+func TestSocketPathIsInDataDir(t *testing.T) {
+	require.Equal(t, "/home/me/.intentq/hooks.sock", SocketPath("/home/me/.intentq"))
 	long := "/" + strings.Repeat("d", 120)
-	p := SocketPath(long)
-	require.LessOrEqual(t, len(p), maxSocketPath)
-	require.Equal(t, p, SocketPath(long))
-	require.Contains(t, p, fmt.Sprintf("intentq-%d", os.Getuid()))
+	require.Equal(t, long+"/hooks.sock", SocketPath(long))
+}
+
+// longDataDir is a data_dir whose socket path is too long for a socket address (107 bytes).
+func longDataDir(t *testing.T) string {
+	dir := filepath.Join(t.TempDir(), strings.Repeat("d", 60), strings.Repeat("e", 60))
+	require.Greater(t, len(SocketPath(dir)), 107)
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	return dir
+}
+
+// Issue 33, item 8: a data_dir too long for a socket address works end to end (the desk binds,
+// its hooks connect, through a descriptor of data_dir), and the socket is private and goes with
+// the desk.
+func TestDeskLongDataDirEndToEnd(t *testing.T) {
+	dir := longDataDir(t)
+	sig := &signals{}
+	d, err := Open(filepath.Join(dir, "desk"), sig.send, nil)
+	require.NoError(t, err)
+	run(t, d)
+	path := SocketPath(dir)
+	srv, err := Listen(path, d, reader{}, "s3cret", nil)
+	require.NoError(t, err)
+	require.Equal(t, path, srv.Addr())
+	fi, err := os.Lstat(path)
+	require.NoError(t, err)
+	require.NotZero(t, fi.Mode()&os.ModeSocket, "a socket at %s", path)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	_, err = Listen(path, d, reader{}, "s3cret", nil)
+	require.ErrorContains(t, err, "served by another worker")
+
+	require.NoError(t, d.Publish(context.Background(), workflows.DeskPublishRequest{Session: "s", Key: "standing/r/1", Messages: msgs("1")}))
+	ctx := context.Background()
+	c := Client{Path: path, Token: "s3cret"}
+	_, err = Client{Path: path, Token: "wrong"}.Take(ctx, "s", workflows.TakeRequest{Key: "post-tool-use/evil", Event: workflows.EventPostToolUse})
+	require.ErrorContains(t, err, "access token required")
+	res, err := c.Take(ctx, "s", workflows.TakeRequest{Key: "post-tool-use/a", Event: workflows.EventPostToolUse})
+	require.NoError(t, err)
+	require.Len(t, res.Messages, 1)
+	require.NoError(t, c.Taken(ctx, "s", res.Key))
+	require.NoError(t, c.Report(ctx, "s", workflows.AgentEvent{Event: workflows.EventStop}))
+	sig.waitFor(t, "session/s event post-tool-use", "session/s taken standing/r/1", "session/s event stop")
+
+	require.NoError(t, srv.Close())
+	_, err = os.Lstat(path)
+	require.ErrorIs(t, err, os.ErrNotExist, "the socket goes with the desk")
+	_, err = c.Take(ctx, "s", workflows.TakeRequest{Key: "post-tool-use/b", Event: workflows.EventPostToolUse})
+	require.ErrorIs(t, err, ErrNoDesk)
+	// A desk again after the first: the socket is free.
+	srv, err = Listen(path, d, reader{}, "s3cret", nil)
+	require.NoError(t, err)
+	require.NoError(t, srv.Close())
+}
+
+// Issue 33, item 8: another user who squats the old shared path ($TMPDIR/intentq-<uid>, a
+// folder of theirs, or a link to one) neither turns the desk off nor gets the worker to change
+// anything of theirs; a data_dir that is another user's is refused, naming it.
+func TestDeskSquattedTempFolderChangesNothing(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to play another user (uid 65534)")
+	}
+	const other = 65534
+	for _, squat := range []string{"folder", "link"} {
+		t.Run(squat, func(t *testing.T) {
+			tmp := t.TempDir()
+			require.NoError(t, os.Chmod(tmp, 0o1777))
+			t.Setenv("TMPDIR", tmp)
+			theirs := filepath.Join(t.TempDir(), "theirs")
+			require.NoError(t, os.Mkdir(theirs, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(theirs, "keep"), []byte("theirs"), 0o644))
+			require.NoError(t, os.Chown(theirs, other, other))
+			old := filepath.Join(tmp, fmt.Sprintf("intentq-%d", os.Getuid()))
+			if squat == "folder" {
+				require.NoError(t, os.Rename(theirs, old))
+				theirs = old
+			} else {
+				require.NoError(t, os.Symlink(theirs, old))
+				require.NoError(t, os.Lchown(old, other, other))
+			}
+
+			dir := longDataDir(t)
+			d, err := Open(filepath.Join(dir, "desk"), (&signals{}).send, nil)
+			require.NoError(t, err)
+			srv, err := Listen(SocketPath(dir), d, reader{}, "s3cret", nil)
+			require.NoError(t, err, "the desk is on")
+			t.Cleanup(func() { _ = srv.Close() })
+			_, err = Client{Path: SocketPath(dir), Token: "s3cret"}.Inbox(context.Background(), "secretary")
+			require.NoError(t, err)
+
+			fi, err := os.Stat(theirs)
+			require.NoError(t, err)
+			require.Equal(t, os.FileMode(0o755), fi.Mode().Perm(), "their folder's mode")
+			require.Equal(t, uint32(other), fi.Sys().(*syscall.Stat_t).Uid)
+			entries, err := os.ReadDir(theirs)
+			require.NoError(t, err)
+			require.Len(t, entries, 1, "nothing of the desk's in their folder")
+		})
+	}
+	t.Run("data_dir of another user", func(t *testing.T) {
+		dir := longDataDir(t)
+		require.NoError(t, os.Chmod(dir, 0o755))
+		require.NoError(t, os.Chown(dir, other, other))
+		d, err := Open(t.TempDir(), (&signals{}).send, nil)
+		require.NoError(t, err)
+		_, err = Listen(SocketPath(dir), d, reader{}, "s3cret", nil)
+		require.ErrorContains(t, err, dir)
+		require.ErrorContains(t, err, "uid 65534")
+		fi, err := os.Stat(dir)
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o755), fi.Mode().Perm(), "their folder's mode")
+	})
 }
 
 // reader is a worker's client for the hooks' reads.

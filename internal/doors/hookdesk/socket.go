@@ -3,8 +3,6 @@ package hookdesk
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -23,24 +20,10 @@ import (
 	"github.com/intentq/intentq/workflows"
 )
 
-// The desk's socket: a Unix socket that only this user may open (its folder is 0700, the
-// socket 0600), and that answers only a peer of this user (SO_PEERCRED) that sends the access
-// token (data_dir/access.token): loopback is no boundary, and neither is one file mode alone.
-
-// maxSocketPath is the longest path a Unix socket may bind here (sun_path, less the NUL).
-const maxSocketPath = 107
-
-// SocketPath is where the desk of the intentq whose data_dir is dataDir listens:
-// data_dir/hooks.sock, or, when that path is too long for a socket, a private folder of this
-// user's under the temporary folder, named by data_dir's hash.
-func SocketPath(dataDir string) string {
-	p := filepath.Join(dataDir, "hooks.sock")
-	if len(p) <= maxSocketPath {
-		return p
-	}
-	sum := sha256.Sum256([]byte(dataDir))
-	return filepath.Join(os.TempDir(), fmt.Sprintf("intentq-%d", os.Getuid()), hex.EncodeToString(sum[:8])+".sock")
-}
+// The desk's socket: a Unix socket that only this user may open (its folder, data_dir, is this
+// user's and 0700, the socket 0600), and that answers only a peer of this user (SO_PEERCRED)
+// that sends the access token (data_dir/access.token): loopback is no boundary, and neither is
+// one file mode alone. Its folder is reached by descriptor (sockdir.go).
 
 // maxRequest bounds one request (a take's receipt names a few intents).
 const maxRequest = 1 << 20
@@ -95,7 +78,9 @@ const (
 
 // Server is the desk's listener.
 type Server struct {
-	ln     net.Listener
+	ln     *net.UnixListener
+	dir    *socketDir
+	path   string
 	desk   *Desk
 	reader Reader
 	token  string
@@ -103,7 +88,8 @@ type Server struct {
 	wg     sync.WaitGroup
 }
 
-// Listen serves the desk, and reader (nil: none), on path for the hooks that present token.
+// Listen serves the desk, and reader (nil: none), on path (SocketPath) for the hooks that
+// present token.
 func Listen(path string, desk *Desk, reader Reader, token string, log *zap.Logger) (*Server, error) {
 	if token == "" {
 		return nil, errors.New("hook desk: no access token")
@@ -111,61 +97,70 @@ func Listen(path string, desk *Desk, reader Reader, token string, log *zap.Logge
 	if log == nil {
 		log = zap.NewNop()
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("hook desk: %w", err)
 	}
-	if err := privateDir(dir); err != nil {
-		return nil, err
-	}
-	// A socket left by a worker that died is replaced; one another worker serves is not.
-	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-		_ = c.Close()
-		return nil, fmt.Errorf("hook desk: %s is served by another worker", path)
-	}
-	_ = os.Remove(path)
-	// No umask of its own: the umask is the process's, and other goroutines create files and
-	// folders meanwhile. The folder is private already (privateDir), so no other user can open
-	// the socket before its mode is set.
-	ln, err := net.Listen("unix", path)
+	dir, err := openSocketDir(path, unix.O_RDONLY)
 	if err != nil {
-		return nil, fmt.Errorf("hook desk: listen on %s: %w", path, err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		_ = ln.Close()
 		return nil, fmt.Errorf("hook desk: %w", err)
 	}
-	s := &Server{ln: ln, desk: desk, reader: reader, token: token, log: log}
+	ln, err := listenIn(dir, path)
+	if err != nil {
+		_ = dir.close()
+		return nil, fmt.Errorf("hook desk: %w", err)
+	}
+	s := &Server{ln: ln, dir: dir, path: path, desk: desk, reader: reader, token: token, log: log}
 	s.wg.Go(s.serve)
 	return s, nil
 }
 
-// privateDir refuses a folder that is not this user's own or that others may enter.
-func privateDir(dir string) error {
-	fi, err := os.Stat(dir)
+// listenIn binds the socket in its open folder, once the folder is this user's and private.
+func listenIn(dir *socketDir, path string) (*net.UnixListener, error) {
+	if err := dir.private(); err != nil {
+		return nil, err
+	}
+	// A socket left by a worker that died is replaced; one another worker serves is not.
+	if c, err := net.DialTimeout("unix", dir.addr(), time.Second); err == nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("%s is served by another worker", path)
+	}
+	if err := dir.unlink(); err != nil {
+		return nil, err
+	}
+	// No umask of its own: the umask is the process's, and other goroutines create files and
+	// folders meanwhile. The folder is private already, so no other user can open the socket
+	// before its mode is set.
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: dir.addr(), Net: "unix"})
 	if err != nil {
-		return fmt.Errorf("hook desk: %w", err)
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("hook desk: %s is not this user's own", dir)
+	// The address names a descriptor that Close must still hold: Close unlinks by the folder.
+	ln.SetUnlinkOnClose(false)
+	if err := dir.chmod(0o600); err != nil {
+		_ = ln.Close()
+		_ = dir.unlink()
+		return nil, err
 	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return fmt.Errorf("hook desk: %s is open to others: %w", dir, err)
-		}
-	}
-	return nil
+	return ln, nil
 }
 
 // Addr is the socket's path.
-func (s *Server) Addr() string { return s.ln.Addr().String() }
+func (s *Server) Addr() string { return s.path }
 
-// Close stops listening and waits for the calls being answered.
+// Close stops listening, removes the socket and waits for the calls being answered.
 func (s *Server) Close() error {
 	err := s.ln.Close()
+	if uerr := s.dir.unlink(); err == nil {
+		err = uerr
+	}
+	if cerr := s.dir.close(); err == nil {
+		err = cerr
+	}
 	s.wg.Wait()
-	return err
+	if err != nil {
+		return fmt.Errorf("hook desk: close: %w", err)
+	}
+	return nil
 }
 
 func (s *Server) serve() {
@@ -289,6 +284,7 @@ func (l *limited) Read(p []byte) (int, error) {
 
 // Client is a hook's way to the desk.
 type Client struct {
+	// Path is the desk's socket (SocketPath), Token the access token.
 	Path  string
 	Token string
 }
@@ -298,13 +294,12 @@ var ErrNoDesk = errors.New("no hook desk answers")
 
 func (c Client) call(ctx context.Context, req request) (response, error) {
 	req.Token = c.Token
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", c.Path)
+	conn, err := dial(ctx, c.Path)
 	if err != nil {
 		return response{}, fmt.Errorf("%w: %w", ErrNoDesk, err)
 	}
 	defer conn.Close()
-	// The token goes only to a desk of this user's (a socket under the temporary folder could
+	// The token goes only to a desk of this user's (a socket in a folder others may enter could
 	// be another's).
 	if err := samePeer(conn); err != nil {
 		return response{}, fmt.Errorf("%w: %w", ErrNoDesk, err)
@@ -333,6 +328,22 @@ func (c Client) call(ctx context.Context, req request) (response, error) {
 		return response{}, fmt.Errorf("hook desk: %s", res.Error)
 	}
 	return res, nil
+}
+
+// dial connects to the socket at path through a descriptor of its folder (an address short
+// whatever the path's length).
+func dial(ctx context.Context, path string) (net.Conn, error) {
+	dir, err := openSocketDir(path, unix.O_PATH)
+	if err != nil {
+		return nil, err
+	}
+	defer dir.close()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", dir.addr())
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", path, err)
+	}
+	return conn, nil
 }
 
 // Take asks the desk for the session's standing offer.

@@ -28,34 +28,39 @@ const (
 // first following line that is just "}". One block is removed per call. A span under
 // MinV1Bytes or over MaxV1Bytes aborts with ErrSuspiciousV1Span, writing nothing. No cache,
 // no version directory, no server.ts or no v1 block: no change. The file is backed up,
-// written atomically and checked with bun like Patch; it must lie inside the plugin cache.
+// written atomically and checked with bun like Patch; it must lie inside the plugin cache, and
+// every read and write goes through the cache's root (a link out of it is refused).
 func CleanV1Cache(t Target, opts PatchOptions) (Result, error) {
 	var res Result
 	ct, ok, err := CacheTarget(t)
 	if err != nil || !ok {
 		return res, err
 	}
-	file := ct.ServerTS
-	res.File = file
-
-	src, mode, err := readLimited(file, MaxServerTSBytes, "plugin: cached server.ts")
+	file, err := openPlace(ct.MarketplacesRoot, ct.ServerTS)
 	if err != nil {
 		return res, err
 	}
-	out, removed, err := removeV1(string(src), file)
+	defer file.close()
+	res.File = file.path
+
+	src, mode, err := file.read(MaxServerTSBytes, "plugin: cached server.ts")
+	if err != nil {
+		return res, err
+	}
+	out, removed, err := removeV1(string(src), file.path)
 	if err != nil || removed == 0 {
 		return res, err
 	}
 	bun, err := FindBun(opts.Bun)
 	if err != nil {
-		return res, fmt.Errorf("plugin: cannot check the syntax of %s: %w", file, err)
+		return res, fmt.Errorf("plugin: cannot check the syntax of %s: %w", file.path, err)
 	}
 	if err := writeChecked(file, "telegram-cache", src, []byte(out), mode, bun, opts, &res); err != nil {
 		return res, err
 	}
-	got, err := os.ReadFile(file)
+	got, _, err := file.read(MaxServerTSBytes, "plugin: cached server.ts")
 	if err != nil || string(got) != out {
-		return res, fmt.Errorf("%w: %s does not read back as written", ErrNotVerified, file)
+		return res, fmt.Errorf("%w: %s does not read back as written", ErrNotVerified, file.path)
 	}
 	res.RemovedBytes = removed
 	return res, nil

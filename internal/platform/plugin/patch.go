@@ -325,11 +325,12 @@ func State(t Target, block Blocks) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	src, _, err := readLimited(file, MaxServerTSBytes, "plugin: server.ts")
+	defer file.close()
+	src, _, err := file.read(MaxServerTSBytes, "plugin: server.ts")
 	if err != nil {
 		return "", err
 	}
-	_, state, err := plan(src, block, file)
+	_, state, err := plan(src, block, file.path)
 	return state, err
 }
 
@@ -338,7 +339,9 @@ func State(t Target, block Blocks) (string, error) {
 // (Changed false). Otherwise it backs the file up, writes it atomically (same mode), checks
 // the syntax with `bun build --no-bundle` (restoring the backup byte for byte on failure,
 // error wraps ErrBunFailed), and re-reads the file to verify the BEGIN marker is there exactly
-// once. A file without the anchor, with it twice, or with broken markers is not touched.
+// once. A file without the anchor, with it twice, or with broken markers is not touched. Every
+// read and write goes through the marketplaces root: a link out of it, swapped in at any time,
+// is refused (ErrOutsideRoot).
 func Patch(t Target, block Blocks, opts PatchOptions) (Result, error) {
 	res := Result{File: t.ServerTS}
 	if err := checkBlock(block); err != nil {
@@ -348,91 +351,93 @@ func Patch(t Target, block Blocks, opts PatchOptions) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	t.ServerTS, res.File = file, file
-	src, mode, err := readLimited(t.ServerTS, MaxServerTSBytes, "plugin: server.ts")
+	defer file.close()
+	res.File = file.path
+	src, mode, err := file.read(MaxServerTSBytes, "plugin: server.ts")
 	if err != nil {
 		return res, err
 	}
-	out, state, err := plan(src, block, t.ServerTS)
+	out, state, err := plan(src, block, file.path)
 	res.Before = state
 	if err != nil {
 		return res, err
 	}
 	if state == StatePatched {
-		return res, verify(t.ServerTS, out)
+		return res, verify(file, out)
 	}
 	bun, err := FindBun(opts.Bun)
 	if err != nil {
-		return res, fmt.Errorf("plugin: cannot check the syntax of %s: %w", t.ServerTS, err)
+		return res, fmt.Errorf("plugin: cannot check the syntax of %s: %w", file.path, err)
 	}
-	if err := writeChecked(t.ServerTS, "telegram", src, out, mode, bun, opts, &res); err != nil {
+	if err := writeChecked(file, "telegram", src, out, mode, bun, opts, &res); err != nil {
 		return res, err
 	}
-	return res, verify(t.ServerTS, out)
+	return res, verify(file, out)
 }
 
-// checkTarget re-resolves t.ServerTS right before use, so a symlink swapped in after Resolve
-// cannot redirect the write out of the marketplaces root.
-func checkTarget(t Target) (string, error) {
+// checkTarget re-resolves t.ServerTS right before use (a link swapped in after Resolve that
+// leads out of the marketplaces root is refused here, naming it), and opens the root the
+// patch then reads and writes through (a link swapped in later is refused there).
+func checkTarget(t Target) (*place, error) {
 	if t.ServerTS == "" || t.MarketplacesRoot == "" {
-		return "", errors.New("plugin: target is incomplete (use Resolve)")
+		return nil, errors.New("plugin: target is incomplete (use Resolve)")
 	}
 	resolved, err := filepath.EvalSymlinks(t.ServerTS)
 	if err != nil {
-		return "", fmt.Errorf("plugin: server.ts: %w", err)
+		return nil, fmt.Errorf("plugin: server.ts: %w", err)
 	}
 	if !within(t.MarketplacesRoot, resolved) {
-		return "", fmt.Errorf("%w: %s resolves to %s, outside %s", ErrOutsideRoot, t.ServerTS, resolved, t.MarketplacesRoot)
+		return nil, fmt.Errorf("%w: %s resolves to %s, outside %s", ErrOutsideRoot, t.ServerTS, resolved, t.MarketplacesRoot)
 	}
-	return resolved, nil
+	return openPlace(t.MarketplacesRoot, resolved)
 }
 
 // writeChecked backs up src, writes out to file and has bun check it; on a failed check it
 // restores src and returns an error wrapping ErrBunFailed.
-func writeChecked(file, tag string, src, out []byte, mode os.FileMode, bun string, opts PatchOptions, res *Result) error {
+func writeChecked(file *place, tag string, src, out []byte, mode os.FileMode, bun string, opts PatchOptions, res *Result) error {
 	bk, err := backup(file, src, opts, tag)
 	if err != nil {
 		return fmt.Errorf("plugin: %w (nothing written)", err)
 	}
 	res.Backup = bk
-	if err := writeAtomic(file, out, mode); err != nil {
+	if err := file.write(out, mode); err != nil {
 		return fmt.Errorf("plugin: %w", err)
 	}
 	res.Changed = true
-	output, err := bunCheck(bun, file, opts.BunTimeout)
+	output, err := bunCheck(bun, file.path, opts.BunTimeout)
 	if err == nil {
 		return nil
 	}
 	if rerr := restore(file, src, mode); rerr != nil {
-		return fmt.Errorf("%w on %s (%v), and restoring it failed: %v; the backup is %s\n%s", ErrBunFailed, file, err, rerr, bk, output)
+		return fmt.Errorf("%w on %s (%v), and restoring it failed: %v; the backup is %s\n%s", ErrBunFailed, file.path, err, rerr, bk, output)
 	}
 	res.Changed = false
 	note := ""
-	if _, err2 := bunCheck(bun, file, opts.BunTimeout); err2 != nil {
+	if _, err2 := bunCheck(bun, file.path, opts.BunTimeout); err2 != nil {
 		note = " (the original file fails the check too: is bun too old?)"
 	}
-	return fmt.Errorf("%w on %s (%v); restored the original from %s%s\n%s", ErrBunFailed, file, err, bk, note, output)
+	return fmt.Errorf("%w on %s (%v); restored the original from %s%s\n%s", ErrBunFailed, file.path, err, bk, note, output)
 }
 
 // restore writes src back and checks it reads back byte for byte.
-func restore(file string, src []byte, mode os.FileMode) error {
-	if err := writeAtomic(file, src, mode); err != nil {
+func restore(file *place, src []byte, mode os.FileMode) error {
+	if err := file.write(src, mode); err != nil {
 		return err
 	}
-	got, err := os.ReadFile(file)
+	got, _, err := file.read(MaxServerTSBytes, "restored server.ts")
 	if err != nil {
 		return err
 	}
 	if string(got) != string(src) {
-		return fmt.Errorf("%s does not read back as the original", file)
+		return fmt.Errorf("%s does not read back as the original", file.path)
 	}
 	return nil
 }
 
 // verify re-reads file (the one bun runs) and checks it is what was written, with the BEGIN
 // marker exactly once.
-func verify(file string, want []byte) error {
-	got, _, err := readLimited(file, MaxServerTSBytes, "plugin: verify server.ts")
+func verify(file *place, want []byte) error {
+	got, _, err := file.read(MaxServerTSBytes, "plugin: verify server.ts")
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNotVerified, err)
 	}
@@ -443,10 +448,10 @@ func verify(file string, want []byte) error {
 		}
 	}
 	if n != 1 {
-		return fmt.Errorf("%w: %s holds the %q marker %d times after patching", ErrNotVerified, file, BeginMarker, n)
+		return fmt.Errorf("%w: %s holds the %q marker %d times after patching", ErrNotVerified, file.path, BeginMarker, n)
 	}
 	if string(got) != string(want) {
-		return fmt.Errorf("%w: %s changed while it was being patched; run the patch again", ErrNotVerified, file)
+		return fmt.Errorf("%w: %s changed while it was being patched; run the patch again", ErrNotVerified, file.path)
 	}
 	return nil
 }

@@ -111,13 +111,19 @@ type Result struct {
 	RemovedBytes int
 }
 
-// readLimited reads a regular file of at most limit bytes.
+// readLimited reads a regular file of at most limit bytes, by path: for Resolve, which finds
+// the files; a patch reads and writes through the root it resolved (place).
 func readLimited(path string, limit int64, what string) ([]byte, os.FileMode, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", what, err)
 	}
 	defer f.Close()
+	return readOpen(f, path, limit, what)
+}
+
+// readOpen reads f (named path), a regular file of at most limit bytes, and its permissions.
+func readOpen(f *os.File, path string, limit int64, what string) ([]byte, os.FileMode, error) {
 	info, err := f.Stat()
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", what, err)
@@ -138,66 +144,31 @@ func readLimited(path string, limit int64, what string) ([]byte, os.FileMode, er
 	return data, info.Mode().Perm(), nil
 }
 
-// writeAtomic replaces path with data through a temporary file in the same directory, so a
-// reader sees either the old or the new content, never a mix.
-func writeAtomic(path string, data []byte, perm os.FileMode) error {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".intentq-tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	name := tmp.Name()
-	fail := func(err error) error {
-		_ = tmp.Close()
-		_ = os.Remove(name)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Chmod(perm); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Close(); err != nil {
-		_ = os.Remove(name)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(name, path); err != nil {
-		_ = os.Remove(name)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if d, err := os.Open(dir); err == nil { // best effort: make the rename durable
-		_ = d.Sync()
-		_ = d.Close()
-	}
-	return nil
-}
-
 // backup saves data (the current content of file) before file is changed, and returns the
-// backup's path. Backups are private (0600): an older block holds the ingest token.
-func backup(file string, data []byte, opts PatchOptions, tag string) (string, error) {
-	path := file + ".intentq-backup"
+// backup's path: beside the file, through its root, or in opts.BackupDir. Backups are private
+// (0600): an older block holds the ingest token.
+func backup(file *place, data []byte, opts PatchOptions, tag string) (string, error) {
+	bp := file.sibling(filepath.Base(file.rel) + ".intentq-backup")
 	if opts.BackupDir != "" {
 		if err := os.MkdirAll(opts.BackupDir, 0o700); err != nil {
-			return "", fmt.Errorf("backup of %s: %w", file, err)
+			return "", fmt.Errorf("backup of %s: %w", file.path, err)
 		}
 		stamp := time.Now().UTC().Format("20060102-150405.000000000")
-		path = filepath.Join(opts.BackupDir, fmt.Sprintf("%s-%s.%s.intentq-backup", tag, filepath.Base(file), stamp))
+		name := fmt.Sprintf("%s-%s.%s.intentq-backup", tag, filepath.Base(file.rel), stamp)
+		var err error
+		if bp, err = openPlace(opts.BackupDir, filepath.Join(opts.BackupDir, name)); err != nil {
+			return "", fmt.Errorf("backup of %s: %w", file.path, err)
+		}
+		defer bp.close()
 	}
-	if err := writeAtomic(path, data, 0o600); err != nil {
-		return "", fmt.Errorf("backup of %s: %w", file, err)
+	if err := bp.write(data, 0o600); err != nil {
+		return "", fmt.Errorf("backup of %s: %w", file.path, err)
 	}
-	got, err := os.ReadFile(path)
+	got, _, err := bp.read(MaxServerTSBytes, "backup")
 	if err != nil || string(got) != string(data) {
-		return "", fmt.Errorf("backup of %s: %s does not read back identical", file, path)
+		return "", fmt.Errorf("backup of %s: %s does not read back identical", file.path, bp.path)
 	}
-	return path, nil
+	return bp.path, nil
 }
 
 // within reports whether path is strictly inside root (both already cleaned and resolved).

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -535,6 +536,112 @@ func TestTraversalRefused(t *testing.T) {
 		if tg.ServerTS != filepath.Join(mustReal(t, moved), "server.ts") {
 			t.Errorf("ServerTS = %s", tg.ServerTS)
 		}
+	})
+}
+
+// Issue 33, item 8 (try 24): a same-user process swaps a folder of the plugin for a link to a
+// folder outside the marketplaces (or cache) root after the patcher resolved and checked its
+// target, right before the write. The patcher reads and writes through the root it opened,
+// so the write is refused (ErrOutsideRoot) and nothing outside changes.
+func TestSwapAfterResolveWritesNothingOutside(t *testing.T) {
+	bun := bunPath(t)
+	blocks := testBlock(t)
+	// swap moves dir outside the root and leaves a link to it in its place.
+	swap := func(t *testing.T, dir string) string {
+		t.Helper()
+		outside := filepath.Join(t.TempDir(), filepath.Base(dir))
+		if err := os.Rename(dir, outside); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(outside, dir); err != nil {
+			t.Fatal(err)
+		}
+		return outside
+	}
+	// untouched asserts that the folder outside holds what it held before the swap.
+	untouched := func(t *testing.T, outside string, names []string, src []byte) {
+		t.Helper()
+		if got := dirNames(t, outside); strings.Join(got, ",") != strings.Join(names, ",") {
+			t.Errorf("outside the root: %v, want %v", got, names)
+		}
+		if !bytes.Equal(readFile(t, filepath.Join(outside, "server.ts")), src) {
+			t.Error("server.ts outside the root was changed")
+		}
+	}
+	for _, backupDir := range []string{"", "backups"} {
+		t.Run("marketplace, backup "+map[string]string{"": "beside", "backups": "in data_dir"}[backupDir], func(t *testing.T) {
+			h := newHome(t, nil)
+			tg := h.resolve(t)
+			file, err := checkTarget(tg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer file.close()
+			src, mode, err := file.read(MaxServerTSBytes, "server.ts")
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _, err := plan(src, blocks, file.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			names := dirNames(t, tg.PluginDir)
+			outside := swap(t, tg.PluginDir)
+
+			opts := PatchOptions{Bun: bun}
+			if backupDir != "" {
+				opts.BackupDir = filepath.Join(t.TempDir(), backupDir)
+			}
+			var res Result
+			err = writeChecked(file, "telegram", src, out, mode, bun, opts, &res)
+			if !errors.Is(err, ErrOutsideRoot) || res.Changed {
+				t.Errorf("write through the swapped folder: %v (changed %v), want ErrOutsideRoot", err, res.Changed)
+			}
+			if err := restore(file, src, mode); !errors.Is(err, ErrOutsideRoot) {
+				t.Errorf("restore through the swapped folder: %v, want ErrOutsideRoot", err)
+			}
+			if err := verify(file, out); !errors.Is(err, ErrOutsideRoot) {
+				t.Errorf("verify through the swapped folder: %v, want ErrOutsideRoot", err)
+			}
+			untouched(t, outside, names, src)
+			// And from the top: Patch and State refuse the swapped target, naming it.
+			if _, err := Patch(tg, blocks, opts); !errors.Is(err, ErrOutsideRoot) {
+				t.Errorf("Patch: %v, want ErrOutsideRoot", err)
+			}
+			if _, err := State(tg, blocks); !errors.Is(err, ErrOutsideRoot) {
+				t.Errorf("State: %v, want ErrOutsideRoot", err)
+			}
+			untouched(t, outside, names, src)
+		})
+	}
+	t.Run("cache", func(t *testing.T) {
+		orig := string(fixture(t, "external_plugins/telegram/server.ts"))
+		_, tg := cacheHome(t, map[string]string{"0.0.4": withV1(orig, v1Block)})
+		ct, ok, err := CacheTarget(tg)
+		if err != nil || !ok {
+			t.Fatalf("CacheTarget: %v %v", ok, err)
+		}
+		file, err := openPlace(ct.MarketplacesRoot, ct.ServerTS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer file.close()
+		src, mode, err := file.read(MaxServerTSBytes, "cached server.ts")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cleaned, _, err := removeV1(string(src), file.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := dirNames(t, ct.PluginDir)
+		outside := swap(t, ct.PluginDir)
+		var res Result
+		err = writeChecked(file, "telegram-cache", src, []byte(cleaned), mode, bun, PatchOptions{Bun: bun}, &res)
+		if !errors.Is(err, ErrOutsideRoot) || res.Changed {
+			t.Errorf("write through the swapped folder: %v (changed %v), want ErrOutsideRoot", err, res.Changed)
+		}
+		untouched(t, outside, names, src)
 	})
 }
 
