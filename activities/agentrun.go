@@ -78,6 +78,10 @@ type RunSpec struct {
 	SettingsFlag string
 	Hook         []string
 	Guard        *toolpolicy.Guard
+	// Confine, when set, wraps the command and its arguments in the kernel sandbox that
+	// confines the run (headless.Sandbox.Wrap); extra are folders the run must read that the
+	// sandbox would hide (the hook's settings).
+	Confine func(command string, args []string, extra ...string) (string, []string)
 }
 
 // ErrNotHeadless is wrapped by a resolver's error for a session the worker's config does not
@@ -220,6 +224,7 @@ func (a *AgentRunner) Run(ctx context.Context, req RunRequest) (RunResult, error
 		}
 	}
 	args = append(args, spec.ToolFlags...)
+	var extra []string
 	if spec.SettingsFlag != "" && spec.Guard != nil {
 		settings, cleanup, err := writeHookSettings(spec)
 		if err != nil {
@@ -227,6 +232,11 @@ func (a *AgentRunner) Run(ctx context.Context, req RunRequest) (RunResult, error
 		}
 		defer cleanup()
 		args = append(args, spec.SettingsFlag, settings)
+		extra = append(extra, filepath.Dir(settings))
+	}
+	program := spec.Command
+	if spec.Confine != nil {
+		program, args = spec.Confine(spec.Command, args, extra...)
 	}
 	timeout := spec.Timeout
 	if timeout <= 0 {
@@ -239,7 +249,7 @@ func (a *AgentRunner) Run(ctx context.Context, req RunRequest) (RunResult, error
 		max = DefaultMaxOutput
 	}
 	stdout, stderr := &cappedBuffer{max: max}, &cappedBuffer{max: max}
-	cmd := exec.CommandContext(runCtx, spec.Command, args...)
+	cmd := exec.CommandContext(runCtx, program, args...)
 	cmd.Dir = spec.Dir
 	// Never the worker's environment: nil would inherit it, INTENTQ_* secrets included.
 	cmd.Env = append([]string{}, spec.Env...)
@@ -313,7 +323,8 @@ wait:
 // writeHookSettings writes the run's guard and a settings file whose PreToolUse hook checks
 // every tool call against it, into a private folder of their own (outside the work folder, so
 // a run cannot rewrite them); cleanup removes them. The hook fails closed: when its program
-// cannot run, it exits 2, which blocks the call.
+// cannot run, it exits 2, which blocks the call, and when it fails otherwise or times out,
+// onFailure "block" (Claude Code 2.1.295 and later) blocks the call too.
 func writeHookSettings(spec RunSpec) (string, func(), error) {
 	if len(spec.Hook) == 0 {
 		return "", nil, errors.New("no hook program (the starter binary, next to the worker or on PATH)")
@@ -338,7 +349,7 @@ func writeHookSettings(spec RunSpec) (string, func(), error) {
 		"disableAllHooks": false,
 		"hooks": map[string]any{"PreToolUse": []any{map[string]any{
 			"matcher": "*",
-			"hooks":   []any{map[string]any{"type": "command", "command": command, "timeout": 60}},
+			"hooks":   []any{map[string]any{"type": "command", "command": command, "timeout": 60, "onFailure": "block"}},
 		}}},
 	}
 	data, err := json.Marshal(settings)

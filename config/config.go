@@ -251,6 +251,9 @@ type Scheduler struct {
 	MaxConcurrentSessions int `mapstructure:"max_concurrent_sessions"`
 	// RunTimeout bounds one run of the CLI.
 	RunTimeout time.Duration `mapstructure:"run_timeout"`
+	// Sandbox is what confines a run: "bwrap" (the default: bubblewrap, and a run that cannot
+	// be confined does not start) or "off" (unconfined, by the person's choice).
+	Sandbox string `mapstructure:"sandbox"`
 }
 
 // Claude says where the secretary's Claude Code lives.

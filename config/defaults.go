@@ -66,6 +66,7 @@ func defaults() map[string]any {
 
 		"scheduler.max_concurrent_sessions": policy.DefaultMaxConcurrentRuns,
 		"scheduler.run_timeout":             policy.DefaultRunTimeout,
+		"scheduler.sandbox":                 "bwrap",
 
 		"delivery.busy_wait":           policy.DefaultBusy.BusyWait,
 		"delivery.busy_alert_after":    policy.DefaultBusy.BusyAlertAfter,

@@ -170,6 +170,9 @@ func (c *Config) Validate() error {
 	if c.Scheduler.RunTimeout <= 0 {
 		bad("scheduler.run_timeout", "%s must be positive", c.Scheduler.RunTimeout)
 	}
+	if c.Scheduler.Sandbox != "" && c.Scheduler.Sandbox != "bwrap" && c.Scheduler.Sandbox != "off" {
+		bad("scheduler.sandbox", "%q is not bwrap or off", c.Scheduler.Sandbox)
+	}
 	if c.Scheduler.MaxConcurrentSessions < 1 {
 		bad("scheduler.max_concurrent_sessions", "%d must be at least 1", c.Scheduler.MaxConcurrentSessions)
 	}

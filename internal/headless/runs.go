@@ -23,9 +23,10 @@ func Runner(cfg *config.Config, alert func(ctx context.Context, title, message s
 // Resolver resolves a run of a headless session from a channel into what runs, from the
 // worker's config only (issue 23): the CLI's command and headless arguments
 // (clis.<kind>), the tool policy's flags for the channel and session, the work folder
-// (policies.sessions.<name>.dir, else data_dir/headless/<name>), scheduler.run_timeout, a
-// scrubbed environment (RunEnv), and, for CLIs that take a settings file (Claude Code), the
-// PreToolUse hook that checks every tool call (`starter hook policy`). A session that is not
+// (ChannelFolders), scheduler.run_timeout, a scrubbed environment (RunEnv, GitEnv), the kernel
+// sandbox (Sandbox, unless scheduler.sandbox is off; a run that cannot be confined does not
+// start), and, for CLIs that take a settings file (Claude Code), the PreToolUse hook that checks
+// every tool call (`starter hook policy`). A session that is not
 // in cfg with mode headless is an error wrapping activities.ErrNotHeadless.
 func Resolver(cfg *config.Config) func(session, channel string) (activities.RunSpec, error) {
 	return func(session, channel string) (activities.RunSpec, error) {
@@ -48,44 +49,90 @@ func Resolver(cfg *config.Config) func(session, channel string) (activities.RunS
 		if err != nil {
 			return activities.RunSpec{}, fmt.Errorf("tool policy for %s on %s (clis.%s): %w", channel, session, s.CLI, err)
 		}
-		dir, err := WorkDir(cfg, session)
+		dir, chHome, err := ChannelFolders(cfg, session, channel)
 		if err != nil {
 			return activities.RunSpec{}, err
 		}
+		home, _ := os.UserHomeDir()
+		guardHome := home
+		env := append(RunEnv(os.Environ(), s.CLI, cfg.Policies.Env(channel, session)), GitEnv()...)
 		spec := activities.RunSpec{
 			Command: cli.Command, Args: cli.HeadlessBaseArgs(), ToolFlags: flags,
-			Dir: dir, Timeout: cfg.Scheduler.RunTimeout,
-			Env: RunEnv(os.Environ(), s.CLI, cfg.Policies.Env(channel, session)),
+			Dir: dir, Timeout: cfg.Scheduler.RunTimeout, Env: env,
+		}
+		if cfg.Scheduler.Sandbox != SandboxOff {
+			program, err := sandboxProgram()
+			if err != nil {
+				return activities.RunSpec{}, fmt.Errorf("session %s: %w", session, err)
+			}
+			sb := Sandbox{Program: program, Work: dir, Writable: eff.Writes(), Home: chHome,
+				Hide: PrivatePaths(cfg, home), Show: showLogins(s.CLI, home, chHome)}
+			if d := programFolder(cli.Command); d != "" {
+				sb.Programs = append(sb.Programs, d)
+			}
+			if cli.SettingsFlag != "" {
+				if starter, err := starterProgram(); err == nil {
+					sb.Programs = append(sb.Programs, filepath.Dir(starter))
+				}
+			}
+			spec.Confine = sb.Wrap
+			spec.Env = setEnv(setEnv(spec.Env, "HOME", chHome), "TMPDIR", "/tmp")
+			guardHome = chHome
 		}
 		if cli.SettingsFlag != "" {
 			starter, err := starterProgram()
 			if err != nil {
 				return activities.RunSpec{}, fmt.Errorf("session %s: %w", session, err)
 			}
-			home, _ := os.UserHomeDir()
+			private := PrivatePaths(cfg, home)
+			if guardHome != home {
+				for _, p := range credentialStores {
+					private = append(private, filepath.Join(guardHome, p))
+				}
+			}
 			spec.SettingsFlag = cli.SettingsFlag
 			spec.Hook = []string{starter, "hook", "policy"}
-			spec.Guard = &toolpolicy.Guard{Policy: eff, Dir: dir, Home: home, Private: PrivatePaths(cfg, home)}
+			spec.Guard = &toolpolicy.Guard{Policy: eff, Dir: dir, Home: guardHome, Private: private}
 		}
 		return spec, nil
 	}
 }
 
-// WorkDir is a headless session's work folder: policies.sessions.<name>.dir (or
-// policies.global.dir), else data_dir/headless/<name>, which is created (0700).
-func WorkDir(cfg *config.Config, session string) (string, error) {
+// ChannelFolders are the folders of a headless session's runs from one channel (issue 33):
+// the work folder, policies.sessions.<name>.dir (or policies.global.dir) when configured, else
+// data_dir/headless/<name>/<channel>/work, and the channel's own home for the CLI's state,
+// data_dir/headless/<name>/<channel>/home; both created (0700). Channels never share a
+// default work folder, so what one channel's run leaves is never read by another's.
+func ChannelFolders(cfg *config.Config, session, channel string) (work, home string, err error) {
+	root, err := filepath.Abs(filepath.Join(cfg.DataDir, "headless", session, channel))
+	if err != nil {
+		return "", "", fmt.Errorf("session %s: %w", session, err)
+	}
+	home = filepath.Join(root, "home")
+	work = filepath.Join(root, "work")
 	if d := cfg.Policies.Dir(session); d != "" {
-		d, err := expandHome(d)
-		if err != nil {
-			return "", err
+		if work, err = expandHome(d); err != nil {
+			return "", "", err
 		}
-		return filepath.Clean(d), nil
+		work = filepath.Clean(work)
+	} else if err := os.MkdirAll(work, 0o700); err != nil {
+		return "", "", fmt.Errorf("session %s: work folder: %w", session, err)
 	}
-	d := filepath.Join(cfg.DataDir, "headless", session)
-	if err := os.MkdirAll(d, 0o700); err != nil {
-		return "", fmt.Errorf("session %s: work folder: %w", session, err)
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return "", "", fmt.Errorf("session %s: the %s channel's home: %w", session, channel, err)
 	}
-	return filepath.Abs(d)
+	return work, home, nil
+}
+
+// setEnv sets one variable in an environment list.
+func setEnv(env []string, name, value string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if n, _, _ := strings.Cut(kv, "="); n != name {
+			out = append(out, kv)
+		}
+	}
+	return append(out, name+"="+value)
 }
 
 func expandHome(p string) (string, error) {

@@ -54,7 +54,7 @@ func resolverConfig(t *testing.T) *config.Config {
 			"kimi":      {CLI: "kimi", Mode: config.ModeHeadless},
 			"secretary": {CLI: "claude", Mode: config.ModeTmux},
 		},
-		Scheduler: config.Scheduler{RunTimeout: 7 * time.Minute},
+		Scheduler: config.Scheduler{RunTimeout: 7 * time.Minute, Sandbox: SandboxBubblewrap},
 		Policies:  toolpolicy.Policy{Sessions: map[string]toolpolicy.Rule{"plain": {Dir: "~/src/app", Env: []string{"FOO"}}}},
 	}
 }
@@ -82,7 +82,8 @@ func TestResolver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(cfg.DataDir, "headless", "batch")
+	dir := filepath.Join(cfg.DataDir, "headless", "batch", "telegram", "work")
+	chHome := filepath.Join(cfg.DataDir, "headless", "batch", "telegram", "home")
 	if spec.Command != "claude" || strings.Join(spec.Args, " ") != "-p --output-format json" || spec.Dir != dir || spec.Timeout != 7*time.Minute {
 		t.Errorf("spec = %+v", spec)
 	}
@@ -94,9 +95,26 @@ func TestResolver(t *testing.T) {
 		t.Errorf("flags %q settings %q hook %q", spec.ToolFlags, spec.SettingsFlag, spec.Hook)
 	}
 	g := spec.Guard
-	if g == nil || g.Dir != dir || g.Home != home || g.Policy.Channel != "telegram" || !slices.Contains(g.Private, cfg.DataDir) ||
-		!slices.Contains(g.Private, filepath.Join(home, ".ssh")) {
+	if g == nil || g.Dir != dir || g.Home != chHome || g.Policy.Channel != "telegram" || !slices.Contains(g.Private, cfg.DataDir) ||
+		!slices.Contains(g.Private, filepath.Join(home, ".ssh")) || !slices.Contains(g.Private, filepath.Join(chHome, ".ssh")) {
 		t.Fatalf("guard = %+v", g)
+	}
+	// Confined by the kernel: the telegram channel reads its work folder only; HOME is the
+	// channel's own; git runs no repository program.
+	if spec.Confine == nil || !slices.Contains(spec.Env, "HOME="+chHome) || !slices.Contains(spec.Env, "GIT_CONFIG_KEY_0=safe.bareRepository") {
+		t.Fatalf("not confined: env %q", spec.Env)
+	}
+	prog, args := spec.Confine("claude", []string{"-p"})
+	if filepath.Base(prog) != "bwrap" || !strings.Contains(strings.Join(args, " "), "--ro-bind "+dir+" "+dir) ||
+		!strings.Contains(strings.Join(args, " "), "--bind "+chHome+" "+chHome) || !strings.Contains(strings.Join(args, " "), "--tmpfs "+cfg.DataDir) {
+		t.Errorf("sandbox: %s %q", prog, args)
+	}
+	web, err := resolve("batch", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if web.Dir == spec.Dir || !strings.Contains(strings.Join(func() []string { _, a := web.Confine("claude", nil); return a }(), " "), "--bind "+web.Dir+" "+web.Dir) {
+		t.Errorf("web shares telegram's folder or cannot write its own: %s", web.Dir)
 	}
 	for _, kv := range spec.Env {
 		if strings.HasPrefix(kv, "INTENTQ_") || strings.HasPrefix(kv, "FOO=") {
@@ -116,7 +134,13 @@ func TestResolver(t *testing.T) {
 	}
 	// Without a starter to run as the hook, a Claude Code run does not start.
 	t.Setenv("PATH", "/nonexistent")
+	cfg.Scheduler.Sandbox = SandboxOff
 	if _, err := resolve("batch", "cli"); err == nil || !strings.Contains(err.Error(), "starter") {
 		t.Errorf("no starter: %v", err)
+	}
+	// Without bubblewrap, no run starts (fails closed), unless the person turned the sandbox off.
+	cfg.Scheduler.Sandbox = SandboxBubblewrap
+	if _, err := resolve("plain", "cli"); !errors.Is(err, ErrNoSandbox) {
+		t.Errorf("no bwrap: %v, want ErrNoSandbox", err)
 	}
 }

@@ -58,7 +58,7 @@ func TestHeadlessRunsFromWorkerConfig(t *testing.T) {
 	if p := st.Prompts[1]; p.Status != workflows.PromptFailed || len(p.Invocations) != 3 {
 		t.Errorf("network error: %+v", p)
 	}
-	want, _ := filepath.EvalSymlinks(filepath.Join(cfg.DataDir, "headless", "batch"))
+	want, _ := filepath.EvalSymlinks(filepath.Join(cfg.DataDir, "headless", "batch", "cli", "work"))
 	if got := st.Prompts[3].Result; got != want {
 		t.Errorf("ran in %q, want the session's folder %s", got, want)
 	}
