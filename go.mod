@@ -27,6 +27,7 @@ require (
 	google.golang.org/protobuf v1.36.11
 	gopkg.in/yaml.v3 v3.0.1
 	howett.net/plist v1.0.1
+	mvdan.cc/sh/v3 v3.14.1
 )
 
 require (

@@ -19,14 +19,31 @@ type DeniedError struct {
 	// "default:NAME" (see Effective.Source).
 	Scope string
 	// Rule is the deny rule that matched, e.g. "Bash(git push:*)"; empty when the tool was
-	// refused because no allow rule covers it.
+	// refused because no allow rule covers it, or because it could not be checked.
 	Rule string
+	// Unchecked is set for a shell command that rules for commands cannot check: what in it
+	// cannot be proven (a variable, $'…', brace expansion, a substitution, a line that does
+	// not parse) or is hidden from them (a compound command, a redirection into a file). With
+	// DenyRules set, the policy's deny rules for commands could not be checked; else no allow
+	// rule for commands can cover it.
+	Unchecked string
+	// DenyRules: the command was refused because the policy has deny rules for commands that
+	// it cannot be checked against (the deny rules fail closed).
+	DenyRules bool
 }
 
 // Error names the tool, the scope and, for a deny rule, the rule.
 func (e *DeniedError) Error() string {
-	if e.Rule != "" {
+	switch {
+	case e.Rule != "":
 		return fmt.Sprintf("toolpolicy: tool %q denied by the %s policy (rule %q)", e.Tool, e.Scope, e.Rule)
+	case e.DenyRules:
+		return fmt.Sprintf("toolpolicy: tool %q refused: the %s policy denies some commands, and the command "+
+			"cannot be checked against those deny rules (%s): write it out without variables (other than $HOME "+
+			"and $PWD), $'…', brace expansion or substitutions", e.Tool, e.Scope, e.Unchecked)
+	case e.Unchecked != "":
+		return fmt.Sprintf("toolpolicy: tool %q not allowed by the %s policy (no allow rule for commands "+
+			"covers what cannot be checked: %s)", e.Tool, e.Scope, e.Unchecked)
 	}
 	return fmt.Sprintf("toolpolicy: tool %q not allowed by the %s policy (no allow rule covers it)", e.Tool, e.Scope)
 }
@@ -104,15 +121,19 @@ func parseRequest(s string) (tool, error) {
 //
 // Rules match as in Claude Code: "Read" covers every Read request, "Read(./src/**)" the paths
 // under ./src/, "mcp__github" every tool of that MCP server. A Bash request is split into its
-// simple commands ("ls && git push" is two) and each must be allowed; a rule "Bash(cmd:*)"
-// allows commands whose words start with those of cmd ("git log:*" allows "git log -p" but not
-// "git logs"), "Bash(cmd)" exactly that command. A command line with substitutions, subshells or
-// redirections into files is only allowed by a bare "Bash" rule or AllowAll, and a prefix rule
-// does not allow options that make a read-only command write or run programs (rg --pre,
+// simple commands with bash's grammar ("ls && git push" is two) and each must be allowed; a rule
+// "Bash(cmd:*)" allows commands whose words start with those of cmd ("git log:*" allows
+// "git log -p" but not "git logs"), "Bash(cmd)" exactly that command. Only proven words count
+// (literals, plain quotes, $HOME and $PWD): a command line with other variables, $'…', brace
+// expansion, substitutions, compound commands (if, for, subshells, functions) or redirections
+// into files is only allowed by a bare "Bash" rule or AllowAll, and a prefix rule does not
+// allow options that make a read-only command write or run programs (rg --pre,
 // git diff --output, find -exec). Deny rules look further: through sudo, env, xargs and other
 // wrappers, variable assignments, paths to the program (/usr/bin/git), git's global options
-// (git -C dir push), substitutions, sh -c and eval. That is a best effort, not a sandbox: an
-// allow list is the boundary, deny rules are a safety net.
+// (git -C dir push), compound commands, substitutions, sh -c and eval; and they fail closed:
+// when the policy has deny rules for commands, a command line with words that cannot be proven,
+// or that does not parse, is refused whatever the allow rules say. That is a best effort, not
+// a sandbox: an allow list is the boundary, deny rules are a safety net.
 func (e Effective) Check(requested string) error {
 	req, err := parseRequest(requested)
 	if err != nil {
@@ -132,27 +153,36 @@ func (e Effective) Check(requested string) error {
 	notAllowed := &DeniedError{Tool: strings.TrimSpace(requested), Scope: e.allowListScope()}
 
 	if req.name == "Bash" && req.hasArg {
-		views := denyViews(req.arg, 0)
+		views, unproven := denyViews(req.arg, 0)
 		whole := strings.Join(strings.Fields(req.arg), " ")
-		for _, r := range denied {
+		var commandRule *rule
+		for i, r := range denied {
 			if r.name != "Bash" {
 				continue
 			}
 			if !r.hasArg || denyMatchesCommand(r, views, whole) {
 				return deny(r)
 			}
+			if commandRule == nil {
+				commandRule = &denied[i]
+			}
 		}
-		if e.AllowAll || hasBare(allowed, "Bash") {
-			return nil
-		}
-		c := parseCommand(req.arg)
-		if c.opaque || len(c.segments) == 0 {
-			return notAllowed
-		}
-		for _, seg := range c.segments {
-			if !allowsSegment(allowed, seg, whole) {
+		if !e.AllowAll && !hasBare(allowed, "Bash") {
+			c := parseCommand(req.arg)
+			if c.opaque || len(c.segments) == 0 {
+				notAllowed.Unchecked = c.why
 				return notAllowed
 			}
+			for _, seg := range c.segments {
+				if !allowsSegment(allowed, seg, whole) {
+					return notAllowed
+				}
+			}
+		}
+		if commandRule != nil && len(unproven) > 0 {
+			// The views may miss a command the rules deny: fail closed.
+			return &DeniedError{Tool: notAllowed.Tool, Scope: e.scopeOf(commandRule.raw),
+				Unchecked: unproven[0], DenyRules: true}
 		}
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // Guard is what a headless run's PreToolUse hook enforces on every tool call (issue 23): the
@@ -17,10 +18,12 @@ import (
 // the hook sees every call.
 //
 //   - Bash commands must pass Check; with a policy that does not allow everything, the shell's
-//     folder must be inside Dir, and every path the command names (arguments, option values,
-//     input redirections, through wrappers, sh -c and substitutions) must lie inside Dir or be
-//     named by an allow rule (Read(//etc/hosts)). Variables other than $HOME and $PWD in a path
-//     cannot be followed and are refused.
+//     folder must be inside Dir, every word of the command must be proven (see Check: no
+//     variables other than $HOME and $PWD, no $'…', brace expansion or substitutions), and
+//     every path the command names (arguments, option values, redirections, through wrappers,
+//     sh -c and substitutions) must lie inside Dir or be named by an allow rule
+//     (Read(//etc/hosts)). A command the guard cannot parse as bash is refused whatever the
+//     policy, and so is one that is more work than it checks (see ErrOverBudget).
 //   - File tools (Read, Grep, Glob, LS, NotebookRead; Write, Edit, MultiEdit, NotebookEdit) must
 //     be allowed, by a bare rule for their path inside Dir, or by a rule with a path pattern
 //     (Read(...) for the reading tools, Edit(...) for the editing ones, or their own name)
@@ -30,8 +33,8 @@ import (
 //   - Other tools must pass Check; the CLI's bookkeeping tools (TodoWrite, ...) pass unless a
 //     deny rule names them.
 //
-// Paths are followed through symbolic links. Like Check, the shell checks are a best effort for
-// the commands a policy allows; an allow list of commands is the boundary.
+// Paths are followed through symbolic links. The guard is a second line behind the operating
+// system's confinement of a run: what it cannot prove it refuses.
 type Guard struct {
 	// Policy is the run's effective policy.
 	Policy Effective `json:"policy"`
@@ -41,12 +44,47 @@ type Guard struct {
 	Home string `json:"home,omitempty"`
 	// Private are files and folders no run may touch (absolute).
 	Private []string `json:"private,omitempty"`
+
+	// state is one CheckCall's parsed rules and work budget.
+	state *callState
+}
+
+// Bounds on the work of one call: beyond them the guard refuses rather than takes its time
+// (the hook must answer within CheckBudget).
+const (
+	// maxCommandBytes bounds the length of a shell command.
+	maxCommandBytes = 64 << 10
+	// maxPatterns bounds the wildcard words a shell command may have.
+	maxPatterns = 64
+	// maxEntries bounds the folder entries the guard reads to expand them.
+	maxEntries = 20000
+)
+
+// ErrOverBudget is wrapped by CheckCall's and PreToolUse's error for a call that is more work
+// than the guard checks: a shell command longer than 64 KiB, more than 64 wildcard words,
+// wildcards that go through more than 20000 folder entries, or a check that takes longer than
+// CheckBudget. The call is refused.
+var ErrOverBudget = errors.New("more than the guard checks")
+
+// callState is what one CheckCall works with: the policy's rules parsed once, the private paths
+// resolved once, and the work it may still do.
+type callState struct {
+	denied, allowed []rule
+	private         []string
+	patterns        int
+	entries         int
+	// checked holds the paths already decided, so that a word seen twice (a command as
+	// written and unwrapped) is checked once.
+	checked map[string]bool
 }
 
 // Call is one tool call as Claude Code's PreToolUse hook reports it on standard input.
 type Call struct {
-	Event string          `json:"hook_event_name"`
-	Tool  string          `json:"tool_name"`
+	// Event is the hook's event, PreToolUse.
+	Event string `json:"hook_event_name"`
+	// Tool is the tool's name, e.g. "Bash" or "Read".
+	Tool string `json:"tool_name"`
+	// Input is the tool's input, e.g. {"command": "ls"} or {"file_path": "/a"}.
 	Input json.RawMessage `json:"tool_input"`
 	// Cwd is the CLI's current folder, where relative paths and shell commands start.
 	Cwd string `json:"cwd"`
@@ -54,17 +92,22 @@ type Call struct {
 
 // OutsideError is CheckCall's error for a path outside the work folder, or a private one.
 type OutsideError struct {
+	// Tool is the tool call, shortened; Path the path it touches; Dir the work folder.
 	Tool, Path, Dir string
 	// Private: the path is one no run may touch.
 	Private bool
-	// Unresolved: the path could not be followed (a variable, ~user).
+	// Unresolved: the path, or a word of a shell command, could not be proven (a variable,
+	// $'…', brace expansion, a substitution, ~user): Path holds it as written.
 	Unresolved bool
 }
 
+// Error says which path, and why it is refused.
 func (e *OutsideError) Error() string {
 	switch {
 	case e.Unresolved:
-		return fmt.Sprintf("toolpolicy: %s names %q, a path the guard cannot follow (only $HOME and $PWD are expanded): write the path out", e.Tool, e.Path)
+		return fmt.Sprintf("toolpolicy: %s has %s, which the guard cannot prove names no path outside the work folder "+
+			"(it follows only plain words and quotes, ~, $HOME and $PWD: no other variables, $'…', brace expansion "+
+			"or substitutions): write it out", e.Tool, e.Path)
 	case e.Private:
 		return fmt.Sprintf("toolpolicy: %s touches %s, which no headless run may read or write (intentq's data or a credential store)", e.Tool, e.Path)
 	}
@@ -100,6 +143,9 @@ func (g Guard) CheckCall(c Call) error {
 	if g.Home != "" {
 		g.Home = realPath(g.Home)
 	}
+	if err := g.prepare(); err != nil {
+		return err
+	}
 	base := g.Dir
 	if filepath.IsAbs(c.Cwd) {
 		base = realPath(c.Cwd)
@@ -122,23 +168,53 @@ func (g Guard) CheckCall(c Call) error {
 	return err
 }
 
-// checkShell checks a Bash command: the policy, then the paths it names.
+// prepare gives the guard its state for one call: the rules parsed and the private paths
+// resolved once, and the work budget.
+func (g *Guard) prepare() error {
+	denied, err := parseRules(g.Policy.Denied)
+	if err != nil {
+		return err
+	}
+	allowed, err := parseRules(g.Policy.Allowed)
+	if err != nil {
+		return err
+	}
+	st := &callState{denied: denied, allowed: allowed, patterns: maxPatterns, entries: maxEntries, checked: map[string]bool{}}
+	for _, p := range g.Private {
+		st.private = append(st.private, realPath(p))
+	}
+	g.state = st
+	return nil
+}
+
+// checkShell checks a Bash command: the policy, then the words and paths it names.
 func (g Guard) checkShell(command, base string) error {
+	short := "Bash(" + firstWords(command) + ")"
+	if len(command) > maxCommandBytes {
+		return fmt.Errorf("toolpolicy: %s: %w: the command is %d bytes, longer than %d KiB: call refused",
+			short, ErrOverBudget, len(command), maxCommandBytes>>10)
+	}
 	tool := "Bash(" + command + ")"
 	if err := g.Policy.Check(tool); err != nil {
 		return err
 	}
-	short := "Bash(" + firstWords(command) + ")"
 	if !g.Policy.AllowAll && !within(base, g.Dir) {
 		return &OutsideError{Tool: short, Path: base, Dir: g.Dir}
 	}
-	views, inputs := pathViews(command, 0)
-	for _, file := range inputs {
+	p := pathViews(command, 0)
+	switch {
+	case p.err != nil:
+		// Nothing the command touches can be checked, private paths included.
+		return fmt.Errorf("toolpolicy: %s: the guard cannot read the command as bash does (%v): call refused", short, p.err)
+	case len(p.unproven) > 0 && !g.Policy.AllowAll:
+		return &OutsideError{Tool: short, Path: p.unproven[0], Unresolved: true}
+	}
+	for _, file := range p.files {
 		if err := g.checkShellWord(short, file, base, true); err != nil {
 			return err
 		}
 	}
-	for _, words := range views {
+	for _, words := range p.views {
 		for i, w := range words {
 			if i == 0 && !isAssignment(w) {
 				continue // the program
@@ -148,20 +224,29 @@ func (g Guard) checkShell(command, base string) error {
 			}
 		}
 	}
+	for _, w := range p.words {
+		if err := g.checkShellWord(short, w, base, false); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-// checkShellWord checks one word of a command that may name a file: a path (with / or ~, or
-// . and ..), the value of --opt=value or NAME=value, or a name that exists in the folder (a
-// link, perhaps). isFile: the word is a file for sure (a redirection's).
+// checkShellWord checks one proven word of a command that may name a file: a path (with / or
+// ~, or . and ..), the value of --opt=value or NAME=value, or a name that exists in the folder
+// (a link, perhaps). isFile: the word is a file for sure (a redirection's). Unproven words are
+// left alone: the policy allows everything (else checkShell refused them).
 func (g Guard) checkShellWord(tool, w, base string, isFile bool) error {
+	if strings.HasPrefix(w, unprovenMark) {
+		return nil
+	}
 	var candidates []string
 	switch {
 	case strings.HasPrefix(w, "-"):
 		if _, v, ok := strings.Cut(w, "="); ok {
 			candidates = append(candidates, v)
-		} else if i := strings.IndexAny(w, "/~"); i > 0 {
-			candidates = append(candidates, w[i:]) // -I/usr/include, -f~/x
+		} else if i := strings.IndexAny(w, "/~\x00"); i > 0 {
+			candidates = append(candidates, w[i:]) // -I/usr/include, -f~/x, -I$HOME/include
 		}
 	case strings.Contains(w, "="):
 		_, v, _ := strings.Cut(w, "=")
@@ -173,12 +258,12 @@ func (g Guard) checkShellWord(tool, w, base string, isFile bool) error {
 		if c == "" || c == "-" || safeDevices[c] {
 			continue
 		}
-		p, ok := g.expand(c, true)
+		p, ok := g.expand(c, base)
 		switch {
 		case !ok && g.Policy.AllowAll:
 			continue // everything is allowed: nothing to hold a variable against
 		case !ok:
-			return &OutsideError{Tool: tool, Path: c, Unresolved: true}
+			return &OutsideError{Tool: tool, Path: shown(c), Unresolved: true}
 		case !isFile && !pathLike(c, p) && !exists(filepath.Join(base, p)):
 			continue
 		}
@@ -198,31 +283,22 @@ func pathLike(word, expanded string) bool {
 	return strings.ContainsAny(word, "/$*?[") || strings.HasPrefix(word, "~") || word == "." || word == ".." || expanded != word
 }
 
-// varRef matches $NAME and ${NAME}.
-var varRef = regexp.MustCompile(`\$(\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)`)
-
-// expand resolves ~ and ~/ (the run's home) and, in shell words (vars), $HOME and $PWD (the
-// shell's folder is checked separately, so $PWD is left relative); ok is false for other
-// variables and ~user.
-func (g Guard) expand(w string, vars bool) (string, bool) {
-	ok := true
+// expand resolves ~ and ~/ (the run's home) and, in a shell word (shellDir, the shell's
+// folder, not empty), $HOME and $PWD; ok is false for ~user, and for $HOME in a run without a
+// home.
+func (g Guard) expand(w, shellDir string) (string, bool) {
 	out := w
-	if vars {
-		out = varRef.ReplaceAllStringFunc(w, func(m string) string {
-			switch strings.Trim(m, "${}") {
-			case "HOME":
-				if g.Home != "" {
-					return g.Home
-				}
-			case "PWD":
-				return "."
+	if shellDir != "" && strings.Contains(out, "\x00") {
+		if strings.Contains(out, homeRef) {
+			if g.Home == "" {
+				return w, false
 			}
-			ok = false
-			return m
-		})
-	}
-	if !ok {
-		return w, false
+			out = strings.ReplaceAll(out, homeRef, g.Home)
+		}
+		out = strings.ReplaceAll(out, pwdRef, shellDir)
+		if strings.Contains(out, "\x00") {
+			return w, false
+		}
 	}
 	if out == "~" || strings.HasPrefix(out, "~/") {
 		if g.Home == "" {
@@ -233,6 +309,11 @@ func (g Guard) expand(w string, vars bool) (string, bool) {
 		return w, false // ~user
 	}
 	return out, true
+}
+
+// shown writes a shell word for a message: $HOME and $PWD as such.
+func shown(w string) string {
+	return strings.NewReplacer(homeRef, "$HOME", pwdRef, "$PWD", unprovenMark, "").Replace(w)
 }
 
 // checkFileTool checks a file tool's call: its path, resolved from the base folder.
@@ -256,7 +337,7 @@ func (g Guard) checkFileTool(name string, input map[string]any, base string) err
 		}
 	}
 	for _, p := range paths {
-		e, ok := g.expand(p, false)
+		e, ok := g.expand(p, "")
 		if !ok {
 			return &OutsideError{Tool: name, Path: p, Unresolved: true}
 		}
@@ -289,17 +370,41 @@ func globRoot(joined, pattern string) string {
 
 // checkPath decides one path a tool touches, relative to base unless absolute. family is Read
 // or Edit: the rules with a path pattern that cover the tool. A shell word with wildcards
-// (glob) is checked with every file it matches and the folder it starts in.
+// (glob) is checked with the folder it starts in and every file it matches, within the call's
+// budget.
 func (g Guard) checkPath(tool, family, p, base string, glob bool) error {
 	if !filepath.IsAbs(p) {
 		p = base + string(filepath.Separator) + p
 	}
-	matches := []string{p}
-	if glob && strings.ContainsAny(p, "*?[") {
-		found, _ := filepath.Glob(p)
-		matches = append(append(matches, found...), globRoot(p, p))
+	st := g.state
+	if st == nil {
+		if err := g.prepare(); err != nil {
+			return err
+		}
+		st = g.state
 	}
-	for _, m := range matches {
+	if st.checked[p] {
+		return nil
+	}
+	st.checked[p] = true
+	if err := g.decide(tool, family, realPath(p)); err != nil {
+		return err
+	}
+	if !glob || !strings.ContainsAny(p, "*?[") {
+		return nil
+	}
+	if err := g.decide(tool, family, realPath(globRoot(p, p))); err != nil {
+		return err
+	}
+	if st.patterns--; st.patterns < 0 {
+		return fmt.Errorf("toolpolicy: %s: %w: more than %d wildcard words: call refused (name fewer patterns)",
+			tool, ErrOverBudget, maxPatterns)
+	}
+	found, err := st.glob(p)
+	if err != nil {
+		return fmt.Errorf("toolpolicy: %s: %w: %v: call refused (name the files)", tool, ErrOverBudget, err)
+	}
+	for _, m := range found {
 		if err := g.decide(tool, family, realPath(m)); err != nil {
 			return err
 		}
@@ -307,21 +412,83 @@ func (g Guard) checkPath(tool, family, p, base string, glob bool) error {
 	return nil
 }
 
+// glob is filepath.Glob within the call's budget of folder entries: it fails when reading
+// the folders the pattern goes through would take more. A malformed pattern matches nothing.
+func (st *callState) glob(pattern string) ([]string, error) {
+	if !strings.ContainsAny(pattern, `*?[\`) {
+		if _, err := os.Lstat(pattern); err != nil {
+			return nil, nil
+		}
+		return []string{pattern}, nil
+	}
+	dir, file := filepath.Split(pattern)
+	if _, err := filepath.Match(file, ""); err != nil {
+		return nil, nil
+	}
+	switch dir {
+	case "":
+		dir = "."
+	case string(filepath.Separator):
+	default:
+		dir = dir[:len(dir)-1] // the trailing separator
+	}
+	dirs := []string{dir}
+	if strings.ContainsAny(dir, `*?[\`) {
+		var err error
+		if dirs, err = st.glob(dir); err != nil {
+			return nil, err
+		}
+	}
+	var out []string
+	for _, d := range dirs {
+		m, err := st.matchDir(d, file)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m...)
+	}
+	return out, nil
+}
+
+// matchDir returns the entries of a folder that match a pattern, reading them in batches
+// within the budget.
+func (st *callState) matchDir(dir, pattern string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, nil
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.IsDir() {
+		return nil, nil
+	}
+	var out []string
+	for {
+		names, err := f.Readdirnames(256)
+		if st.entries -= len(names); st.entries < 0 {
+			return nil, fmt.Errorf("the wildcards go through more than %d folder entries", maxEntries)
+		}
+		for _, n := range names {
+			if ok, _ := filepath.Match(pattern, n); ok {
+				out = append(out, filepath.Join(dir, n))
+			}
+		}
+		if err != nil || len(names) == 0 {
+			return out, nil
+		}
+	}
+}
+
 // decide applies the rules to one absolute, resolved path.
 func (g Guard) decide(tool, family, p string) error {
 	name, _, _ := strings.Cut(tool, "(")
-	for _, r := range g.Private {
-		if r = realPath(r); within(p, r) && !(within(g.Dir, r) && within(p, g.Dir)) {
+	for _, r := range g.state.private {
+		if within(p, r) && !(within(g.Dir, r) && within(p, g.Dir)) {
 			return &OutsideError{Tool: tool, Path: p, Private: true}
 		}
 	}
 	// Rules with the family's name cover its tools; a Bash command's paths are reads.
 	covers := func(r rule) bool { return r.name == family || name != "Bash" && r.name == name }
-	denied, err := parseRules(g.Policy.Denied)
-	if err != nil {
-		return err
-	}
-	for _, r := range denied {
+	for _, r := range g.state.denied {
 		if !covers(r) {
 			continue
 		}
@@ -332,17 +499,13 @@ func (g Guard) decide(tool, family, p string) error {
 	if name == "Bash" && g.Policy.AllowAll {
 		return nil
 	}
-	allowed, err := parseRules(g.Policy.Allowed)
-	if err != nil {
-		return err
-	}
-	for _, r := range allowed {
+	for _, r := range g.state.allowed {
 		if covers(r) && r.hasArg && g.ruleMatches(r.arg, p) {
 			return nil // a rule names the path
 		}
 	}
 	toolAllowed := g.Policy.AllowAll || name == "Bash" // a shell command passed Check already
-	for _, r := range allowed {
+	for _, r := range g.state.allowed {
 		if !r.hasArg && (r.name == name || r.name == family && name != "Write") {
 			toolAllowed = true
 		}
@@ -487,23 +650,37 @@ type preToolUseOutput struct {
 	} `json:"hookSpecificOutput"`
 }
 
+// CheckBudget is how long PreToolUse takes at most: a call it has not decided by then is
+// refused. Claude Code gives a hook 60 s, and runs the call unchecked when a hook times out
+// unless the hook is set to block on failure.
+const CheckBudget = 20 * time.Second
+
+// checkBudget is CheckBudget; tests shorten it.
+var checkBudget = CheckBudget
+
 // PreToolUse answers Claude Code's PreToolUse hook for a headless run: it reads the call from
 // in, checks it against the guard in guardFile, and writes nothing when the call may go on (the
 // CLI's own permissions still apply: the hook never says "allow"), or a deny with the reason.
-// Anything it cannot read (the guard, the call) is a deny too: the hook fails closed. The error
-// is only for a failed write.
+// Anything it cannot read (the guard, the call) is a deny too, and so is a check that takes
+// longer than CheckBudget: the hook fails closed. The error is only for a failed write.
 func PreToolUse(guardFile string, in io.Reader, out io.Writer) error {
-	err := func() error {
-		g, err := ReadGuard(guardFile)
-		if err != nil {
-			return err
-		}
-		var c Call
-		if err := json.NewDecoder(io.LimitReader(in, 16<<20)).Decode(&c); err != nil {
-			return fmt.Errorf("toolpolicy: the hook's input is not a PreToolUse call: %w", err)
-		}
-		return g.CheckCall(c)
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- fmt.Errorf("toolpolicy: the check failed (%v): call refused", r)
+			}
+		}()
+		done <- checkHookCall(guardFile, in)
 	}()
+	timer := time.NewTimer(checkBudget)
+	defer timer.Stop()
+	var err error
+	select {
+	case err = <-done:
+	case <-timer.C:
+		err = fmt.Errorf("toolpolicy: %w: the check took too long (more than %s): call refused", ErrOverBudget, checkBudget)
+	}
 	if err == nil {
 		return nil
 	}
@@ -512,4 +689,17 @@ func PreToolUse(guardFile string, in io.Reader, out io.Writer) error {
 	o.HookSpecificOutput.PermissionDecision = "deny"
 	o.HookSpecificOutput.PermissionDecisionReason = "intentq: " + strings.TrimPrefix(err.Error(), "toolpolicy: ")
 	return json.NewEncoder(out).Encode(o)
+}
+
+// checkHookCall reads the guard and the call, and checks it.
+func checkHookCall(guardFile string, in io.Reader) error {
+	g, err := ReadGuard(guardFile)
+	if err != nil {
+		return err
+	}
+	var c Call
+	if err := json.NewDecoder(io.LimitReader(in, 16<<20)).Decode(&c); err != nil {
+		return fmt.Errorf("toolpolicy: the hook's input is not a PreToolUse call: %w", err)
+	}
+	return g.CheckCall(c)
 }

@@ -159,6 +159,20 @@ func TestGuardShellPaths(t *testing.T) {
 		{"cli: everything allowed", cli, "cat /etc/passwd; echo $PATH", f.dir, true},
 		{"cli: not intentq's secrets", cli, "cat ~/.intentq/access.token", f.dir, false},
 		{"cli: not the SSH key", cli, "cp key /tmp/k", f.dir, false},
+		// Issue 33: only proven words are followed; what bash computes is refused unless the
+		// policy allows everything, and then private paths are still seen where they can be.
+		{"bare Bash, substitution", withBash, "echo $(date)", f.dir, false},
+		{"bare Bash, other variable", withBash, "ls $TMPDIR", f.dir, false},
+		{"bare Bash, pwd", withBash, `ls "$PWD" ${PWD}/docs`, f.dir, true},
+		{"pwd climbing", withBash, "cat ..$PWD", f.dir, false},
+		{"cli: what bash computes", cli, "cat $'x' {a,b} $1", f.dir, true},
+		{"cli: a line bash reads otherwise", cli, "ls\r", f.dir, false},
+		{"cli: sh -c with $HOME", cli, `sh -c "cat $HOME/.ssh/id_ed25519"`, f.dir, false},
+		{"cli: sh -c with a variable", cli, `bash -c "cat ~/.ssh/id_ed25519 $X"`, f.dir, false},
+		{"cli: for list", cli, `for k in ~/.ssh/*; do cat "$k"; done`, f.dir, false},
+		{"cli: parameter default", cli, "cat ${K:-~/.ssh/id_ed25519}", f.dir, false},
+		{"cli: output redirection", cli, "echo key >> ~/.ssh/authorized_keys", f.dir, false},
+		{"cli: here-document into a file", cli, "cat > notes.md <<'EOF'\nhello\nEOF", f.dir, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -379,6 +379,63 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// Issue 33: what the parser cannot prove, no command rule covers; with deny rules for commands,
+// the deny rules fail closed (even when everything else is allowed).
+func TestCheckUnproven(t *testing.T) {
+	tg := mustResolve(t, Policy{}, "telegram", "")
+	cli := mustResolve(t, Policy{}, "cli", "")
+	cliDeny := mustResolve(t, Policy{Sessions: map[string]Rule{"s": {Deny: []string{"Bash(git push:*)"}}}}, "cli", "s")
+	bare := mustResolve(t, Policy{Sessions: map[string]Rule{"s": {Allow: []string{"Bash"}}}}, "web", "s")
+	tests := []struct {
+		e         Effective
+		tool      string
+		allowed   bool
+		denyRules bool
+		unchecked string
+	}{
+		{tg, "Bash(cat $'x')", false, false, "$'x'"},
+		{tg, "Bash(cat {a,b})", false, false, "{a,b}"},
+		{tg, "Bash(ls 2>&1#; id)", false, false, "a redirection into 1#"},
+		{tg, "Bash(ls\r# ; id)", false, false, "control character"},
+		{tg, "Bash(if true; then ls; fi)", false, false, "compound command"},
+		{cli, "Bash(echo $(id) $'x' {a,b})", true, false, ""},
+		{cli, "Bash(ls\r)", true, false, ""}, // the guard refuses it
+		{cliDeny, "Bash(ls -la && cat README.md | wc -l)", true, false, ""},
+		{cliDeny, "Bash(cat \"$HOME/x\" > out)", true, false, ""},
+		{cliDeny, "Bash(g=git; $g push)", false, true, "$g"},
+		{cliDeny, "Bash(git {push,})", false, true, "{push,}"},
+		{cliDeny, "Bash(ls $(pwd))", false, true, "$(pwd)"},
+		{cliDeny, "Bash(ls\r; git push)", false, true, "control character"},
+		{cliDeny, "Bash(echo 'open)", false, true, "does not parse"},
+		{cliDeny, "Bash(sh -c 'eval $x')", false, true, "$x"},
+		{cliDeny, "Bash(x='a[$(git push)]'; (( x )))", false, true, "((x))"},
+		{cliDeny, "Bash([[ -f x ]] && ls)", false, true, "[[ -f x ]]"},
+		{bare, "Bash(echo $X)", false, true, "$X"},
+		{bare, "Bash(echo \"$HOME\" && ls)", true, false, ""},
+	}
+	for _, tc := range tests {
+		tool := strings.ReplaceAll(tc.tool, `\r`, "\r")
+		err := tc.e.Check(tool)
+		if tc.allowed {
+			if err != nil {
+				t.Errorf("%s: Check(%q) = %v, want nil", tc.e.Channel, tool, err)
+			}
+			continue
+		}
+		var de *DeniedError
+		if !errors.As(err, &de) || de.Rule != "" || de.DenyRules != tc.denyRules || !strings.Contains(de.Unchecked, tc.unchecked) {
+			t.Errorf("%s: Check(%q) = %#v, want DenyRules=%v Unchecked ~ %q", tc.e.Channel, tool, err, tc.denyRules, tc.unchecked)
+			continue
+		}
+		if want := "cannot be checked against those deny rules"; tc.denyRules && !strings.Contains(de.Error(), want) {
+			t.Errorf("%q does not say %q", de.Error(), want)
+		}
+		if want := tc.e.Source["Bash(git push:*)"]; tc.denyRules && de.Scope != want {
+			t.Errorf("%s: scope %q, want the deny rule's, %q", tool, de.Scope, want)
+		}
+	}
+}
+
 func TestCheckErrors(t *testing.T) {
 	e := mustResolve(t, Policy{}, "telegram", "")
 	for _, bad := range []string{"", "  ", "Bash(", "Bash()", "(ls)", "Bad Name"} {
