@@ -16,14 +16,17 @@ import (
 )
 
 // newUI prints (and with --open opens) the URL that logs a browser into the Web UI: the UI
-// requires the access token, which the URL sets as a cookie (as Jupyter does).
+// requires the access token, which the URL carries once and the UI trades for a login session
+// of its own (embedded.UISessionLifetime, UISessionIdle, UILogoutPath).
 func newUI() *cobra.Command {
 	var open bool
 	cmd := &cobra.Command{
 		Use:   "ui",
 		Short: "print the Web UI's login URL (it holds the access token: do not share it); --open opens it",
 		Long: "The embedded Web UI and the codec require the access token (data_dir/access.token). The URL\n" +
-			"printed here carries it once: the browser gets a cookie and the token leaves the address bar.\n" +
+			"printed here carries it once: the embedded Web UI trades it for a login session of its own (the\n" +
+			"cookie is a random session ID, never the token; it ends after 12 h, after an hour unused, or at\n" +
+			"/intentq/logout, and a worker restart ends it) and the token leaves the address bar.\n" +
 			"With an external cluster the URL logs the browser into the worker's codec endpoint instead\n" +
 			"(for a Web UI on 127.0.0.1 whose codec settings include credentials).",
 		Args: args(cobra.NoArgs),

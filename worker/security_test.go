@@ -161,7 +161,10 @@ func (w *securityWorker) uiRequest(t *testing.T, method, path, host string, body
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if cookie {
-		req.AddCookie(&http.Cookie{Name: trust.CookieName, Value: w.token})
+		// The person's browser: logged in through the login URL, it sends its session cookie.
+		for _, c := range w.uiCookies(t) {
+			req.AddCookie(c)
+		}
 		req.Header.Set("Origin", w.ui)
 	}
 	// What ui-server's CSRF check skips for: any Authorization header.
@@ -173,6 +176,17 @@ func (w *securityWorker) uiRequest(t *testing.T, method, path, host string, body
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	return resp.StatusCode, string(b)
+}
+
+// uiCookies are the cookies of the person's browser after the login URL: its login session
+// (never the token, loginJar checks).
+func (w *securityWorker) uiCookies(t *testing.T) []*http.Cookie {
+	t.Helper()
+	u, err := url.Parse(w.ui)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loginJar(t, w).Jar.Cookies(u)
 }
 
 // signalWithStartBody is the Web UI API's (grpc-gateway JSON) SignalWithStartWorkflowExecution
@@ -439,6 +453,18 @@ func loginJar(t *testing.T, w *securityWorker) *http.Client {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("login URL: %d", resp.StatusCode)
+	}
+	// Issue 33 (6): the cookie is a login session of the UI's own, never the token (browsers
+	// send 127.0.0.1's cookies to every port).
+	u, _ := url.Parse(w.ui)
+	cookies := jar.Cookies(u)
+	if len(cookies) == 0 {
+		t.Fatal("the login URL set no cookie")
+	}
+	for _, ck := range cookies {
+		if strings.Contains(ck.Value, w.token) {
+			t.Fatalf("the login cookie %s holds the access token", ck.Name)
+		}
 	}
 	return c
 }

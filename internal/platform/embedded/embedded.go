@@ -5,7 +5,8 @@
 // the gRPC frontend admits only calls carrying the access token (ClaimMapper, Authorizer); the
 // server's internal services (internal frontend, history, matching, worker) speak mTLS with a
 // CA of their own in data_dir/tls, so a local process cannot call them; and the Web UI is
-// served in-process behind trust.Guard, read-only (see ui.go).
+// served in-process behind its login sessions (uiGuard, on trust's Host check), read-only (see
+// ui.go).
 package embedded
 
 import (
@@ -157,8 +158,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("embedded temporal: %w", err)
 		}
 		s.uiClose = h.close
-		s.ui = &http.Server{Handler: h.handler, ReadHeaderTimeout: 10 * time.Second,
-			ErrorLog: zap.NewStdLog(opts.Logger.Named("ui"))}
+		s.ui = newUIServer(h.handler, opts.Logger.Named("ui"), defaultUITimeouts)
 		s.uiDone = make(chan struct{})
 		l := uiListener
 		uiListener = nil
@@ -172,6 +172,34 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		}
 	}
 	return s, nil
+}
+
+// uiTimeouts are the Web UI listener's limits, so that no connection is held open without a
+// credential or by a client too slow to finish its request (issue 33).
+type uiTimeouts struct {
+	// readHeader: a request's headers must arrive within it (a silent new connection closes).
+	readHeader time.Duration
+	// read bounds reading a whole request, its body included (a codec call carries a page of
+	// payloads; on loopback that takes milliseconds).
+	read time.Duration
+	// write bounds a response, from the end of the request's headers. The UI's longest call is a
+	// history long poll (waitNewEvent), which the frontend answers within 20 s
+	// (history.longPollExpirationInterval, left at Temporal's default): a minute fits it.
+	write time.Duration
+	// idle closes a kept-alive connection that sends no further request.
+	idle time.Duration
+}
+
+// defaultUITimeouts are the Web UI listener's limits.
+var defaultUITimeouts = uiTimeouts{readHeader: 10 * time.Second, read: 30 * time.Second, write: time.Minute, idle: time.Minute}
+
+// uiMaxHeaderBytes bounds a request's headers (the UI's own cookies and queries are a few KB).
+const uiMaxHeaderBytes = 64 << 10
+
+// newUIServer is the Web UI's http.Server: handler behind the limits of t.
+func newUIServer(handler http.Handler, logger *zap.Logger, t uiTimeouts) *http.Server {
+	return &http.Server{Handler: handler, ReadHeaderTimeout: t.readHeader, ReadTimeout: t.read, WriteTimeout: t.write,
+		IdleTimeout: t.idle, MaxHeaderBytes: uiMaxHeaderBytes, ErrorLog: zap.NewStdLog(logger)}
 }
 
 // addSearchAttributes registers the search attributes an existing namespace lacks (a data_dir

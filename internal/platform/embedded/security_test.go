@@ -9,8 +9,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -125,6 +127,8 @@ func TestBoundary(t *testing.T) {
 
 	ui := s.UIURL()
 	port := ui[strings.LastIndex(ui, ":")+1:]
+	uiPort, _ := strconv.Atoi(port)
+	var session string // the browser's session ID, once it has logged in
 	do := func(method, path, host, body string, h map[string]string, c *http.Client) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequest(method, ui+path, strings.NewReader(body))
@@ -162,12 +166,35 @@ func TestBoundary(t *testing.T) {
 		if code, _ := do("GET", "/healthz", "", "", nil, nil); code != http.StatusOK {
 			t.Errorf("health: %d", code)
 		}
-		// The login URL sets the cookie; the browser is then in, through the UI's own API (its
-		// gRPC calls carry the token).
+		// The token as a cookie opens nothing (issue 33): browsers send 127.0.0.1's cookies to
+		// every port, so the UI never takes the token from one.
+		for _, name := range []string{trust.CookieName, embedded.UISessionCookie(uiPort)} {
+			if code, _ := do("GET", list, "", "", map[string]string{"Cookie": name + "=" + testToken}, nil); code != http.StatusUnauthorized {
+				t.Errorf("the token as cookie %s: %d, want 401", name, code)
+			}
+		}
+		// The login URL starts a session whose ID is the cookie; the browser is then in, through
+		// the UI's own API (its gRPC calls carry the token).
 		jar, _ := cookiejar.New(nil)
 		browser := &http.Client{Jar: jar}
 		if code, _ := do("GET", "/?token="+testToken, "", "", nil, browser); code != http.StatusOK {
 			t.Fatalf("login URL: %d", code)
+		}
+		u, _ := url.Parse(ui)
+		cookies := jar.Cookies(u)
+		if len(cookies) == 0 {
+			t.Fatal("the login URL set no cookie")
+		}
+		for _, c := range cookies {
+			if strings.Contains(c.Value, testToken) {
+				t.Fatalf("cookie %s holds the token", c.Name)
+			}
+			if c.Name == embedded.UISessionCookie(uiPort) {
+				session = c.Value
+			}
+		}
+		if session == "" {
+			t.Fatalf("no session cookie among %v", cookies)
 		}
 		if code, body := do("GET", list, "", "", nil, browser); code != http.StatusOK {
 			t.Fatalf("list after login: %d %s", code, body)
@@ -185,6 +212,18 @@ func TestBoundary(t *testing.T) {
 		defer c.Close()
 		if _, err := c.DescribeWorkflowExecution(ctx, "evil/ui", ""); !isNotFound(err) {
 			t.Errorf("describe evil/ui = %v, want not found", err)
+		}
+		// The session opens the UI only: the frontend refuses it as a credential.
+		evil, err := client.Dial(client.Options{HostPort: s.FrontendAddress(), Namespace: "default", Credentials: client.NewAPIKeyStaticCredentials(session),
+			ConnectionOptions: client.ConnectionOptions{TLSDisabled: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = evil.DescribeWorkflowExecution(ctx, "evil/ui", "")
+		evil.Close()
+		var denied *serviceerror.PermissionDenied
+		if !errors.As(err, &denied) {
+			t.Errorf("the frontend with the session ID: %v, want PermissionDenied", err)
 		}
 	})
 
@@ -211,10 +250,28 @@ func TestBoundary(t *testing.T) {
 		if code, out := do("POST", embedded.CodecPath+"/decode", "", body(plain), auth, nil); code != http.StatusBadRequest || !strings.Contains(out, "not encrypted") {
 			t.Errorf("decode of a plain payload: %d %s, want 400 not encrypted", code, out)
 		}
+		// The browser's session reaches the codec on the UI's origin (the UI decodes there).
+		sessionCT := map[string]string{"Content-Type": "application/json", "Origin": ui, "Cookie": embedded.UISessionCookie(uiPort) + "=" + session}
+		if code, out := do("POST", embedded.CodecPath+"/decode", "", body(enc[0]), sessionCT, nil); code != http.StatusOK || !strings.Contains(out, "payloads") {
+			t.Errorf("decode with the session: %d %s", code, out)
+		}
 		var settings struct{ Codec struct{ Endpoint string } }
 		_, sb := do("GET", "/api/v1/settings", "", "", map[string]string{"Authorization": "Bearer " + testToken}, nil)
 		if err := json.Unmarshal([]byte(sb), &settings); err != nil || settings.Codec.Endpoint != ui+embedded.CodecPath {
 			t.Errorf("UI settings codec %q (%v), want %s", settings.Codec.Endpoint, err, ui+embedded.CodecPath)
+		}
+	})
+
+	t.Run("logout", func(t *testing.T) {
+		cookie := map[string]string{"Cookie": embedded.UISessionCookie(uiPort) + "=" + session}
+		if code, _ := do("GET", list, "", "", cookie, nil); code != http.StatusOK {
+			t.Fatalf("list with the session: %d", code)
+		}
+		if code, _ := do("POST", embedded.UILogoutPath, "", "", cookie, nil); code != http.StatusOK {
+			t.Fatalf("logout: %d", code)
+		}
+		if code, _ := do("GET", list, "", "", cookie, nil); code != http.StatusUnauthorized {
+			t.Errorf("list after logout: %d, want 401", code)
 		}
 	})
 }

@@ -16,8 +16,6 @@ import (
 	uiroute "github.com/temporalio/ui-server/v2/server/route"
 	uiassets "github.com/temporalio/ui-server/v2/ui"
 	"google.golang.org/grpc/metadata"
-
-	"github.com/intentq/intentq/internal/base/trust"
 )
 
 // CodecPath is where the Web UI's listener serves the payload codec (encryption on).
@@ -27,9 +25,11 @@ const CodecPath = "/codec"
 // ui-server's own NewServer does, so that it is an http.Handler served in-process and never
 // listens on a port of its own) behind intentq's boundary:
 //
-//   - trust.Guard: the Host and Origin must be the loopback listener's own (DNS rebinding: 403),
-//     and the request must carry the access token, as the login cookie the login URL sets or as
-//     a bearer header (401 otherwise);
+//   - uiGuard (session.go): the Host and Origin must be the loopback listener's own (DNS
+//     rebinding: 403), and the request must carry a login session's cookie, which the login URL
+//     (the access token, once) starts, or the access token as a bearer header (401 otherwise,
+//     and the connection closes); the token is never a cookie, and a session opens nothing but
+//     this listener;
 //   - write actions are off: ui-server's DisableWriteActions, and intentq refuses every API call
 //     but reads and queries itself (ui-server's own check only covers its routes);
 //   - the browser's Authorization headers are dropped; the UI's gRPC calls to the frontend carry
@@ -105,7 +105,7 @@ func newUIHandler(frontend string, port int, base, namespace, token string, code
 	if codec != nil {
 		mux.Handle(CodecPath+"/", codec)
 	}
-	guard := trust.Guard{Port: port, Token: token, Cookie: true, Open: []string{"/healthz"}}
+	guard := &uiGuard{port: port, token: token, sessions: newUISessions(), open: []string{"/healthz"}}
 	return &uiHandler{handler: guard.Wrap(dropCredentials(mux)), close: provider.Close}, nil
 }
 
