@@ -82,6 +82,10 @@ type RunSpec struct {
 	// confines the run (headless.Sandbox.Wrap); extra are folders the run must read that the
 	// sandbox would hide (the hook's settings).
 	Confine func(command string, args []string, extra ...string) (string, []string)
+	// Knows, when set, reports whether the CLI's state where this run keeps it holds the
+	// conversation to resume; a resume id it does not know starts a new conversation (each
+	// channel keeps its own state, so a conversation continues within its channel).
+	Knows func(resumeID string) bool
 }
 
 // ErrNotHeadless is wrapped by a resolver's error for a session the worker's config does not
@@ -216,6 +220,12 @@ func (a *AgentRunner) Run(ctx context.Context, req RunRequest) (RunResult, error
 		return RunResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("agent run: session %s: work folder %q is not a folder", req.Session, spec.Dir), ErrTypeRunFailed, err)
 	}
 	args := append([]string(nil), spec.Args...)
+	if req.ResumeID != "" && ValidResumeID(req.ResumeID) && spec.Knows != nil && !spec.Knows(req.ResumeID) {
+		if activity.IsActivity(ctx) {
+			activity.GetLogger(ctx).Info("the conversation to resume is another channel's: the run starts a new one", "session", req.Session, "channel", req.Channel)
+		}
+		req.ResumeID = ""
+	}
 	if req.ResumeID != "" {
 		if ValidResumeID(req.ResumeID) {
 			args = append(args, "--resume", req.ResumeID)

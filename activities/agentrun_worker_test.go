@@ -104,6 +104,12 @@ func TestAgentRunResumeID(t *testing.T) {
 			t.Errorf("resume %q: args %q (%v), want %q", c.resume, res.Result, err, c.want)
 		}
 	}
+	// A conversation the run's state does not hold (another channel's) is not resumed.
+	spec := fakeSpec(t, 10*time.Second)
+	spec.Knows = func(string) bool { return false }
+	if res, err := fakeRunner(spec).Run(context.Background(), RunRequest{Session: "batch", Prompt: "args", ResumeID: id}); err != nil || res.Result != "-p --output-format json" {
+		t.Errorf("unknown conversation: args %q (%v), want no --resume", res.Result, err)
+	}
 	if !ValidResumeID(id) || ValidResumeID("") || ValidResumeID(id+"\n") || ValidResumeID("../"+id[3:]) {
 		t.Error("ValidResumeID")
 	}

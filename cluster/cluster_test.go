@@ -298,8 +298,10 @@ func TestClusterHeadlessLimitAcrossWorkers(t *testing.T) {
 	fake := filepath.Join(procs.Root(), "activities", "testdata", "fakeclaude.sh")
 	const sessions, prompts = 6, 3
 	var cfg strings.Builder
-	// Runs see only the environment variables the config names: the fake CLI's log is one.
-	fmt.Fprintf(&cfg, "policies:\n  global:\n    env: [FAKE_LOG]\nclis:\n  fake:\n    command: %q\n    headless_args: [\"-p\", \"--output-format\", \"json\"]\nscheduler:\n  max_concurrent_sessions: 2\nsessions:\n  secretary:\n    tmux_target: \"secretary:0\"\n    default: true\n", fake)
+	// Runs see only the environment variables the config names: the fake CLI's log is one. The
+	// runs write that shared log outside their work folders: unconfined (the sandbox is not what
+	// this test is about; internal/headless and worker's TestSecurityAttacks test it).
+	fmt.Fprintf(&cfg, "policies:\n  global:\n    env: [FAKE_LOG]\nclis:\n  fake:\n    command: %q\n    headless_args: [\"-p\", \"--output-format\", \"json\"]\nscheduler:\n  max_concurrent_sessions: 2\n  sandbox: \"off\"\nsessions:\n  secretary:\n    tmux_target: \"secretary:0\"\n    default: true\n", fake)
 	for i := 1; i <= sessions; i++ {
 		fmt.Fprintf(&cfg, "  h%d:\n    cli: fake\n    mode: headless\n", i)
 	}

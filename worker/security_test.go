@@ -24,8 +24,10 @@ import (
 	"github.com/intentq/intentq/internal/base/encryption"
 	"github.com/intentq/intentq/internal/base/trust"
 	"github.com/intentq/intentq/internal/doors/hookdesk"
+	"github.com/intentq/intentq/internal/testkit/fakeanthropic"
 	"github.com/intentq/intentq/internal/testkit/fakebot"
 	"github.com/intentq/intentq/internal/testkit/fakentfy"
+	"github.com/intentq/intentq/internal/testkit/peers"
 	"github.com/intentq/intentq/internal/testkit/testenv"
 	"github.com/intentq/intentq/workflows"
 )
@@ -44,6 +46,9 @@ type securityWorker struct {
 	ntfy     *fakentfy.Server
 	pwned    string // a file an attack would create
 	lines    <-chan map[string]any
+	bin      string                // the worker and starter binaries' folder
+	api      *fakeanthropic.Server // the Messages API the headless session's Claude Code uses
+	project  string                // the headless session's work folder (policies.sessions.batch.dir)
 }
 
 const (
@@ -61,7 +66,10 @@ func startSecurityWorker(t *testing.T) *securityWorker {
 	ntfy := fakentfy.New()
 	t.Cleanup(ntfy.Close)
 	frontendPort, uiPort := freePortT(t), freePortT(t)
-	env, home, ingest := ingestEnv(t,
+	project := t.TempDir()
+	api := fakeanthropic.New(plantScript(project))
+	t.Cleanup(api.Close)
+	env, home, ingest := ingestEnv(t, append(headlessEnv(t, api, peers.Claude(t), project),
 		"INTENTQ_TEMPORAL_EMBEDDED_PORT="+frontendPort,
 		"INTENTQ_TEMPORAL_EMBEDDED_UI_PORT="+uiPort,
 		"INTENTQ_TEMPORAL_ENCRYPTION_MODE=on",
@@ -75,9 +83,9 @@ func startSecurityWorker(t *testing.T) *securityWorker {
 		"INTENTQ_SESSIONS_SECRETARY_TMUX_TARGET=victim:0",
 		// A session set from the environment replaces the built-in one: it is the default again.
 		"INTENTQ_SESSIONS_SECRETARY_DEFAULT=true",
-	)
+	)...)
 	tmuxSession(t, env, "victim", "bash --norc --noprofile")
-	w := &securityWorker{env: env, home: home, ingest: ingest, bot: bot, ntfy: ntfy,
+	w := &securityWorker{env: env, home: home, ingest: ingest, bot: bot, ntfy: ntfy, bin: bin, api: api, project: project,
 		frontend: "127.0.0.1:" + frontendPort, uiPort: uiPort, pwned: filepath.Join(t.TempDir(), "pwned")}
 	_, w.lines = startWorker(t, bin, env)
 	ready := waitFor(t, w.lines, "ready", 90*time.Second)
@@ -426,6 +434,19 @@ func TestSecurityAttacks(t *testing.T) {
 			t.Fatalf("Telegram received %+v", sent[before:])
 		}
 	})
+	// Issue 33: headless runs are confined by the kernel; git runs no program a run planted.
+	t.Run("web run plants a git fsmonitor, telegram run meets it", func(t *testing.T) {
+		w.playFsmonitorPlant(t)
+	})
+
+	// Issue 33: the guard's matrix (commands bash reads otherwise than a hand-written parser
+	// would, expansions reading outside the work folder), against the real `starter hook policy`.
+	t.Run("guard matrix against starter hook policy", func(t *testing.T) {
+		playGuardMatrix(t, filepath.Join(w.bin, "starter"))
+	})
+
+	// Issue 33: another local user reads no message text and no token from command lines.
+	t.Run("another user reads no secret from command lines", playArgvAttack)
 }
 
 // recordOne records one message through the ingest door.

@@ -76,6 +76,7 @@ func Resolver(cfg *config.Config) func(session, channel string) (activities.RunS
 				}
 			}
 			spec.Confine = sb.Wrap
+			spec.Knows = func(id string) bool { return holdsConversation(chHome, id) }
 			spec.Env = setEnv(setEnv(spec.Env, "HOME", chHome), "TMPDIR", "/tmp")
 			guardHome = chHome
 		}
@@ -122,6 +123,27 @@ func ChannelFolders(cfg *config.Config, session, channel string) (work, home str
 		return "", "", fmt.Errorf("session %s: the %s channel's home: %w", session, channel, err)
 	}
 	return work, home, nil
+}
+
+// holdsConversation reports whether a channel's home holds a CLI conversation of that id: a file
+// whose name carries it (Claude Code: .claude/projects/<folder>/<id>.jsonl; Codex:
+// .codex/sessions/.../rollout-...-<id>.jsonl), looked for in at most 10,000 entries.
+func holdsConversation(home, id string) bool {
+	found, seen := false, 0
+	_ = filepath.WalkDir(home, func(_ string, d os.DirEntry, err error) error {
+		seen++
+		switch {
+		case err != nil && d != nil && d.IsDir():
+			return filepath.SkipDir
+		case found || seen > 10000:
+			return filepath.SkipAll
+		case d != nil && !d.IsDir() && strings.Contains(d.Name(), id):
+			found = true
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return found
 }
 
 // setEnv sets one variable in an environment list.

@@ -182,3 +182,22 @@ func TestGitEnvRunsNoRepositoryProgram(t *testing.T) {
 		t.Fatalf("without GitEnv the repository's fsmonitor did not run either: the test plants nothing")
 	}
 }
+
+// A conversation is resumed only from the channel's own home, where the CLI keeps it.
+func TestHoldsConversation(t *testing.T) {
+	home := t.TempDir()
+	id := "bb2d13a4-6bf0-4eaa-a111-0727cdcb7d8e"
+	if holdsConversation(home, id) {
+		t.Fatal("an empty home holds no conversation")
+	}
+	p := filepath.Join(home, ".claude", "projects", "-data-headless-batch-web-work", id+".jsonl")
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !holdsConversation(home, id) || holdsConversation(home, "00000000-0000-0000-0000-000000000000") {
+		t.Error("the transcript is not found by its id, or another id is")
+	}
+}

@@ -951,6 +951,9 @@ func TestP2TwoWorkersGlobalLimit(t *testing.T) {
 	fake, _ := filepath.Abs("../../activities/testdata/fakeclaude.sh")
 	cfg.CLIs["fake"] = config.CLI{Command: fake, HeadlessArgs: []string{"-p", "--output-format", "json"}}
 	cfg.Scheduler.MaxConcurrentSessions = 2
+	// The runs write one shared log outside their work folders: unconfined (the sandbox is
+	// tested in internal/headless and worker's TestSecurityAttacks).
+	cfg.Scheduler.Sandbox = headless.SandboxOff
 	for i := 0; i < 10; i++ {
 		cfg.Sessions[fmt.Sprintf("s%d", i)] = config.Session{CLI: "fake", Mode: config.ModeHeadless}
 	}

@@ -1,0 +1,254 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/intentq/intentq/internal/base/trust"
+	"github.com/intentq/intentq/internal/testkit/argvscan"
+	"github.com/intentq/intentq/internal/testkit/fakeanthropic"
+	"github.com/intentq/intentq/internal/testkit/fakebot"
+	"github.com/intentq/intentq/internal/testkit/testenv"
+	"github.com/intentq/intentq/internal/toolpolicy"
+)
+
+// fsmonitorMarker is what the planted fsmonitor prints when git runs it: the arithmetic is
+// evaluated by the shell git would start, so the text of the plant itself never matches.
+const fsmonitorMarker = "FSMON42"
+
+// plantScript plays the model of issue 33's first attack: a web run plants a repository's HEAD
+// and config (core.fsmonitor = a command) in the session's work folder with the allowed Write
+// and mkdir, then runs the allowed git status; a later telegram run runs a plain git status.
+func plantScript(project string) fakeanthropic.Script {
+	config := "[core]\n\tbare = false\n\tworktree = .\n\tfsmonitor = echo FSMON$((40+2)) >&2; touch " +
+		filepath.Join(project, "PWNED") + "; echo\n"
+	web := []fakeanthropic.Turn{
+		{ToolName: "Write", ToolInput: map[string]any{"file_path": filepath.Join(project, "HEAD"), "content": "ref: refs/heads/main\n"}},
+		{ToolName: "Write", ToolInput: map[string]any{"file_path": filepath.Join(project, "config"), "content": config}},
+		{ToolName: "Bash", ToolInput: map[string]any{"command": "mkdir objects refs", "description": "make the repository's folders"}},
+		{ToolName: "Bash", ToolInput: map[string]any{"command": "git status", "description": "status"}},
+	}
+	telegram := []fakeanthropic.Turn{{ToolName: "Bash", ToolInput: map[string]any{"command": "git status", "description": "status"}}}
+	return func(r fakeanthropic.Request) fakeanthropic.Turn {
+		if len(r.Messages) == 0 {
+			return fakeanthropic.Turn{Text: "OK."}
+		}
+		var steps []fakeanthropic.Turn
+		switch first := r.Messages[0].Text(); {
+		case strings.Contains(first, "plant the repository"):
+			steps = web
+		case strings.Contains(first, "check the repository"):
+			steps = telegram
+		default:
+			return fakeanthropic.Turn{Text: "OK."}
+		}
+		step := 0
+		for _, m := range r.Messages {
+			if m.Role == "assistant" {
+				step++
+			}
+		}
+		if step < len(steps) {
+			return steps[step]
+		}
+		return fakeanthropic.Turn{Text: "done"}
+	}
+}
+
+// headlessEnv configures the security worker's headless session "batch": the real Claude Code
+// against the stand-in api, in a work folder the person set (shared by the channels, the harder
+// case: each channel's default folder is its own).
+func headlessEnv(t *testing.T, api *fakeanthropic.Server, claude, project string) []string {
+	t.Helper()
+	return []string{
+		"INTENTQ_SESSIONS_BATCH_MODE=headless", "INTENTQ_SESSIONS_BATCH_CLI=claude",
+		"INTENTQ_CLIS_CLAUDE_COMMAND=" + claude, "INTENTQ_POLICIES_SESSIONS_BATCH_DIR=" + project,
+		"ANTHROPIC_BASE_URL=" + api.URL(), "ANTHROPIC_API_KEY=sk-ant-security-0123456789abcdefghij",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+	}
+}
+
+// playFsmonitorPlant runs the web run that plants and the telegram run that follows, through the
+// real worker (its sandbox, its policy hook) and the real Claude Code: git runs nothing the
+// plant names, in either run.
+func (w *securityWorker) playFsmonitorPlant(t *testing.T) {
+	t.Helper()
+	out, code := run(t, filepath.Join(w.bin, "starter"), w.env, "plant the repository", "prompt", "--session", "batch", "--channel", "web", "--wait", "-")
+	if code != 0 {
+		t.Fatalf("the web run: exit %d\n%s", code, out)
+	}
+	// The plant is real: the web run wrote the repository's files with its allowed tools.
+	for _, f := range []string{"HEAD", "config", "objects", "refs"} {
+		if _, err := os.Stat(filepath.Join(w.project, f)); err != nil {
+			t.Fatalf("the web run did not plant %s (%v): the attack was not played\n%s", f, err, out)
+		}
+	}
+	out, code = run(t, filepath.Join(w.bin, "starter"), w.env, "check the repository", "prompt", "--session", "batch", "--channel", "telegram", "--wait", "-")
+	if code != 0 {
+		t.Fatalf("the telegram run: exit %d\n%s", code, out)
+	}
+	statuses := 0
+	for _, r := range w.api.Requests() {
+		said := r.SinceAssistant()
+		if strings.Contains(said, fsmonitorMarker) {
+			t.Fatalf("git ran the planted fsmonitor: %s", said)
+		}
+		if strings.Contains(said, "tool_result") && strings.Contains(said, "bare repository") {
+			statuses++
+		}
+	}
+	if statuses < 2 {
+		t.Errorf("both runs' git status should have met the plant and refused it as a bare repository (%d did)", statuses)
+	}
+	if _, err := os.Stat(filepath.Join(w.project, "PWNED")); err == nil {
+		t.Fatal("the planted fsmonitor ran")
+	}
+}
+
+// playArgvAttack: another local user (uid 65534) reads every process's command line during a
+// Telegram burst into an idle agent (typed and handed over by its hooks) and a `starter ui
+// --open`: no message text, no access token.
+func playArgvAttack(t *testing.T) {
+	bin := binaries(t)
+	bot := fakebot.New("33:argv")
+	t.Cleanup(bot.Close)
+	env, home, _ := ingestEnv(t, "INTENTQ_AGENT_ID=secretary", "INTENTQ_REMINDERS_FIRST_AFTER=1h",
+		"INTENTQ_TELEGRAM_TOKEN=33:argv", "INTENTQ_TELEGRAM_API_ENDPOINT="+bot.Endpoint())
+	configFile := writeConfig(t, env, home, "telegram:\n  allowed_chat_ids: [42]\n  allowed_user_ids: [42]\n"+
+		"sessions:\n  secretary: {tmux_target: \"secretary:0\", chats: [42], default: true}\n")
+	env = append(env, "INTENTQ_CONFIG="+configFile,
+		"INTENTQ_CLIS_CLAUDE_PROCESS_NAMES="+testenv.StandInProcessNames+","+standInProcess)
+	scan := argvscan.Start(t, 65534)
+	scan.Canary(t, 20*time.Second)
+
+	pane := filepath.Join(home, "pane.out")
+	tmuxSession(t, env, "secretary", standInAgentCommand(t, pane, filepath.Join(bin, "starter")))
+	_, lines := startWorker(t, bin, env)
+	waitFor(t, lines, "ready", 90*time.Second)
+	const secret = "my bank PIN is 4321"
+	const n = 20
+	for i := 1; i <= n; i++ {
+		bot.AddMessage(42, 42, i, fmt.Sprintf("%s, message %d of the burst", secret, i))
+	}
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		got, _ := os.ReadFile(pane)
+		missing := 0
+		for i := 1; i <= n; i++ {
+			if !strings.Contains(string(got), fmt.Sprintf("message %d of the burst", i)) {
+				missing++
+			}
+		}
+		if missing == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d messages did not reach the agent:\n%s", missing, n, got)
+		}
+	}
+
+	// starter ui --open, with an opener that lingers long enough to be read.
+	opener := t.TempDir()
+	if err := os.WriteFile(filepath.Join(opener, "xdg-open"), []byte("#!/bin/sh\nsleep 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	uiEnv := append(append([]string{}, env...), "PATH="+opener+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, code := run(t, filepath.Join(bin, "starter"), uiEnv, "", "ui", "--open")
+	if code != 0 {
+		t.Fatalf("starter ui --open: exit %d\n%s", code, out)
+	}
+	for deadline := time.Now().Add(20 * time.Second); !scan.Saw("xdg-open"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the other user never saw the opener run: the scan proves nothing about it")
+		}
+	}
+	tok, err := trust.ReadToken(trust.TokenPath(filepath.Join(home, ".intentq")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scan.Stop()
+	t.Logf("the other user read %d distinct command lines during the burst of %d and the ui --open", len(scan.Lines("")), n)
+	if !scan.Saw("load-buffer") {
+		t.Errorf("the other user never saw a typing (tmux load-buffer) run: the scan proves nothing about typing; it read:\n%s", strings.Join(scan.Lines(""), "\n"))
+	}
+	if lines := scan.Lines(secret); len(lines) > 0 {
+		t.Errorf("another user read message text from command lines:\n%s", strings.Join(lines, "\n"))
+	}
+	if lines := scan.Lines(tok); len(lines) > 0 {
+		t.Errorf("another user read the access token from command lines:\n%s", strings.Join(lines, "\n"))
+	}
+}
+
+// guardCase is a case of internal/toolpolicy/testdata/guard_{attacks,passes}.json (its
+// guard_attacks_test.go documents the layout the commands assume).
+type guardCase struct {
+	Name    string           `json:"name"`
+	Channel string           `json:"channel"`
+	Session *toolpolicy.Rule `json:"session,omitempty"`
+	Workdir string           `json:"workdir,omitempty"`
+	Command string           `json:"command"`
+	Expect  string           `json:"expect"`
+}
+
+// playGuardMatrix plays the guard's matrix against the real `starter hook policy`, as Claude
+// Code runs it: every attack is denied, every command of the person's passes.
+func playGuardMatrix(t *testing.T, starter string) {
+	for _, file := range []string{"guard_attacks.json", "guard_passes.json"} {
+		data, err := os.ReadFile(filepath.Join("..", "internal", "toolpolicy", "testdata", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cases []guardCase
+		if err := json.Unmarshal(data, &cases); err != nil || len(cases) == 0 {
+			t.Fatalf("%s: %d cases, %v", file, len(cases), err)
+		}
+		for _, c := range cases {
+			root := t.TempDir()
+			home, dataDir := filepath.Join(root, "home"), filepath.Join(root, "data")
+			work := filepath.Join(dataDir, "headless", "batch", c.Channel, "work")
+			if c.Workdir == "home" {
+				work = home
+			}
+			for p, s := range map[string]string{
+				filepath.Join(home, ".ssh", "id_ed25519"): "FAKE-SSH-KEY\n", filepath.Join(dataDir, "access.token"): "FAKE-ACCESS-TOKEN\n",
+				filepath.Join(work, "README.md"): "hello\n", filepath.Join(work, "docs", "a.md"): "a\n",
+			} {
+				if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := toolpolicy.Policy{}
+			if c.Session != nil {
+				p.Sessions = map[string]toolpolicy.Rule{"batch": *c.Session}
+			}
+			eff, err := p.Resolve(c.Channel, "batch")
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, _ := json.Marshal(toolpolicy.Guard{Policy: eff, Dir: work, Home: home, Private: []string{dataDir, filepath.Join(home, ".ssh")}})
+			guardFile := filepath.Join(root, "guard.json")
+			if err := os.WriteFile(guardFile, g, 0o400); err != nil {
+				t.Fatal(err)
+			}
+			call, _ := json.Marshal(map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Bash",
+				"tool_input": map[string]any{"command": c.Command}, "cwd": work})
+			out, code := run(t, starter, []string{"PATH=/usr/bin:/bin", "HOME=" + home}, string(call), "hook", "policy", "--guard", guardFile)
+			denied := strings.Contains(out, `"permissionDecision":"deny"`)
+			switch {
+			case code != 0:
+				t.Errorf("%s %q: starter hook policy exited %d:\n%s", file, c.Name, code, out)
+			case c.Expect == "deny" && !denied:
+				t.Errorf("%s %q: %q let through:\n%s", file, c.Name, c.Command, out)
+			case c.Expect == "allow" && denied:
+				t.Errorf("%s %q: %q refused:\n%s", file, c.Name, c.Command, out)
+			}
+		}
+	}
+}
