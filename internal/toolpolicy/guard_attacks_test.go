@@ -141,7 +141,7 @@ func proveWithBash(t *testing.T, f attackFixture, c guardCase) {
 	t.Helper()
 	bash, err := exec.LookPath("bash")
 	if err != nil {
-		t.Skip("no bash to prove the case with")
+		t.Fatal("no bash to prove the case with: install bash")
 	}
 	cmd := exec.Command(bash, "-c", c.Command)
 	cmd.Dir = f.work
