@@ -150,6 +150,13 @@ func programFolder(program string) string {
 	return ""
 }
 
+// CanConfine reports whether headless runs can be confined on this machine: nil, or why not
+// (wrapping ErrNoSandbox) and what to do.
+func CanConfine() error {
+	_, err := sandboxProgram()
+	return err
+}
+
 // sandboxProgram finds bwrap, or says why a run cannot be confined.
 func sandboxProgram() (string, error) {
 	p, err := exec.LookPath("bwrap")

@@ -20,6 +20,7 @@ import (
 	"github.com/intentq/intentq/internal/doors/hooks"
 	"github.com/intentq/intentq/internal/doors/spool"
 	"github.com/intentq/intentq/internal/doors/telegram"
+	"github.com/intentq/intentq/internal/headless"
 	"github.com/intentq/intentq/internal/platform/plugin"
 )
 
@@ -72,7 +73,29 @@ func Local(ctx context.Context, cfg *config.Config) Report {
 	if cfg.Claude.PatchPlugin {
 		r = append(r, PluginPatch(cfg), PluginCanary(cfg))
 	}
+	for _, s := range cfg.Sessions {
+		if s.Mode == config.ModeHeadless {
+			r = append(r, Sandbox(cfg))
+			break
+		}
+	}
 	return r
+}
+
+// Sandbox reports whether the headless sessions' runs can be confined by the kernel here
+// (scheduler.sandbox): without it no run starts, and with the sandbox off the tool policy is
+// all that guards the machine.
+func Sandbox(cfg *config.Config) Result {
+	const name = "headless sandbox"
+	if cfg.Scheduler.Sandbox == headless.SandboxOff {
+		return Result{Name: name, Status: StatusWarn, Detail: "scheduler.sandbox is off: headless runs are not confined by the kernel, only by the tool policy",
+			Hint: "install bubblewrap (apt-get install bubblewrap) and remove scheduler.sandbox: off"}
+	}
+	if err := headless.CanConfine(); err != nil {
+		return Result{Name: name, Detail: "headless runs cannot start: " + err.Error(),
+			Hint: "apt-get install bubblewrap; where user namespaces are off, enable them (sysctl kernel.unprivileged_userns_clone=1) or set scheduler.sandbox: off"}
+	}
+	return Result{Name: name, OK: true, Detail: "bubblewrap confines every headless run"}
 }
 
 // PluginPatch reports whether the Telegram plugin carries the current ingest block.

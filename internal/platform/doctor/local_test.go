@@ -53,6 +53,16 @@ func TestI10LocalChecks(t *testing.T) {
 	if res := find(r, "ntfy"); !res.OK {
 		t.Errorf("ntfy: %+v", res)
 	}
+	// Issue 33: the headless session's runs are confined by bubblewrap (installed here);
+	// with the sandbox off the doctor warns.
+	if res := find(r, "headless sandbox"); !res.OK {
+		t.Errorf("headless sandbox: %+v", res)
+	}
+	off := *cfg
+	off.Scheduler.Sandbox = "off"
+	if res := doctor.Sandbox(&off); res.Level() != doctor.StatusWarn || !strings.Contains(res.Hint, "bubblewrap") {
+		t.Errorf("sandbox off: %+v", res)
+	}
 	if len(ntfy.Messages()) != 0 {
 		t.Error("the doctor published to ntfy")
 	}
