@@ -21,11 +21,16 @@ build:
 peers:
 	./scripts/install-peers
 
-## test: the peers, go vet, then all tests (race detector where affordable); the worker package
-## runs Claude Code, Codex and Gemini CLI end to end (about 10 min on 2 cores), hence 25m
+# Every other package: tested once, without the race detector (each package runs once in all).
+OTHER_PKGS = $(filter-out $(shell $(GO) list $(RACE_PKGS)),$(shell $(GO) list ./...))
+
+## test: the peers, go vet, then every package's tests once (race detector where affordable);
+## the end-to-end tests of the worker package (real Claude Code, Codex and Gemini CLI in tmux)
+## run side by side, $(E2E_PARALLEL) at a time: they wait on real time, not on the CPU
+E2E_PARALLEL ?= 4
 test: peers vet
 	$(GO) test -race -count=1 $(RACE_PKGS)
-	$(GO) test -count=1 -timeout 25m ./...
+	$(GO) test -count=1 -timeout 25m -parallel $(E2E_PARALLEL) $(OTHER_PKGS)
 
 vet:
 	$(GO) vet ./...

@@ -18,6 +18,7 @@ import (
 // cache at the first worker: set later, its default of 10,000 held every pending intent of a
 // big backlog, 1 GB at 10,000).
 func TestWorkflowCacheBoundsPendingIntents(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	const cache, pending = 3, 12
 	bin := binaries(t)
 	metrics := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))

@@ -109,6 +109,7 @@ var deliveredRE = regexp.MustCompile(`(?:新着|未対応)メッセージ】msg_
 // stand-in) calls mcp__intentq__reply, the person's chat receives the answer as a reply, the
 // intent closes, and no reminder is typed afterwards.
 func TestClaudeCodeRepliesThroughMCP(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	if testing.Short() {
 		t.Skip("runs the worker and Claude Code")
 	}
@@ -198,6 +199,7 @@ func sawText(api *fakeanthropic.Server, s string) bool {
 // by intentq (a keystroke could approve the tool call); the person is told, and the waiting
 // message is delivered once they are done.
 func TestClaudeCodeDraftAndDialogAreNeverTyped(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	if testing.Short() {
 		t.Skip("runs the worker and Claude Code")
 	}

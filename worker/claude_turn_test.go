@@ -192,6 +192,7 @@ func claudeIdleRun(t testing.TB) *agentRun {
 // turn: each reaches the model exactly once, mid-turn (after a tool call) or as the turn ends,
 // with no keystroke into the working agent.
 func TestClaudeCodeMessagesReachAWorkingAgentAtToolCalls(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	if testing.Short() {
 		t.Skip("runs the worker and Claude Code")
 	}
@@ -237,6 +238,7 @@ func watchPane(t testing.TB, capture func() string, bad ...string) func() string
 // per cooldown) is followed by the SessionStart hook presenting the pending intent exactly once;
 // so is a restart of Claude Code.
 func TestClaudeCodeEscalationOpensNoMenuAndClearOrRestartPresentsPendingOnce(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	if testing.Short() {
 		t.Skip("runs the worker and Claude Code")
 	}
@@ -385,6 +387,7 @@ func BenchmarkN10DeliveryLatency(b *testing.B) {
 // message is in the model's final request exactly once, none was typed while it worked, and
 // the session counted each once.
 func TestClaudeCodeLongTurnWithWorkerRestartEachMessageOnce(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	if testing.Short() {
 		t.Skip("runs the worker and Claude Code")
 	}

@@ -243,6 +243,7 @@ func codexTyped(r fakeopenai.Request, header string) bool {
 // the Stop hook's block as the turn ends), with no keystroke into the working agent; the session
 // counts each delivered once and knows the agent's state from its hooks.
 func TestCodexMessagesReachAWorkingAgentThroughItsHooks(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	if testing.Short() {
 		t.Skip("runs the worker and Codex")
 	}
@@ -291,6 +292,7 @@ func TestCodexMessagesReachAWorkingAgentThroughItsHooks(t *testing.T) {
 // SessionStart, which Codex runs at its first prompt, does not present the message being typed
 // a second time).
 func TestCodexIdleMessagesTypedOnce(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	if testing.Short() {
 		t.Skip("runs the worker and Codex")
 	}
@@ -304,6 +306,7 @@ func TestCodexIdleMessagesTypedOnce(t *testing.T) {
 // prompt), the person is told, nothing is typed, the command does not run; once the person
 // declines it, the message reaches the model exactly once.
 func TestCodexApprovalPromptIsNeverAnswered(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	if testing.Short() {
 		t.Skip("runs the worker and Codex")
 	}
@@ -418,6 +421,7 @@ func sawOpenAI(api *fakeopenai.Server, s string) bool {
 // registered in config.toml, the person's chat receives the answer as a reply to the message,
 // the intent closes, and no reminder is typed afterwards.
 func TestCodexRepliesThroughMCP(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	if testing.Short() {
 		t.Skip("runs the worker and Codex")
 	}
@@ -598,6 +602,7 @@ func waitHeldBack(t testing.TB, env []string, capture func() string, d time.Dura
 // intact. A second draft that the person clears (C-u): the message is then typed into the empty
 // input line, once, and the cleared draft never reaches the model.
 func TestCodexDraftIsNeverTouched(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	if testing.Short() {
 		t.Skip("runs the worker and Codex")
 	}
@@ -752,6 +757,7 @@ func codexThread(r fakeopenai.Request) string {
 // /new fires no hook; the next prompt's SessionStart (a new thread) confirms the reset, and
 // presents the pending intent to the model exactly once.
 func TestCodexEscalationNeverQuitsAndNewIsConfirmedBySessionStart(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	if testing.Short() {
 		t.Skip("runs the worker and Codex")
 	}

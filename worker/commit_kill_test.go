@@ -49,6 +49,7 @@ func (k *killAtPrint) Write(p []byte) (int, error) {
 // restart, and after the take's lease has long ended, the message is neither handed over nor
 // typed again, and it counts delivered. A message sent after it is typed once, alone.
 func TestHookCommitSurvivesWorkerKill(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	bin := binaries(t)
 	bot := fakebot.New("32:kill")
 	env, home, _ := ingestEnv(t, "INTENTQ_AGENT_ID=secretary", "INTENTQ_REMINDERS_FIRST_AFTER=1h",

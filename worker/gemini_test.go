@@ -182,6 +182,7 @@ func geminiLongTurn(calls int32) (fakegemini.Script, *atomic.Int32, *turnEnd) {
 // keystroke into the working agent; the session counts each delivered once and knows the
 // agent's state from its hooks.
 func TestGeminiMessagesReachAWorkingAgentThroughItsHooks(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	if testing.Short() {
 		t.Skip("runs the worker and Gemini CLI")
 	}
@@ -280,6 +281,7 @@ func geminiSettled(t testing.TB, run *agentRun, api *fakegemini.Server) {
 // fallback to reading the input line, no retyping), and each reaches the model exactly once, as
 // the prompt intentq typed.
 func TestGeminiIdleMessagesTypedOnce(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	if testing.Short() {
 		t.Skip("runs the worker and Gemini CLI")
 	}
@@ -348,6 +350,7 @@ func TestGeminiIdleMessagesTypedOnce(t *testing.T) {
 // server's reply tool, which `starter setup --cli gemini` registered and allowed), the person's
 // chat receives the answer as a reply to the message, and the intent closes.
 func TestGeminiRepliesThroughMCP(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	if testing.Short() {
 		t.Skip("runs the worker and Gemini CLI")
 	}

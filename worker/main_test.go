@@ -30,6 +30,7 @@ import (
 // default logs `ready` with its addresses, `starter doctor` passes against it, and SIGTERM
 // shuts it down cleanly.
 func TestWorkerProcess(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	if testing.Short() {
 		t.Skip("builds and runs the binaries")
 	}
@@ -220,6 +221,7 @@ func recordBurst(t testing.TB, ingest, chat string, n int) {
 // H2: kill -9 of the worker during a burst of 100 reminders leaves a history file whose every
 // line parses, numbered without duplicates or gaps, and every reminder is in it after restart.
 func TestH2HistoryAcrossKill9(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	if testing.Short() {
 		t.Skip("runs the worker binary through a crash")
 	}
@@ -379,6 +381,7 @@ func starterCommands(t testing.TB, starter string, env []string) {
 // says so where the person sees it: one ntfy push per cause, however many hook runs meet it,
 // and `starter doctor` shows the last hook error until a hook run works again.
 func TestHookConfigErrorIsReported(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	if testing.Short() {
 		t.Skip("builds and runs the binaries")
 	}
@@ -461,6 +464,7 @@ func starterRun(t testing.TB, env []string, want int, args ...string) string {
 // --dry-run shows the diff); --service writes the user units and enables them, --remove undoes
 // it. systemctl is a stand-in that records its arguments (no user systemd runs here).
 func TestSetupHooksAndService(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	if testing.Short() {
 		t.Skip("builds and runs the binaries")
 	}
@@ -568,6 +572,7 @@ func TestSetupHooksAndService(t *testing.T) {
 // The watchdog outside the worker: with the worker killed (-9), `doctor --notify` pushes once,
 // stays quiet on the next runs, and pushes "recovered" once when the worker is back.
 func TestDoctorNotifyOutlivesTheWorker(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	if testing.Short() {
 		t.Skip("runs the worker binary")
 	}
@@ -628,6 +633,7 @@ func TestDoctorNotifyOutlivesTheWorker(t *testing.T) {
 // a long answer is split at 4096; bad arguments, an unknown or closed intent and a Telegram 400
 // are tool errors, never a crashed server.
 func TestMCPServerOverStdio(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	if testing.Short() {
 		t.Skip("runs the worker binary")
 	}
@@ -754,6 +760,7 @@ func TestMCPServerOverStdio(t *testing.T) {
 // file `starter setup` writes the hooks into) and the agent's id in its environment and in the
 // pane's @agent_id option.
 func TestRunAgentLaunch(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	if testing.Short() {
 		t.Skip("runs the starter binary")
 	}

@@ -19,6 +19,7 @@ import (
 // timed out is not typed again, a typing the dead worker had entered is not repeated, and one it
 // had typed without its Enter is cleared before it is typed again).
 func TestN3RestartsWith200PendingTypeEachOnce(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	if testing.Short() {
 		t.Skip("runs the worker binary through two restarts")
 	}

@@ -223,6 +223,7 @@ func (w *securityWorker) signalWithStartBody(t *testing.T) string {
 // default deployment (embedded server, Web UI, ingest, Telegram door): each is refused and
 // nothing runs, while the person's own paths (the login URL, the token) keep working.
 func TestSecurityAttacks(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	if testing.Short() {
 		t.Skip("runs the worker binary")
 	}
