@@ -166,11 +166,11 @@ func (s *session) take(ctx workflow.Context, req TakeRequest) (TakeResult, error
 	}
 	var rest []DeliveryRequest
 	// Capped (1), and (2) ending at the first message that does not fit, so none overtakes another.
-	v := workflow.GetVersion(ctx, "take-capped", workflow.DefaultVersion, 2)
+	v := s.since(ctx, "take-capped", 2)
 	// A commit may wait unread while the main loop is busy (an activity retried): what it
 	// committed after its lease ended is in the agent's context, and is not handed over again.
 	var committed map[string]bool
-	if s.exactlyOnce && workflow.GetVersion(ctx, "take-sees-commits", workflow.DefaultVersion, 1) == 1 {
+	if s.exactlyOnce && s.since(ctx, "take-sees-commits", 1) == 1 {
 		committed = s.lateCommitted(ctx)
 	}
 	size, full := 0, false
@@ -330,7 +330,7 @@ func (s *session) settleOffers(ctx workflow.Context) {
 
 // commitOffer counts each message of a committed offer delivered, once.
 func (s *session) commitOffer(ctx workflow.Context, o Offer) {
-	if workflow.GetVersion(ctx, "offer-commit-at-once", workflow.DefaultVersion, 1) == 1 {
+	if s.since(ctx, "offer-commit-at-once", 1) == 1 {
 		s.commitOfferAtOnce(ctx, o)
 		return
 	}

@@ -69,7 +69,7 @@ func TestHookDeliversAtTurnBoundaryAndTypesOnlyWhenIdle(t *testing.T) {
 	h.send(20*time.Second, SignalDeliver, message("4"))
 	h.send(21*time.Second, SignalAgentEvent, AgentEvent{Event: EventUserPromptSubmit, Receipt: []string{"intent/42/4"}})
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: hookSession()})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: hookSession()})
 
 	require.NotNil(t, first)
 	require.Len(t, first.Messages, 3)
@@ -113,7 +113,7 @@ func TestHookTakeUncommittedOrLateDeliversNothing(t *testing.T) {
 	h.send(46*time.Second, SignalTaken, TakenRequest{Key: "stop/b"})
 	h.send(47*time.Second, SignalTaken, TakenRequest{Key: "post-tool-use/a"}) // too late: changes nothing
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 2*time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: hookSession()})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: hookSession()})
 
 	require.Len(t, lost.Messages, 2)
 	require.True(t, lateSet)
@@ -133,7 +133,7 @@ func TestHookStateGoesStale(t *testing.T) {
 	h.send(0, SignalAgentEvent, AgentEvent{Event: EventPreToolUse})
 	h.send(time.Second, SignalDeliver, message("1"))
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 2*time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: hookSession()})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: hookSession()})
 	require.Len(t, h.typedAt, 1)
 	require.GreaterOrEqual(t, h.typedAt[0], 30*time.Second)
 	require.Less(t, h.typedAt[0], 45*time.Second)
@@ -152,7 +152,7 @@ func TestHookPermissionPromptWaitsForThePerson(t *testing.T) {
 	h.send(time.Second, SignalDeliver, message("1"))
 	h.send(200*time.Second, SignalAgentEvent, AgentEvent{Event: EventStop})
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 5*time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: cfg})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
 	require.Len(t, h.typedAt, 1)
 	require.GreaterOrEqual(t, h.typedAt[0], 200*time.Second, "typed while the permission prompt was open")
 	require.Less(t, h.typedAt[0], 202*time.Second, "Stop wakes the session at once")
@@ -207,7 +207,7 @@ func TestResetConfirmedBySessionStart(t *testing.T) {
 				h.send(1500*time.Millisecond, SignalAgentEvent, AgentEvent{Event: EventSessionStart, Detail: "clear"})
 			}
 			h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
-			h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: cfg})
+			h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
 			require.Len(t, h.typed, 2)
 			require.Equal(t, "/clear", h.typed[0])
 			gap := h.typedAt[1] - h.typedAt[0]
@@ -235,7 +235,7 @@ func TestResetConfirmedAtTheNextPrompt(t *testing.T) {
 	h.send(time.Second, SignalDeliver, DeliveryRequest{ID: "r", ReplyTo: "intent/42/1", Kind: KindReminder, Tick: 3,
 		Since: h.start.Add(-10 * time.Minute), Text: "【未対応メッセージ】msg_id=1 chat=42: x"})
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: cfg})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
 	require.Len(t, h.typed, 2)
 	require.Equal(t, "/new", h.typed[0])
 	require.Less(t, h.typedAt[1]-h.typedAt[0], 5*time.Second, "no SessionStart is awaited at /new")
@@ -270,7 +270,7 @@ func TestHookReminderDuePerSession(t *testing.T) {
 		}, at)
 	}
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 10*time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: hookSession()})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: hookSession()})
 	require.Equal(t, []bool{true, false, true}, due)
 }
 
@@ -289,7 +289,7 @@ func TestHookTakeCapped(t *testing.T) {
 		h.take(t, time.Duration(2+i)*time.Second, EventPostToolUse, fmt.Sprintf("post-tool-use/toolu_%d", i), time.Time{}, func(r *TakeResult) { got[i] = r })
 	}
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 10*time.Second)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: hookSession()})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: hookSession()})
 	next := 0
 	for i, want := range []int{policy.MaxBatch, policy.MaxBatch, 120 - 2*policy.MaxBatch} {
 		require.NotNil(t, got[i])

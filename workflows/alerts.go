@@ -115,7 +115,7 @@ func (s *session) alertBusy(ctx workflow.Context, busyFor time.Duration, pattern
 		return
 	}
 	msg := fmt.Sprintf("session=%s target=%s busy for %s (%q), %d deliveries waiting", s.Config.Name, s.Config.TmuxTarget, busyFor.Round(time.Second), pattern, len(s.Queue))
-	if workflow.GetVersion(ctx, "session-alert-desk", workflow.DefaultVersion, 1) == 1 {
+	if s.since(ctx, "session-alert-desk", 1) == 1 {
 		title := "intentq: " + s.Config.Name + " busy"
 		switch {
 		case strings.HasPrefix(pattern, noAgentPattern):

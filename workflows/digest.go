@@ -114,7 +114,7 @@ const versionGatherSinceHeld = 1
 
 // gatherDigest waits until the digest's pushes have gathered for policy.DigestGather.
 func (s *session) gatherDigest(ctx workflow.Context) error {
-	if workflow.GetVersion(ctx, "digest-gather-since-held", workflow.DefaultVersion, versionGatherSinceHeld) < versionGatherSinceHeld {
+	if s.since(ctx, "digest-gather-since-held", versionGatherSinceHeld) < versionGatherSinceHeld {
 		return workflow.Sleep(ctx, policy.DigestGather)
 	}
 	if wait := s.gatherSince.Add(policy.DigestGather).Sub(workflow.Now(ctx)); wait > 0 {
@@ -147,7 +147,7 @@ func (s *session) pushDigests(ctx workflow.Context) {
 		}
 		var answers []workflow.Future
 		var folded []PushRequest
-		countLines := workflow.GetVersion(ctx, "digest-counts-lines", workflow.DefaultVersion, 1) == 1
+		countLines := s.since(ctx, "digest-counts-lines", 1) == 1
 		for _, topic := range topics {
 			reqs := byTopic[topic]
 			push, carried := digestPush(s.Config.Name, topic, reqs)

@@ -270,7 +270,7 @@ func runSchedule(t *testing.T, seed uint64) (runs, deskTakes int) {
 	r.at(40*time.Minute, func() { r.env.CancelWorkflow() })
 	cfg := SessionConfig{Name: "s", TmuxTarget: "s:0", CLI: "claude", BusyPatterns: []string{"esc to interrupt"}, InputPrompt: "❯",
 		HistoryPath: "h.jsonl", Escalation: EscalationPolicy{Interrupt: false, Reset: false}}
-	in := SessionInput{Config: cfg}
+	in := SessionInput{Version: SessionVersion, Config: cfg}
 	for {
 		r.runs++
 		r.register()

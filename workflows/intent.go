@@ -54,9 +54,9 @@ func IntentWorkflow(ctx workflow.Context, in IntentInput) (IntentState, error) {
 		// The sender sees it arrived; fire and forget, it never holds up the intent.
 		w.react(ctx, in.AckReaction)
 	}
-	// Started with IntentVersion: every rule below holds without markers; else each is decided
+	// Started with version 1 or later: these rules hold without markers; else each is decided
 	// by its marker (intents from before the version travelled in the input).
-	current := w.in.Version >= IntentVersion
+	current := w.in.Version >= intentRulesV1
 	w.channels = current || workflow.GetVersion(ctx, "separate-reminder-channels", workflow.DefaultVersion, versionSeparateChannels) == versionSeparateChannels
 	w.digest = current || (w.channels && workflow.GetVersion(ctx, "push-digest", workflow.DefaultVersion, 1) == 1)
 	if w.channels && w.st.LastPushedAt == nil && w.st.LastRemindedAt != nil && w.pushes() {
@@ -266,7 +266,7 @@ func (w *intent) publish(ctx workflow.Context) error {
 // intent costs the server one visibility write instead of three. Intents from before this rule
 // replay publishing.
 func (w *intent) startedPublished(ctx workflow.Context) bool {
-	if w.st.Runs > 0 || (w.in.Version < IntentVersion && workflow.GetVersion(ctx, "publish-once", workflow.DefaultVersion, 1) != 1) {
+	if w.st.Runs > 0 || (w.in.Version < intentRulesV1 && workflow.GetVersion(ctx, "publish-once", workflow.DefaultVersion, 1) != 1) {
 		return false
 	}
 	sa := workflow.GetTypedSearchAttributes(ctx)
@@ -447,7 +447,7 @@ func (w *intent) passedResult(ctx workflow.Context, res DeliveryResult) {
 	if res.Kind != KindMessage || !res.OK || w.st.Delivered != nil || !w.in.Deliver {
 		return
 	}
-	if workflow.GetVersion(ctx, "keep-passed-results", workflow.DefaultVersion, 1) != 1 {
+	if w.in.Version < 2 && workflow.GetVersion(ctx, "keep-passed-results", workflow.DefaultVersion, 1) != 1 {
 		return
 	}
 	at := res.At

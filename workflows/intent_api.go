@@ -67,9 +67,17 @@ type ReminderPolicy struct {
 	MaxHistoryEvents int `json:"max_history_events"`
 }
 
-// IntentVersion is the intent workflow's current behaviour: separate reminder channels, pushes
-// through the session's digest, no republishing at the first task.
-const IntentVersion = 1
+// IntentVersion is the intent workflow's current behaviour: an intent started with it follows
+// every rule below without a version marker. Each rule names the version from which it holds
+// without one:
+//   - 1 (intentRulesV1): separate reminder channels, pushes through the session's digest, no
+//     republishing at the first task;
+//   - 2: results passed over while the intent waited for another kind are kept
+//     (keep-passed-results).
+const IntentVersion = 2
+
+// intentRulesV1 is the version from which the rules of version 1 hold without markers.
+const intentRulesV1 = 1
 
 // IntentInput starts an intent workflow: the message, where it goes, and the policy.
 type IntentInput struct {

@@ -71,11 +71,20 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 		// Before standing offers at the hook desk (issue 26).
 		"testdata/intent_reminded_v10.json", "testdata/session_reminders_v10.json",
 		"testdata/intent_delivered_closed_v10.json", "testdata/session_v10.json",
-		"testdata/intent_reminded.json", "testdata/session_reminders.json",
 		// Before offers-fixed (issue 32): standing offers by a local activity, desk commits read
 		// by the main loop only, a compaction's session start taken for idle.
 		"testdata/intent_delivered_closed_v11.json", "testdata/session_v11.json",
-		// Current.
+		// Before the version floor (issue 34): sessions and intents decided each rule by its
+		// marker (an intent's keep-passed-results too).
+		"testdata/intent_reminded_v12.json", "testdata/session_reminders_v12.json",
+		"testdata/intent_delivered_closed_v12.json", "testdata/session_v12.json",
+		// The upgrade step: a session run from before the floor (no version in its input) takes
+		// a worker's configure signal and continues as new at SessionVersion. Regenerate with
+		// WRITE_REPLAY_HISTORY=1 go test -run TestSessionUpgradesToTheVersionFloorAtConfigure
+		// ./internal/service/.
+		"testdata/session_upgrade.json",
+		// Current: sessions and intents started at SessionVersion and IntentVersion, no markers.
+		"testdata/intent_reminded.json", "testdata/session_reminders.json",
 		"testdata/intent_delivered_closed.json", "testdata/session.json",
 		// A headless session (a success, a retried network error, a denied tool) from when runs
 		// carried the program and arguments (issue 23), then one whose runs name the session.

@@ -17,7 +17,7 @@ func (s *session) tellResults(ctx workflow.Context, signal string, reqs []Delive
 	if len(reqs) == 0 {
 		return
 	}
-	if workflow.GetVersion(ctx, "results-by-activity", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if s.since(ctx, "results-by-activity", 1) == workflow.DefaultVersion {
 		sent := make([]workflow.Future, len(reqs))
 		for i, r := range reqs {
 			sent[i] = workflow.SignalExternalWorkflow(ctx, r.ReplyTo, "", signal, results[i])

@@ -59,7 +59,11 @@ func (c SessionConfig) pushes() bool { return c.Push || c.NtfyTopic != "" }
 
 // SessionInput starts (or continues) a session workflow.
 type SessionInput struct {
-	Config SessionConfig `json:"config"`
+	// Version is the session workflow's behaviour this run was started with (SessionVersion
+	// for runs started by this code): a current run follows every rule without a marker;
+	// older runs decide each rule by its marker (since) until they continue as new.
+	Version int           `json:"version,omitempty"`
+	Config  SessionConfig `json:"config"`
 	// Queue holds requests not yet delivered, carried over by continue-as-new.
 	Queue []DeliveryRequest `json:"queue,omitempty"`
 	// Delivered and Failed count outcomes over the session's life.
@@ -113,9 +117,9 @@ func (s *SessionInput) typedBefore(ctx workflow.Context, req DeliveryRequest) bo
 		return false
 	}
 	if req.Kind == KindMessage {
-		return workflow.GetVersion(ctx, "deliver-message-once", workflow.DefaultVersion, 1) == 1
+		return s.since(ctx, "deliver-message-once", 1) == 1
 	}
-	return workflow.GetVersion(ctx, "deliver-reminder-once", workflow.DefaultVersion, 1) == 1
+	return s.since(ctx, "deliver-reminder-once", 1) == 1
 }
 
 // rememberDelivered records that what req types reached the agent.
@@ -156,6 +160,22 @@ const ErrTypeNotSubmitted = "NotSubmitted"
 // run. It never types into a busy pane: the delivery at the head of the queue waits, keeping its
 // place, until the pane is idle. It lives as long as the session and continues as new to keep
 // its history bounded.
+// SessionVersion is the session workflow's current behaviour: every rule whose change ID
+// s.since names, at its newest version. Runs started with it record no version markers. A run
+// started before (Version below it) continues as new at its next quiet point after a worker's
+// configure signal, so every open session reaches the current version within one worker start
+// (docs/design.md, "Versions").
+const SessionVersion = 1
+
+// since is a rule's version for this run: the newest (max) for a run started at SessionVersion,
+// without a marker; else its marker, as workflow.GetVersion decides it.
+func (s *SessionInput) since(ctx workflow.Context, changeID string, max workflow.Version) workflow.Version {
+	if s.Version >= SessionVersion {
+		return max
+	}
+	return workflow.GetVersion(ctx, changeID, workflow.DefaultVersion, max)
+}
+
 func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	s := &session{SessionInput: in,
 		deliverCh:   workflow.GetSignalChannel(ctx, SignalDeliver),
@@ -176,12 +196,12 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	workflow.Go(ctx, s.pushAlerts)
 	workflow.Go(ctx, s.takePushes)
 	workflow.Go(ctx, s.pushDigests)
-	coalesceV := workflow.GetVersion(ctx, "coalesce-delivery", workflow.DefaultVersion, versionCoalesceInOrder)
+	coalesceV := s.since(ctx, "coalesce-delivery", versionCoalesceInOrder)
 	coalesce := coalesceV >= versionCoalesce
 	s.inOrder = coalesceV >= versionCoalesceInOrder
-	s.exactlyOnce = workflow.GetVersion(ctx, "exactly-once", workflow.DefaultVersion, versionExactlyOnce) >= versionExactlyOnce
-	s.standing = s.exactlyOnce && workflow.GetVersion(ctx, "standing-offer", workflow.DefaultVersion, versionStanding) >= versionStanding
-	s.offersFixed = s.standing && workflow.GetVersion(ctx, "offers-fixed", workflow.DefaultVersion, versionOffersFixed) >= versionOffersFixed
+	s.exactlyOnce = s.since(ctx, "exactly-once", versionExactlyOnce) >= versionExactlyOnce
+	s.standing = s.exactlyOnce && s.since(ctx, "standing-offer", versionStanding) >= versionStanding
+	s.offersFixed = s.standing && s.since(ctx, "offers-fixed", versionOffersFixed) >= versionOffersFixed
 	for {
 		if err := ctx.Err(); err != nil {
 			return err // cancelled: every timer fires at once, so the loop must end here
@@ -244,6 +264,9 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 // session is the running state of SessionWorkflow.
 type session struct {
 	SessionInput
+	// upgrade: a worker's configure signal reached a run older than SessionVersion; it continues
+	// as new at its next quiet point.
+	upgrade     bool
 	deliverCh   workflow.ReceiveChannel
 	deliverAll  workflow.ReceiveChannel
 	configureCh workflow.ReceiveChannel
@@ -363,7 +386,7 @@ func (s *session) drain(ctx workflow.Context) (took bool) {
 // mayContinueAsNew reports whether the history is long enough to continue as new, and the state
 // can be handed on: no digest push out (it would go out twice) and a queue that fits a payload.
 func (s *session) mayContinueAsNew(ctx workflow.Context) bool {
-	return !s.pushing && s.historyTooLong(ctx) && s.queueBytes() <= policy.MaxCarriedQueueBytes
+	return !s.pushing && (s.upgrade || s.historyTooLong(ctx)) && s.queueBytes() <= policy.MaxCarriedQueueBytes
 }
 
 // continueAsNew hands the session's state to a new run. Every signal that arrived meanwhile is
@@ -381,11 +404,13 @@ func (s *session) continueAsNew(ctx workflow.Context) error {
 			s.answerRepeats(ctx)
 			continue
 		}
-		if workflow.GetVersion(ctx, "session-own-queue", workflow.DefaultVersion, 1) == 1 {
+		if s.since(ctx, "session-own-queue", 1) == 1 {
 			// A session started on the worker's task queue moves to the sessions' own.
 			ctx = workflow.WithWorkflowTaskQueue(ctx, SessionTaskQueue(workflow.GetInfo(ctx).TaskQueueName))
 		}
-		return workflow.NewContinueAsNewError(ctx, SessionWorkflowName, s.SessionInput)
+		next := s.SessionInput
+		next.Version = SessionVersion // the new run follows every rule without markers
+		return workflow.NewContinueAsNewError(ctx, SessionWorkflowName, next)
 	}
 }
 
@@ -528,7 +553,11 @@ func (s *session) result(ctx workflow.Context, req DeliveryRequest, err error) D
 // patterns). Sessions from before decoded it into the old config, keeping such fields; they
 // replay that way.
 func (s *session) configure(ctx workflow.Context, raw json.RawMessage) {
-	if workflow.GetVersion(ctx, "configure-replaces", workflow.DefaultVersion, 1) == 1 {
+	// A worker started: a run older than SessionVersion moves to it at its next quiet point.
+	if s.Version < SessionVersion && !s.upgrade && workflow.GetVersion(ctx, "upgrade-at-configure", workflow.DefaultVersion, 1) == 1 {
+		s.upgrade = true
+	}
+	if s.since(ctx, "configure-replaces", 1) == 1 {
 		var c SessionConfig
 		if err := json.Unmarshal(raw, &c); err != nil {
 			workflow.GetLogger(ctx).Error("configure signal not understood; config kept", "session", s.Config.Name, "error", err)

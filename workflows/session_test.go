@@ -179,7 +179,7 @@ func TestSessionDeliversInOrderOneAtATime(t *testing.T) {
 		require.EqualValues(t, 4, view.Delivered)
 		h.env.CancelWorkflow()
 	}, time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: SessionConfig{Name: "secretary", TmuxTarget: "secretary:0"}})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: SessionConfig{Name: "secretary", TmuxTarget: "secretary:0"}})
 	require.Equal(t, []string{"first\nsecond\nthird\nfourth"}, h.typed, "one digest of the reminders due together")
 	require.Equal(t, 1, h.maxSeen)
 	require.Len(t, h.results, 4)
@@ -195,7 +195,7 @@ func TestSessionReportsMissingTarget(t *testing.T) {
 	h.send(0, SignalDeliver, DeliveryRequest{ID: "a", ReplyTo: "intent/1/a", Text: "a"})
 	h.send(2*time.Second, SignalDeliver, DeliveryRequest{ID: "b", ReplyTo: "intent/1/b", Text: "b"})
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: SessionConfig{Name: "secretary", TmuxTarget: "secretary:0"}})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: SessionConfig{Name: "secretary", TmuxTarget: "secretary:0"}})
 	require.False(t, h.results["a"].OK)
 	require.Equal(t, activities.ErrTypeTmuxTargetMissing, h.results["a"].ErrorType)
 	require.Contains(t, h.results["a"].Error, "gone:0")
@@ -212,7 +212,7 @@ func TestSessionContinuesAsNew(t *testing.T) {
 	}
 	h.env.RegisterDelayedCallback(func() { h.env.SetContinueAsNewSuggested(true) }, 45*time.Second)
 	h.send(50*time.Second, SignalDeliver, DeliveryRequest{ID: "last", ReplyTo: "intent/1/x", Text: "last"})
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: SessionConfig{Name: "s", TmuxTarget: "s:0"}})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: SessionConfig{Name: "s", TmuxTarget: "s:0"}})
 	var can *workflow.ContinueAsNewError
 	require.True(t, errors.As(h.env.GetWorkflowError(), &can), "got %v", h.env.GetWorkflowError())
 	var next SessionInput
@@ -249,7 +249,7 @@ func TestN2BusyPaneWaits(t *testing.T) {
 		require.Equal(t, []string{"a", "b"}, view.Queued)
 	}, 15*time.Second)
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: claudeSession()})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: claudeSession()})
 	require.Equal(t, []string{"first\nsecond"}, h.typed, "what waited goes in together, in order")
 	require.Equal(t, 31*time.Second+policy.DigestGather, h.typedAt[0], "gathered the reminders due together, then looked every 10 s until idle (busy until 25 s)")
 	require.True(t, h.results["a"].OK)
@@ -264,7 +264,7 @@ func TestN2LongBusyAlertsOnce(t *testing.T) {
 	h.busyTill = 8 * time.Minute
 	h.send(0, SignalDeliver, DeliveryRequest{ID: "a", ReplyTo: "intent/1/a", Kind: KindMessage, Text: "secret text"})
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 10*time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: claudeSession()})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: claudeSession()})
 	require.Len(t, h.pushes, 1)
 	require.Contains(t, h.pushes[0].Message, "session=secretary")
 	require.Contains(t, h.pushes[0].Message, "1 deliveries waiting")
@@ -280,7 +280,7 @@ func TestN2HumanPaneRefused(t *testing.T) {
 	cfg.Human = true
 	h.send(0, SignalDeliver, DeliveryRequest{ID: "a", ReplyTo: "intent/1/a", Kind: KindReminder, Text: "hello"})
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: cfg})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
 	require.Empty(t, h.typed)
 	require.Zero(t, h.captures)
 	require.False(t, h.results["a"].OK)
@@ -309,7 +309,7 @@ func TestH1HistoryBeforeEachInjection(t *testing.T) {
 	h.send(0, SignalDeliver, DeliveryRequest{ID: "i#1", ReplyTo: "intent/1/a", Kind: KindMessage, Text: "hello"})
 	h.send(time.Second, SignalDeliver, DeliveryRequest{ID: "i#2", ReplyTo: "intent/1/b", Kind: KindReminder, Text: "<system-reminder>x</system-reminder>"})
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: cfg})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
 	require.Equal(t, []string{
 		"history i#1 message hello", "typed hello",
 		"history i#2 reminder <system-reminder>x</system-reminder>", "typed <system-reminder>x</system-reminder>",
@@ -336,7 +336,7 @@ func TestN1EscalationLadder(t *testing.T) {
 	remind(11*time.Minute, "e") // 11 min: cooldown over: reset again
 	h.send(12*time.Minute, SignalDeliver, DeliveryRequest{ID: "m", ReplyTo: "intent/1/m", Kind: KindMessage, Text: "a message"})
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 20*time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: cfg})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
 	require.Equal(t, []string{
 		"typed nudge a",
 		"keys Escape Escape C-c", "typed nudge b",
@@ -369,7 +369,7 @@ func TestN1OneStepPerSessionPerTick(t *testing.T) {
 	remind(7*time.Minute, "d", false)                 // within the tick: nudge only
 	remind(11*time.Minute+30*time.Second, "e", false) // the next tick: a step again
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 20*time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: cfg})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
 	require.Equal(t, []string{
 		"typed nudge a",
 		"typed /clear", "typed nudge b",
@@ -388,7 +388,7 @@ func TestMessageTypedOnce(t *testing.T) {
 	h.send(2*time.Minute, SignalDeliver, DeliveryRequest{ID: "i#3", ReplyTo: "intent/1/a", Kind: KindReminder, Text: "nudge"})
 	h.send(3*time.Minute, SignalDeliver, DeliveryRequest{ID: "i#4", ReplyTo: "intent/1/a", Kind: KindReminder, Text: "nudge"})
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 5*time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: claudeSession()})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: claudeSession()})
 	require.Equal(t, []string{"typed hello", "typed nudge", "typed nudge"}, h.events)
 	require.True(t, h.results["i#2"].OK)
 }
@@ -403,7 +403,7 @@ func TestReminderTypedOncePerTick(t *testing.T) {
 	h.send(2*time.Minute, SignalDeliver, DeliveryRequest{ID: "i#4", ReplyTo: "intent/1/a", Kind: KindReminder, Tick: 2, Text: "nudge 2"})
 	h.send(2*time.Minute, SignalDeliver, DeliveryRequest{ID: "j#2", ReplyTo: "intent/1/b", Kind: KindReminder, Tick: 1, Text: "other 1"})
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 5*time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: claudeSession()})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: claudeSession()})
 	require.Equal(t, []string{"nudge 1", "nudge 2\nother 1"}, h.typed, "reminders due together go as one digest")
 	for _, id := range []string{"i#2", "i#3", "i#4", "j#2"} {
 		require.True(t, h.results[id].OK, id)
@@ -433,7 +433,7 @@ func TestN1ResetPerCLIAndSwitches(t *testing.T) {
 			cfg.Escalation, cfg.Reset = tc.policy, tc.reset
 			h.send(10*time.Minute, SignalDeliver, DeliveryRequest{ID: "r", ReplyTo: "intent/1/r", Kind: KindReminder, Text: "nudge", Since: h.start})
 			h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 15*time.Minute)
-			h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: cfg})
+			h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
 			require.Equal(t, tc.want, h.events)
 		})
 	}
@@ -448,7 +448,7 @@ func TestN1NoResetWhileBusy(t *testing.T) {
 	cfg.Reset = ResetSteps{Command: "/clear"}
 	h.send(10*time.Minute, SignalDeliver, DeliveryRequest{ID: "r", ReplyTo: "intent/1/r", Kind: KindReminder, Text: "nudge", Since: h.start})
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 20*time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: cfg})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
 	require.Equal(t, []string{"typed /clear", "typed nudge"}, h.events)
 	require.GreaterOrEqual(t, h.typedAt[0], 12*time.Minute, "the reset waited for the busy spell to end")
 }
@@ -473,7 +473,7 @@ func TestN3DeliveryConfirmed(t *testing.T) {
 			cfg.InputLines = 2
 			h.send(0, SignalDeliver, DeliveryRequest{ID: "a", ReplyTo: "intent/1/a", Kind: KindMessage, Text: "hello"})
 			h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
-			h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: cfg})
+			h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
 			require.Equal(t, tc.want, h.events)
 			require.Equal(t, tc.ok, h.results["a"].OK)
 			if !tc.ok {
@@ -506,7 +506,7 @@ func TestAlertsCappedAndHeldWhileNtfyIsDown(t *testing.T) {
 		h.send(at, SignalAlert, Alert{Title: "intentq: remind failed", Message: fmt.Sprintf("intent=intent/1/%d session=secretary: tmux: gone", i), At: h.start.Add(at)})
 	}
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 10*time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: cfg})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
 
 	var delivered []activities.Push
 	for i, p := range h.pushes {
@@ -566,7 +566,7 @@ func TestNoTypingIntoDialogOrDraft(t *testing.T) {
 			h.screen, h.screenTill = screen, 3*time.Minute
 			h.send(0, SignalDeliver, DeliveryRequest{ID: "m", ReplyTo: "intent/1/m", Kind: KindMessage, Text: "【新着メッセージ】msg_id=1 chat=2: hi"})
 			h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 10*time.Minute)
-			h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: cfg})
+			h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
 			require.Len(t, h.typedAt, 1)
 			require.GreaterOrEqual(t, h.typedAt[0], 3*time.Minute, "typed while the screen was blocked")
 			require.Len(t, h.pushes, 1)
@@ -585,7 +585,7 @@ func TestConfirmByInputLine(t *testing.T) {
 	h.afterEnter = "❯ hello there\n\n● OK.\n────\n❯ \n────"
 	h.send(0, SignalDeliver, DeliveryRequest{ID: "m", ReplyTo: "intent/1/m", Kind: KindMessage, Text: "hello there"})
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: cfg})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
 	require.Equal(t, []string{"hello there"}, h.typed, "typed once, not retyped")
 	require.True(t, h.results["m"].OK)
 
@@ -596,7 +596,7 @@ func TestConfirmByInputLine(t *testing.T) {
 	h2.env.RegisterDelayedCallback(h2.env.CancelWorkflow, time.Minute)
 	old := claudeSession()
 	old.InputLines = 4
-	h2.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: old})
+	h2.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: old})
 	require.Len(t, h2.typed, 3)
 }
 
@@ -619,7 +619,7 @@ func TestBurstTypedTogetherOnce(t *testing.T) {
 	// Intent 7 timed out waiting and asks again after its message went in.
 	h.send(3*time.Minute, SignalDeliver, DeliveryRequest{ID: "intent/1/7#2", ReplyTo: "intent/1/7", Kind: KindMessage, Text: "【新着メッセージ】msg_id=7 chat=1: text 7"})
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 5*time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: cfg})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
 
 	require.Len(t, h.typed, 3, "120 messages in prompts of at most 50")
 	var lines []string
@@ -669,7 +669,7 @@ func TestReminderPushesDigested(t *testing.T) {
 	}
 	h.send(time.Minute, SignalRemindPush, PushRequest{ID: "late", ReplyTo: "intent/1/9", Topic: "phone", MessageID: "9", ChatID: "1", Snippet: "s"})
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 5*time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: claudeSession()})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: claudeSession()})
 
 	require.Len(t, h.pushes, 2, "one push for the three due together, one for the late one")
 	first := h.pushes[0]
@@ -692,7 +692,7 @@ func TestDeliverAllQueuesInOrder(t *testing.T) {
 		{ID: "c#1", ReplyTo: "intent/1/c", Kind: KindMessage, Text: "c"},
 	})
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: claudeSession()})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: claudeSession()})
 	require.Equal(t, []string{"a\nb\nc"}, h.typed)
 	require.Len(t, h.results, 3)
 }
@@ -707,7 +707,7 @@ func TestBlockKeepsArrivalOrder(t *testing.T) {
 		}
 	}, time.Second)
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: claudeSession()})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: claudeSession()})
 	require.Equal(t, []string{a, b + "\n" + c}, h.typed)
 }
 
@@ -727,7 +727,7 @@ func TestPushHeldDuringDigestGoesOutAfterIt(t *testing.T) {
 	h.ntfyFails = func() bool { at = append(at, h.env.Now().Sub(h.start)); return false }
 	h.send(time.Second, SignalRemindPush, PushRequest{ID: "a", ReplyTo: "intent/1/a", Topic: "phone", MessageID: "a", ChatID: "1", Snippet: "x"})
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: claudeSession()})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: claudeSession()})
 	require.Len(t, at, 2)
 	require.Equal(t, time.Second+policy.DigestGather+time.Second, at[0], "the first digest, gathered, then retried after a second")
 	require.Equal(t, at[0], at[1], "the push held meanwhile goes out right after it")
@@ -741,7 +741,7 @@ func TestHeldPushReplacedBySameIntent(t *testing.T) {
 	h.send(time.Second, SignalRemindPush, PushRequest{ID: "a1", ReplyTo: "intent/1/a", Topic: "phone", MessageID: "a", ChatID: "1", Snippet: "x"})
 	h.send(time.Second+100*time.Millisecond, SignalRemindPush, PushRequest{ID: "a2", ReplyTo: "intent/1/a", Topic: "phone", MessageID: "a", ChatID: "1", Snippet: "x"})
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: claudeSession()})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: claudeSession()})
 	require.Len(t, h.pushes, 1)
 	require.Equal(t, "msg_id=a chat=1: x", h.pushes[0].Message)
 	require.True(t, h.results["a2"].OK)
@@ -754,7 +754,7 @@ func TestBusyPaneContinuesAsNew(t *testing.T) {
 	h.busyTill = time.Hour
 	h.send(time.Second, SignalDeliver, DeliveryRequest{ID: "w#1", ReplyTo: "intent/1/w", Kind: KindMessage, Text: "waits"})
 	h.env.RegisterDelayedCallback(func() { h.env.SetContinueAsNewSuggested(true) }, 5*time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: claudeSession()})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: claudeSession()})
 	var can *workflow.ContinueAsNewError
 	require.True(t, errors.As(h.env.GetWorkflowError(), &can), "got %v", h.env.GetWorkflowError())
 	var next SessionInput
@@ -777,7 +777,7 @@ func TestSessionWaitsWhileNoAgentRuns(t *testing.T) {
 		require.Empty(t, h.typed, "nothing typed while a shell is in front")
 	}, 2*time.Minute)
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 10*time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: SessionConfig{Name: "secretary", TmuxTarget: "secretary:0", Push: true}})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: SessionConfig{Name: "secretary", TmuxTarget: "secretary:0", Push: true}})
 	require.Equal(t, []string{"hi;touch pwned"}, h.typed)
 	require.True(t, h.results["a"].OK)
 	told := 0
@@ -807,7 +807,7 @@ func TestSessionConfigureReplaces(t *testing.T) {
 		require.NoError(t, v.Get(&view))
 		h.env.CancelWorkflow()
 	}, time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: SessionConfig{Name: "secretary", TmuxTarget: "secretary:0", Human: true, NtfyTopic: "old-topic", BusyPatterns: []string{"x"}}})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: SessionConfig{Name: "secretary", TmuxTarget: "secretary:0", Human: true, NtfyTopic: "old-topic", BusyPatterns: []string{"x"}}})
 	require.True(t, h.results["a"].OK, "human: false now")
 	require.Equal(t, []string{"a"}, h.typed)
 	require.False(t, view.Config.Human)
@@ -828,7 +828,7 @@ func TestDigestCountsOnlyTheLinesItCarries(t *testing.T) {
 		}
 	}, time.Second)
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 5*time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: SessionConfig{Name: "secretary", TmuxTarget: "secretary:0", Push: true}})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: SessionConfig{Name: "secretary", TmuxTarget: "secretary:0", Push: true}})
 	if len(h.pushes) < 2 {
 		t.Fatalf("%d pushes for %d intents: want the remainder pushed next", len(h.pushes), n)
 	}
@@ -845,4 +845,28 @@ func TestDigestCountsOnlyTheLinesItCarries(t *testing.T) {
 		require.Equal(t, 1, carried[fmt.Sprint(i)], "intent %d's line pushed", i)
 		require.True(t, h.results[fmt.Sprintf("p%d", i)].OK, "intent %d answered", i)
 	}
+}
+
+// Issue 34, the version floor: a run from before SessionVersion continues as new at a worker's
+// configure signal once its queue is empty (here after the message it was typing), and the next
+// run carries SessionVersion; a run at SessionVersion takes the same signal and goes on.
+func TestSessionUpgradesAtConfigureWhenQuiet(t *testing.T) {
+	conf := SessionConfig{Name: "secretary", TmuxTarget: "secretary:0"}
+	h := newSessionHarness(t)
+	h.send(time.Second, SignalDeliver, DeliveryRequest{ID: "a", ReplyTo: "intent/1/a", Text: "a"})
+	h.send(time.Second+time.Millisecond, SignalConfigure, conf)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: conf})
+	var can *workflow.ContinueAsNewError
+	require.ErrorAs(t, h.env.GetWorkflowError(), &can, "an old run continues as new after configure")
+	require.Equal(t, []string{"a"}, h.typed, "the message it had is typed first")
+	var next SessionInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	require.Equal(t, SessionVersion, next.Version)
+	require.Equal(t, "secretary", next.Config.Name)
+
+	h = newSessionHarness(t)
+	h.send(time.Second, SignalConfigure, conf)
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: conf})
+	require.False(t, errors.As(h.env.GetWorkflowError(), &can), "a current run goes on: %v", h.env.GetWorkflowError())
 }

@@ -266,6 +266,6 @@ func TestStandingTakenHoldsWhatTheDeskHandedOut(t *testing.T) {
 // runFor runs a hook session for d.
 func (h *sessionHarness) runFor(t *testing.T, d time.Duration) {
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, d)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: hookSession()})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: hookSession()})
 	require.True(t, h.env.IsWorkflowCompleted())
 }

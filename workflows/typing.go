@@ -25,7 +25,7 @@ func (s *session) deliver(ctx workflow.Context, req DeliveryRequest) (_ Delivery
 	}
 	var err error
 	// Sessions started before busy-awareness replay without reading the pane.
-	if workflow.GetVersion(ctx, "busy-aware-delivery", workflow.DefaultVersion, 1) == 1 {
+	if s.since(ctx, "busy-aware-delivery", 1) == 1 {
 		err = s.waitUntilIdle(ctx, req)
 	}
 	if errors.Is(err, errTaken) {
@@ -34,10 +34,10 @@ func (s *session) deliver(ctx workflow.Context, req DeliveryRequest) (_ Delivery
 	s.typing = req.ID
 	defer func() { s.typing = "" }()
 	phase, reset := PhaseNudge, false
-	if err == nil && workflow.GetVersion(ctx, "escalation", workflow.DefaultVersion, 1) == 1 {
+	if err == nil && s.since(ctx, "escalation", 1) == 1 {
 		phase, reset, err = s.escalate(ctx, req)
 	}
-	if err == nil && workflow.GetVersion(ctx, "history-commit", workflow.DefaultVersion, 1) == 1 {
+	if err == nil && s.since(ctx, "history-commit", 1) == 1 {
 		err = s.commitToHistory(ctx, req)
 	}
 	if err == nil {
@@ -106,7 +106,7 @@ func (s *session) waitUntilIdle(ctx workflow.Context, req DeliveryRequest) error
 				return err
 			} else {
 				pattern, working = Busy(pane, s.Config.BusyPatterns)
-				if !working && workflow.GetVersion(ctx, "screen-guards", workflow.DefaultVersion, 1) == 1 {
+				if !working && s.since(ctx, "screen-guards", 1) == 1 {
 					pattern, working = Blocked(pane, s.Config.DialogPatterns, s.Config.InputPrompt, s.Config.InputPlaceholders...)
 				}
 			}
@@ -159,7 +159,7 @@ func (s *session) escalate(ctx workflow.Context, req DeliveryRequest) (phase int
 	// Escalation is the session's, not each reminder's: one step per session per tick at most,
 	// and a reminder that is late because intentq itself was down or behind (a backlog) is not
 	// the agent ignoring it. Sessions from before this rule replay without it.
-	if phase > PhaseNudge && workflow.GetVersion(ctx, "escalation-per-session", workflow.DefaultVersion, 1) == 1 {
+	if phase > PhaseNudge && s.since(ctx, "escalation-per-session", 1) == 1 {
 		spacing := policy.Or(esc.StepEvery, policy.DefaultReminders.RepeatEvery)
 		if req.Backlog || (s.LastEscalationAt != nil && now.Sub(*s.LastEscalationAt) < spacing) {
 			phase = PhaseNudge
@@ -181,7 +181,7 @@ func (s *session) escalate(ctx workflow.Context, req DeliveryRequest) (phase int
 			// Where hooks report, the agent's SessionStart (a new context) confirms the reset: at
 			// the command, or (Codex) with the prompt typed next (confirmReset).
 			if err == nil && s.Agent != nil {
-				if s.Config.SessionStartAtPrompt && workflow.GetVersion(ctx, "reset-confirmed-at-prompt", workflow.DefaultVersion, 1) == 1 {
+				if s.Config.SessionStartAtPrompt && s.since(ctx, "reset-confirmed-at-prompt", 1) == 1 {
 					s.resetStarts = &starts
 				} else {
 					s.confirmed(ctx, s.awaitAgent(ctx, func() bool { return s.sessionStarts > starts }))
@@ -255,7 +255,7 @@ func (s *session) commitToHistory(ctx workflow.Context, req DeliveryRequest) err
 // keyed by it, so a block headed by a request typed before in another block is still typed.
 func (s *session) submit(ctx workflow.Context, dreq DeliveryRequest, content string) error {
 	text := dreq.Text
-	check := s.Config.InputLines > 0 && workflow.GetVersion(ctx, "confirm-submit", workflow.DefaultVersion, 1) == 1
+	check := s.Config.InputLines > 0 && s.since(ctx, "confirm-submit", 1) == 1
 	// Hooks report for this agent: its receipt confirms (only set after a hook has fired, so
 	// sessions from before hooks replay unchanged).
 	receipt := s.Agent != nil && dreq.ReplyTo != ""
@@ -300,7 +300,7 @@ func (s *session) submit(ctx workflow.Context, dreq DeliveryRequest, content str
 // echo, says nothing, and a draft the person began since is not ours to clear); otherwise, as
 // before, the end of the text still showing in the bottom lines.
 func (s *session) notSubmitted(ctx workflow.Context, bottom, text string) bool {
-	if s.Config.InputPrompt != "" && workflow.GetVersion(ctx, "confirm-by-input-line", workflow.DefaultVersion, 1) == 1 {
+	if s.Config.InputPrompt != "" && s.since(ctx, "confirm-by-input-line", 1) == 1 {
 		line, ok := InputLine(bottom, s.Config.InputPrompt)
 		return ok && StillOnInputLine(line, text)
 	}

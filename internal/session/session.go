@@ -150,7 +150,7 @@ func Ensure(ctx context.Context, c client.Client, cfg *config.Config) error {
 		sopts := opts
 		sopts.TaskQueue = workflows.SessionTaskQueue(cfg.Temporal.TaskQueue)
 		if _, err := c.SignalWithStartWorkflow(ctx, id, workflows.SignalConfigure, conf,
-			sopts, workflows.SessionWorkflowName, workflows.SessionInput{Config: conf}); err != nil {
+			sopts, workflows.SessionWorkflowName, workflows.SessionInput{Version: workflows.SessionVersion, Config: conf}); err != nil {
 			return fmt.Errorf("start session workflow %s: %w", id, err)
 		}
 	}

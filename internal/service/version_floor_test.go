@@ -1,0 +1,104 @@
+package service_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/intentq/intentq/internal/testkit/testenv"
+	"github.com/intentq/intentq/workflows"
+)
+
+// The version floor (issue 34), against the real server: a session run started before
+// SessionVersion (no version in its input) continues as new when a worker's configure signal
+// reaches it while it is quiet, and the new run, started at SessionVersion, records no version
+// markers. WRITE_REPLAY_HISTORY=1 saves the old run's history (the upgrade step) for the replay
+// tests in package workflows (testdata/session_upgrade.json).
+func TestSessionUpgradesToTheVersionFloorAtConfigure(t *testing.T) {
+	cfg := testenv.Config(t)
+	svc, _ := startService(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := svc.Client()
+	id := workflows.SessionWorkflowID("old-run")
+	conf := workflows.SessionConfig{Name: "old-run", TmuxTarget: "old-run:0", Push: true}
+	// As the code before the floor started sessions: no version in the input.
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.SessionTaskQueue(cfg.Temporal.TaskQueue)},
+		workflows.SessionWorkflowName, workflows.SessionInput{Config: conf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldRun := run.GetRunID()
+	events := func(runID string) []*historypb.HistoryEvent {
+		iter := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		var out []*historypb.HistoryEvent
+		for iter.HasNext() {
+			ev, err := iter.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, ev)
+		}
+		return out
+	}
+	markers := func(evs []*historypb.HistoryEvent) int {
+		n := 0
+		for _, ev := range evs {
+			if ev.GetEventType() == enumspb.EVENT_TYPE_MARKER_RECORDED {
+				n++
+			}
+		}
+		return n
+	}
+	waitUntil(t, "the old run's first task", 30*time.Second, func() bool { return markers(events(oldRun)) > 0 })
+	if err := c.SignalWorkflow(ctx, id, oldRun, workflows.SignalConfigure, conf); err != nil {
+		t.Fatal(err)
+	}
+	var newRun string
+	waitUntil(t, "the old run to continue as new", 60*time.Second, func() bool {
+		d, err := c.DescribeWorkflowExecution(ctx, id, "")
+		if err != nil {
+			return false
+		}
+		newRun = d.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+		return newRun != oldRun
+	})
+	// The new run's input carries SessionVersion, and its first task records no marker.
+	var first []*historypb.HistoryEvent
+	waitUntil(t, "the new run's first task", 30*time.Second, func() bool {
+		first = events(newRun)
+		for _, ev := range first {
+			if ev.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED {
+				return true
+			}
+		}
+		return false
+	})
+	var in workflows.SessionInput
+	payloads := first[0].GetWorkflowExecutionStartedEventAttributes().GetInput()
+	if err := converter.GetDefaultDataConverter().FromPayloads(payloads, &in); err != nil {
+		t.Fatal(err)
+	}
+	if in.Version != workflows.SessionVersion || in.Config.Name != "old-run" {
+		t.Fatalf("the new run's input: version %d, config %+v; want version %d and the session's config", in.Version, in.Config, workflows.SessionVersion)
+	}
+	if n := markers(first); n != 0 {
+		t.Errorf("the run started at the current version recorded %d version markers, want none", n)
+	}
+	if os.Getenv("WRITE_REPLAY_HISTORY") != "" {
+		data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(&historypb.History{Events: events(oldRun)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile("../../workflows/testdata/session_upgrade.json", data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
