@@ -19,11 +19,14 @@ import (
 
 // Names of the hook protocol.
 const (
-	// SignalAgentEvent reports a hook that fired (AgentEvent).
+	// SignalAgentEvent reports a hook that fired (AgentEvent). Hooks of this build say it in
+	// SignalHookWords (one protocol, issue 34); sessions still read it for one release, from
+	// hooks of the build before, then it goes.
 	SignalAgentEvent = "agent-event"
 	// UpdateTake hands the waiting messages to a hook (TakeRequest, TakeResult).
 	UpdateTake = "take"
-	// SignalTaken commits what a hook took and printed (TakenRequest).
+	// SignalTaken commits what a hook took and printed (TakenRequest). Like SignalAgentEvent:
+	// read for one release, then it goes.
 	SignalTaken = "taken"
 )
 

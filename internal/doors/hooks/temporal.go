@@ -9,7 +9,6 @@ import (
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/inbox"
 	"github.com/intentq/intentq/internal/intent"
-	sessionapi "github.com/intentq/intentq/internal/session"
 	"github.com/intentq/intentq/workflows"
 )
 
@@ -54,13 +53,22 @@ func (t Temporal) SendInbox(ctx context.Context, agent string, msg workflows.Inb
 
 // CommitContext asks the session to append a block Claude Code injects itself to the history.
 func (t Temporal) CommitContext(ctx context.Context, session, id, text string) error {
-	return sessionapi.Queue(ctx, t.Client, session, workflows.DeliveryRequest{ID: id, Kind: workflows.KindContext, Text: text})
+	return t.words(ctx, session, workflows.HookWords{Contexts: []workflows.DeliveryRequest{{ID: id, Kind: workflows.KindContext, Text: text}}})
 }
 
-// Report signals the session that a hook fired; the server keeps the signal while no worker
+// Report tells the session that a hook fired; the server keeps the signal while no worker
 // runs.
 func (t Temporal) Report(ctx context.Context, session string, ev workflows.AgentEvent) error {
-	return t.Client.SignalWorkflow(ctx, workflows.SessionWorkflowID(session), "", workflows.SignalAgentEvent, ev)
+	return t.words(ctx, session, workflows.HookWords{Events: []workflows.AgentEvent{ev}})
+}
+
+// words sends what a hook says to its session as the desk does (one protocol, issue 34): one
+// hook-words signal, whether a desk passes it on or the hook itself, with no desk answering.
+func (t Temporal) words(ctx context.Context, session string, w workflows.HookWords) error {
+	if err := t.Client.SignalWorkflow(ctx, workflows.SessionWorkflowID(session), "", workflows.SignalHookWords, w); err != nil {
+		return fmt.Errorf("tell session %s what the hook said: %w", session, err)
+	}
+	return nil
 }
 
 // Take asks the session for the messages waiting for the agent.
@@ -81,5 +89,5 @@ func (t Temporal) Take(ctx context.Context, session string, req workflows.TakeRe
 
 // Taken commits a take the hook printed.
 func (t Temporal) Taken(ctx context.Context, session, key string) error {
-	return t.Client.SignalWorkflow(ctx, workflows.SessionWorkflowID(session), "", workflows.SignalTaken, workflows.TakenRequest{Key: key})
+	return t.words(ctx, session, workflows.HookWords{Commits: []string{key}})
 }
