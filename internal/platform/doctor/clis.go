@@ -49,7 +49,7 @@ func CLIHooks(cfg *config.Config, codexHome string) Report {
 			r = append(r, GeminiHooks(home))
 		default:
 			r = append(r, Result{Name: "hooks " + kind, OK: true,
-				Detail: "none: intentq has no hooks for " + kind + "; it reads the agent's state from its screen only (README: the agent CLIs)"})
+				Detail: "none: intentq has no hooks for " + kind + "; it reads the agent's state from its screen only (docs/agents.md)"})
 		}
 	}
 	return r

@@ -126,7 +126,7 @@ func StartService(t testing.TB, cfg *config.Config, logger *zap.Logger, opts ...
 	}
 }
 
-// HooksSettings is the settings.json hooks block the README tells users to paste.
+// HooksSettings is the settings.json hooks block docs/agents.md tells users to paste.
 const HooksSettings = `{
   "hooks": {
     "SessionStart": [{"hooks": [{"type": "command", "command": "starter hook session-start", "timeout": 10}]}],
