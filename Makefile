@@ -1,5 +1,9 @@
 # intentq: `make run` starts the service on the embedded default, `make test` runs the checks.
 GO      ?= go
+# The Temporal server's own tag: leaves out the gRPC parts of cloud storage archivers that
+# intentq does not use (the worker 203 MB instead of 222 MB; cold build time the same).
+GOFLAGS ?= -tags=disable_grpc_modules
+export GOFLAGS
 BIN     ?= bin
 ARGS    ?=
 # Packages whose tests do not link the Temporal server: the race detector is affordable there.
@@ -26,11 +30,15 @@ OTHER_PKGS = $(filter-out $(shell $(GO) list $(RACE_PKGS)),$(shell $(GO) list ./
 
 ## test: the peers, go vet, then every package's tests once (race detector where affordable);
 ## the end-to-end tests of the worker package (real Claude Code, Codex and Gemini CLI in tmux)
-## run side by side, $(E2E_PARALLEL) at a time: they wait on real time, not on the CPU
+## run side by side, $(E2E_PARALLEL) at a time: they wait on real time, not on the CPU. The
+## race-checked packages build and run meanwhile; their output follows the rest.
 E2E_PARALLEL ?= 4
 test: peers vet
-	$(GO) test -race -count=1 $(RACE_PKGS)
-	$(GO) test -count=1 -timeout 25m -parallel $(E2E_PARALLEL) $(OTHER_PKGS)
+	@race_log=$$(mktemp); \
+	$(GO) test -race -count=1 $(RACE_PKGS) > $$race_log 2>&1 & race=$$!; \
+	$(GO) test -count=1 -timeout 25m -parallel $(E2E_PARALLEL) $(OTHER_PKGS); rest=$$?; \
+	wait $$race; raced=$$?; echo "race-checked packages:"; cat $$race_log; rm -f $$race_log; \
+	test $$rest -eq 0 -a $$raced -eq 0
 
 vet:
 	$(GO) vet ./...

@@ -25,8 +25,9 @@ const (
 	SignalAgentEvent = "agent-event"
 	// UpdateTake hands the waiting messages to a hook (TakeRequest, TakeResult).
 	UpdateTake = "take"
-	// SignalTaken commits what a hook took and printed (TakenRequest). Like SignalAgentEvent:
-	// read for one release, then it goes.
+	// SignalTaken commits what a hook took and printed (TakenRequest), from a hook with no desk
+	// answering: runs from before offers-fixed read hook-words commits too late; it goes, and
+	// such commits go in SignalHookWords, once no such run is open.
 	SignalTaken = "taken"
 )
 

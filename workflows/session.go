@@ -160,17 +160,29 @@ const ErrTypeNotSubmitted = "NotSubmitted"
 // run. It never types into a busy pane: the delivery at the head of the queue waits, keeping its
 // place, until the pane is idle. It lives as long as the session and continues as new to keep
 // its history bounded.
-// SessionVersion is the session workflow's current behaviour: every rule whose change ID
-// s.since names, at its newest version. Runs started with it record no version markers. A run
-// started before (Version below it) continues as new at its next quiet point after a worker's
-// configure signal, so every open session reaches the current version within one worker start
-// (docs/design.md, "Versions").
+// SessionVersion is the session workflow's current behaviour. Runs started with it record no
+// version marker for the rules it covers. A run started before (Version below it) continues as
+// new at its next quiet point after a worker's configure signal, so every open session reaches
+// the current version within one worker start (docs/design.md, "Changes to running
+// workflows").
 const SessionVersion = 1
 
-// since is a rule's version for this run: the newest (max) for a run started at SessionVersion,
-// without a marker; else its marker, as workflow.GetVersion decides it.
+// sessionRulesV1 is the version from which every rule that existed when versions began to
+// travel in the session's input (the change IDs since names) holds without a marker. A rule
+// added later gets its own threshold (sinceVersion with the SessionVersion that introduced it),
+// so raising SessionVersion never sends a run that followed a rule without a marker back to
+// its marker.
+const sessionRulesV1 = 1
+
+// since is the version of a rule of sessionRulesV1 for this run (sinceVersion).
 func (s *SessionInput) since(ctx workflow.Context, changeID string, max workflow.Version) workflow.Version {
-	if s.Version >= SessionVersion {
+	return s.sinceVersion(ctx, changeID, max, sessionRulesV1)
+}
+
+// sinceVersion is a rule's version for this run: the newest (max), without a marker, for a
+// run started at version from or later; else its marker, as workflow.GetVersion decides it.
+func (s *SessionInput) sinceVersion(ctx workflow.Context, changeID string, max workflow.Version, from int) workflow.Version {
+	if s.Version >= from {
 		return max
 	}
 	return workflow.GetVersion(ctx, changeID, workflow.DefaultVersion, max)
@@ -266,7 +278,9 @@ type session struct {
 	SessionInput
 	// upgrade: a worker's configure signal reached a run older than SessionVersion; it continues
 	// as new at its next quiet point.
-	upgrade     bool
+	upgrade bool
+	// configures counts the configure signals this run took.
+	configures  int
 	deliverCh   workflow.ReceiveChannel
 	deliverAll  workflow.ReceiveChannel
 	configureCh workflow.ReceiveChannel
@@ -554,7 +568,12 @@ func (s *session) result(ctx workflow.Context, req DeliveryRequest, err error) D
 // replay that way.
 func (s *session) configure(ctx workflow.Context, raw json.RawMessage) {
 	// A worker started: a run older than SessionVersion moves to it at its next quiet point.
-	if s.Version < SessionVersion && !s.upgrade && workflow.GetVersion(ctx, "upgrade-at-configure", workflow.DefaultVersion, 1) == 1 {
+	// The marker is one per configure this run took: a version is fixed per change ID and run,
+	// and the configures this run took under the code before (replayed without a marker) must
+	// not fix the answer for the ones to come.
+	s.configures++
+	if s.Version < SessionVersion && !s.upgrade &&
+		workflow.GetVersion(ctx, fmt.Sprintf("upgrade-at-configure-%d", s.configures), workflow.DefaultVersion, 1) == 1 {
 		s.upgrade = true
 	}
 	if s.since(ctx, "configure-replaces", 1) == 1 {

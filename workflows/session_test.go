@@ -864,6 +864,22 @@ func TestSessionUpgradesAtConfigureWhenQuiet(t *testing.T) {
 	require.Equal(t, SessionVersion, next.Version)
 	require.Equal(t, "secretary", next.Config.Name)
 
+	// A run that took a configure under the code before the floor replays it without a marker
+	// (the version of that change ID is fixed at DefaultVersion for the run): the next
+	// configure, a worker start under this code, still upgrades it.
+	h = newSessionHarness(t)
+	h.env.OnGetVersion("upgrade-at-configure-1", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	h.send(time.Second, SignalConfigure, conf)
+	h.send(2*time.Second, SignalConfigure, conf)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: conf})
+	require.ErrorAs(t, h.env.GetWorkflowError(), &can, "the second configure upgrades the run")
+	h = newSessionHarness(t)
+	h.env.OnGetVersion("upgrade-at-configure-1", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	h.send(time.Second, SignalConfigure, conf)
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: conf})
+	require.False(t, errors.As(h.env.GetWorkflowError(), &can), "the replayed configure alone does not upgrade: %v", h.env.GetWorkflowError())
+
 	h = newSessionHarness(t)
 	h.send(time.Second, SignalConfigure, conf)
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)

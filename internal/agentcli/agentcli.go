@@ -135,8 +135,10 @@ func Builtin() map[string]CLI {
 			Reset:        "/clear",
 			BusyPatterns: []string{"Working", "Thinking", "Planning", "Sending", "esc to interrupt"},
 			// The input box (three lines) and the hint line under it.
-			InputLines:   ptr(4),
-			HeadlessArgs: []string{"-p", "--output-format", "json"},
+			InputLines: ptr(4),
+			// Headless: the person's own settings only (--setting-sources user), never the work
+			// folder's .claude/settings.json, whose hooks would run outside the tool policy.
+			HeadlessArgs: []string{"-p", "--output-format", "json", "--setting-sources", "user"},
 			SettingsFlag: "--settings",
 			ChannelsFlag: "--channels",
 			// Claude Code 2.1.330's permission dialog, edit/create confirmations and Rewind menu.

@@ -76,8 +76,8 @@ func Resolver(cfg *config.Config) func(session, channel string) (activities.RunS
 				}
 			}
 			spec.Confine = sb.Wrap
-			spec.Knows = func(id string) bool { return holdsConversation(chHome, id) }
-			spec.Env = setEnv(setEnv(spec.Env, "HOME", chHome), "TMPDIR", "/tmp")
+			spec.Knows = func(id string) bool { return holdsConversation(s.CLI, chHome, id) }
+			spec.Env = setEnv(setEnv(unsetEnv(spec.Env, "XDG_RUNTIME_DIR"), "HOME", chHome), "TMPDIR", "/tmp")
 			guardHome = chHome
 		}
 		if cli.SettingsFlag != "" {
@@ -125,36 +125,43 @@ func ChannelFolders(cfg *config.Config, session, channel string) (work, home str
 	return work, home, nil
 }
 
-// holdsConversation reports whether a channel's home holds a CLI conversation of that id: a file
-// whose name carries it (Claude Code: .claude/projects/<folder>/<id>.jsonl; Codex:
-// .codex/sessions/.../rollout-...-<id>.jsonl), looked for in at most 10,000 entries.
-func holdsConversation(home, id string) bool {
-	found, seen := false, 0
-	_ = filepath.WalkDir(home, func(_ string, d os.DirEntry, err error) error {
-		seen++
-		switch {
-		case err != nil && d != nil && d.IsDir():
-			return filepath.SkipDir
-		case found || seen > 10000:
-			return filepath.SkipAll
-		case d != nil && !d.IsDir() && strings.Contains(d.Name(), id):
-			found = true
-			return filepath.SkipAll
-		}
-		return nil
-	})
-	return found
+// conversationFiles are where each CLI kind keeps a conversation of id under its home: Claude
+// Code .claude/projects/<folder>/<id>.jsonl, Codex .codex/sessions/<y>/<m>/<d>/rollout-...-<id>.jsonl.
+func conversationFiles(home, id string) []string {
+	return []string{
+		filepath.Join(home, ".claude", "projects", "*", id+".jsonl"),
+		filepath.Join(home, ".codex", "sessions", "*", "*", "*", "*"+id+"*.jsonl"),
+	}
 }
 
-// setEnv sets one variable in an environment list.
-func setEnv(env []string, name, value string) []string {
-	out := make([]string, 0, len(env)+1)
+// holdsConversation reports whether a channel's home holds a CLI conversation of that id
+// (conversationFiles); a kind whose files are not known there is given the benefit of the doubt.
+func holdsConversation(kind, home, id string) bool {
+	if kind != toolpolicy.KindClaude && kind != toolpolicy.KindCodex {
+		return true
+	}
+	for _, pattern := range conversationFiles(home, id) {
+		if m, _ := filepath.Glob(pattern); len(m) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// unsetEnv removes one variable from an environment list.
+func unsetEnv(env []string, name string) []string {
+	out := make([]string, 0, len(env))
 	for _, kv := range env {
 		if n, _, _ := strings.Cut(kv, "="); n != name {
 			out = append(out, kv)
 		}
 	}
-	return append(out, name+"="+value)
+	return out
+}
+
+// setEnv sets one variable in an environment list.
+func setEnv(env []string, name, value string) []string {
+	return append(unsetEnv(env, name), name+"="+value)
 }
 
 func expandHome(p string) (string, error) {

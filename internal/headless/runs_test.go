@@ -84,7 +84,7 @@ func TestResolver(t *testing.T) {
 	}
 	dir := filepath.Join(cfg.DataDir, "headless", "batch", "telegram", "work")
 	chHome := filepath.Join(cfg.DataDir, "headless", "batch", "telegram", "home")
-	if spec.Command != "claude" || strings.Join(spec.Args, " ") != "-p --output-format json" || spec.Dir != dir || spec.Timeout != 7*time.Minute {
+	if spec.Command != "claude" || strings.Join(spec.Args, " ") != "-p --output-format json --setting-sources user" || spec.Dir != dir || spec.Timeout != 7*time.Minute {
 		t.Errorf("spec = %+v", spec)
 	}
 	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {

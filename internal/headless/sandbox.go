@@ -29,7 +29,8 @@ const (
 var ErrNoSandbox = errors.New("headless runs are confined by bubblewrap, which cannot run here")
 
 // Sandbox is how the kernel confines one headless run (bubblewrap: mount, PID, IPC and UTS
-// namespaces). Inside it the whole file system is read-only, /tmp is a fresh private tmpfs,
+// namespaces). Inside it the whole file system is read-only, /tmp and /run are fresh private
+// tmpfs (no socket there reaches a program outside: D-Bus, systemd, ssh and gpg agents),
 // the private paths (intentq's data_dir, secret files, credential stores) are empty, and only
 // two folders can be written: the channel's work folder when Writable, and the channel's own
 // home (the CLI's state: transcripts for --resume, caches). Each channel of a session has its
@@ -67,6 +68,13 @@ func (s Sandbox) Wrap(command string, args []string, extra ...string) (string, [
 		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
 		"--ro-bind", "/", "/",
 		"--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+		// /run holds the sockets that start programs outside the sandbox (the user's and the
+		// system's D-Bus, systemd, the agents of ssh and gpg, docker): all gone, but the
+		// resolver's files that /etc/resolv.conf may point to.
+		"--tmpfs", "/run",
+	}
+	if fi, err := os.Stat("/run/systemd/resolve"); err == nil && fi.IsDir() {
+		out = append(out, "--ro-bind", "/run/systemd/resolve", "/run/systemd/resolve")
 	}
 	var mounts []mount
 	for _, p := range s.Hide {

@@ -1,6 +1,7 @@
 package headless
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,6 +43,12 @@ func TestSandboxConfines(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A socket folder under /run (D-Bus, systemd, ssh agents live there): not in the sandbox.
+	hostRun, err := os.MkdirTemp("/run", "intentq-sandbox-")
+	if err != nil {
+		t.Fatalf("a folder under /run (the test runs as root, as CI does): %v", err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(hostRun) })
 	hostTmp := filepath.Join(os.TempDir(), "intentq-sandbox-host-"+filepath.Base(data))
 	if err := os.WriteFile(hostTmp, []byte("host"), 0o600); err != nil {
 		t.Fatal(err)
@@ -64,7 +71,7 @@ func TestSandboxConfines(t *testing.T) {
 		`try touch ./mine`, `try touch $HOME/state`, `try touch ` + filepath.Join(person, "project", "x"),
 		`try touch ` + filepath.Join(other, "planted"), `try touch /etc/intentq-pwned`,
 		`try cat ` + secret, `try cat ` + token, `try cat ` + filepath.Join(other, "notes.txt"),
-		`try cat ` + hostTmp, `try touch /tmp/scratch`, `try cat ` + readable,
+		`try cat ` + hostTmp, `try touch /tmp/scratch`, `try cat ` + readable, `try ls ` + hostRun,
 	}, "\n")
 	for _, tc := range []struct {
 		name     string
@@ -87,7 +94,7 @@ func TestSandboxConfines(t *testing.T) {
 			want := append(tc.want,
 				"NO touch "+filepath.Join(person, "project", "x"), "NO touch "+filepath.Join(other, "planted"), "NO touch /etc/intentq-pwned",
 				"NO cat "+secret, "NO cat "+token, "NO cat "+filepath.Join(other, "notes.txt"), "NO cat "+hostTmp,
-				"OK touch /tmp/scratch", "OK cat "+readable)
+				"OK touch /tmp/scratch", "OK cat "+readable, "NO ls "+hostRun)
 			for _, w := range want {
 				w = strings.ReplaceAll(w, "$HOME", sb.Home)
 				if !strings.Contains(out, w+"\n") {
@@ -187,7 +194,7 @@ func TestGitEnvRunsNoRepositoryProgram(t *testing.T) {
 func TestHoldsConversation(t *testing.T) {
 	home := t.TempDir()
 	id := "bb2d13a4-6bf0-4eaa-a111-0727cdcb7d8e"
-	if holdsConversation(home, id) {
+	if holdsConversation("claude", home, id) {
 		t.Fatal("an empty home holds no conversation")
 	}
 	p := filepath.Join(home, ".claude", "projects", "-data-headless-batch-web-work", id+".jsonl")
@@ -197,7 +204,17 @@ func TestHoldsConversation(t *testing.T) {
 	if err := os.WriteFile(p, []byte("{}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if !holdsConversation(home, id) || holdsConversation(home, "00000000-0000-0000-0000-000000000000") {
+	if !holdsConversation("claude", home, id) || holdsConversation("claude", home, "00000000-0000-0000-0000-000000000000") {
 		t.Error("the transcript is not found by its id, or another id is")
+	}
+	// Many other files in the home (caches, debug logs) do not hide it.
+	for i := 0; i < 200; i++ {
+		_ = os.WriteFile(filepath.Join(home, ".claude", fmt.Sprintf("debug-%03d.txt", i)), nil, 0o600)
+	}
+	if !holdsConversation("claude", home, id) {
+		t.Error("a busy home hides the transcript")
+	}
+	if !holdsConversation("gemini", home, "00000000-0000-0000-0000-000000000000") {
+		t.Error("a kind whose files are not known must keep its resume")
 	}
 }

@@ -303,7 +303,7 @@ func allowsSegment(rules []rule, seg []string, whole string) bool {
 		if !wordsMatch(r.words, r.prefix, seg) {
 			continue
 		}
-		if r.prefix && hasRiskyOption(seg[len(r.words):]) {
+		if r.prefix && hasRiskyOption(seg[0], seg[len(r.words):]) {
 			continue
 		}
 		return true
@@ -332,12 +332,36 @@ var riskyOptions = []string{
 	"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls",
 }
 
-// hasRiskyOption reports whether any argument is a risky option, alone or as --opt=value.
-func hasRiskyOption(args []string) bool {
+// riskyFor are options that make one program run another or read beyond the folder it was
+// given: rg's --hostname-bin runs a program, --pre-glob picks the files --pre runs on, and
+// following links while recursing (rg -L, grep -R, ls -L) reads wherever a link in the folder
+// points; git's --textconv runs a repository's conversion programs. Short ones count inside a
+// cluster too (grep -rnR).
+var riskyFor = map[string][]string{
+	"rg":   {"-L", "--follow", "--hostname-bin", "--pre-glob"},
+	"grep": {"-R", "--dereference-recursive"},
+	"ls":   {"-L", "--dereference"},
+	"git":  {"--textconv"},
+}
+
+// hasRiskyOption reports whether any argument of program is a risky option, alone, as
+// --opt=value, or (a one-letter one) inside a cluster of short options.
+func hasRiskyOption(program string, args []string) bool {
+	own := riskyFor[path.Base(program)]
 	for _, a := range args {
+		if a == "--" {
+			return false
+		}
 		name, _, _ := strings.Cut(a, "=")
-		if contains(riskyOptions, name) {
+		if contains(riskyOptions, name) || contains(own, name) {
 			return true
+		}
+		if len(a) > 2 && a[0] == '-' && a[1] != '-' {
+			for _, o := range own {
+				if len(o) == 2 && o[0] == '-' && o[1] != '-' && strings.ContainsRune(a[1:], rune(o[1])) {
+					return true
+				}
+			}
 		}
 	}
 	return false

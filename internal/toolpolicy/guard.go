@@ -462,6 +462,15 @@ func (st *callState) matchDir(dir, pattern string) ([]string, error) {
 		return nil, nil
 	}
 	var out []string
+	// A pattern that starts with a dot matches . and .. in bash 5.1 and older (no
+	// globskipdots): count them, so ".*/x" is checked as "../x" too.
+	if strings.HasPrefix(pattern, ".") {
+		for _, n := range []string{".", ".."} {
+			if ok, _ := filepath.Match(pattern, n); ok {
+				out = append(out, filepath.Join(dir, n))
+			}
+		}
+	}
 	for {
 		names, err := f.Readdirnames(256)
 		if st.entries -= len(names); st.entries < 0 {
@@ -485,6 +494,9 @@ func (g Guard) decide(tool, family, p string) error {
 		if within(p, r) && !(within(g.Dir, r) && within(p, g.Dir)) {
 			return &OutsideError{Tool: tool, Path: p, Private: true}
 		}
+	}
+	if family == "Edit" && !g.Policy.AllowAll && runsCode(g.Dir, p) {
+		return fmt.Errorf("toolpolicy: %s writes %s, where git or an agent CLI finds programs to run (%s in the work folder): no headless run writes there", tool, p, strings.Join(codeConfigs, ", "))
 	}
 	// Rules with the family's name cover its tools; a Bash command's paths are reads.
 	covers := func(r rule) bool { return r.name == family || name != "Bash" && r.name == name }
@@ -517,6 +529,25 @@ func (g Guard) decide(tool, family, p string) error {
 		return nil
 	}
 	return &OutsideError{Tool: tool, Path: p, Dir: g.Dir}
+}
+
+// codeConfigs are the files and folders in a work folder that name programs to run: git's
+// repository (hooks, fsmonitor, filters), the agent CLIs' project settings (their hooks) and MCP
+// servers. A run whose policy does not allow everything never writes them, so no run plants a
+// program that a later run, of any channel, or the person's own agent would start.
+var codeConfigs = []string{".git", ".claude", ".mcp.json", ".codex", ".gemini", ".copilot"}
+
+// runsCode reports whether p lies in one of dir's codeConfigs.
+func runsCode(dir, p string) bool {
+	if !within(p, dir) {
+		return false
+	}
+	rel, err := filepath.Rel(dir, p)
+	if err != nil {
+		return false
+	}
+	first, _, _ := strings.Cut(filepath.ToSlash(rel), "/")
+	return contains(codeConfigs, first)
 }
 
 // ruleMatches reports whether a rule's path pattern covers an absolute path. Patterns are

@@ -284,3 +284,26 @@ func mustJSON(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
 	return b
 }
+
+// Review of issue 33: a run that may write files never writes where git or an agent CLI finds
+// programs to run (a web run planting .claude/settings.json hooks, .mcp.json servers or a
+// .git/config), which a later run or the person's own agent would start; other files it writes.
+func TestGuardNeverWritesProgramConfigs(t *testing.T) {
+	f := newGuardFixture(t)
+	g := f.guard(t, Policy{}, ChannelWeb)
+	for _, p := range []string{".claude/settings.json", ".mcp.json", ".git/config", ".git/hooks/pre-commit", ".codex/config.toml", ".gemini/settings.json"} {
+		reason := hook(t, g, callJSON("Write", map[string]any{"file_path": filepath.Join(f.dir, p), "content": "x"}, f.dir))
+		if !strings.Contains(reason, "programs to run") {
+			t.Errorf("Write %s: %q, want refused", p, reason)
+		}
+		if reason := hook(t, g, callJSON("Edit", map[string]any{"file_path": filepath.Join(f.dir, p), "old_string": "a", "new_string": "b"}, f.dir)); reason == "" {
+			t.Errorf("Edit %s let through", p)
+		}
+	}
+	if reason := hook(t, g, callJSON("Write", map[string]any{"file_path": filepath.Join(f.dir, "docs", "notes.md"), "content": "x"}, f.dir)); reason != "" {
+		t.Errorf("Write docs/notes.md: %q, want allowed", reason)
+	}
+	if reason := hook(t, g, callJSON("Read", map[string]any{"file_path": filepath.Join(f.dir, ".claude", "settings.json")}, f.dir)); reason != "" {
+		t.Errorf("reading .claude/settings.json: %q, want allowed (only writes are refused)", reason)
+	}
+}

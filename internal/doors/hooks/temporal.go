@@ -62,8 +62,9 @@ func (t Temporal) Report(ctx context.Context, session string, ev workflows.Agent
 	return t.words(ctx, session, workflows.HookWords{Events: []workflows.AgentEvent{ev}})
 }
 
-// words sends what a hook says to its session as the desk does (one protocol, issue 34): one
-// hook-words signal, whether a desk passes it on or the hook itself, with no desk answering.
+// words sends what a hook reports or printed to its session as the desk does (one protocol,
+// issue 34): one hook-words signal, whether a desk passes it on or the hook itself, with no desk
+// answering.
 func (t Temporal) words(ctx context.Context, session string, w workflows.HookWords) error {
 	if err := t.Client.SignalWorkflow(ctx, workflows.SessionWorkflowID(session), "", workflows.SignalHookWords, w); err != nil {
 		return fmt.Errorf("tell session %s what the hook said: %w", session, err)
@@ -87,7 +88,10 @@ func (t Temporal) Take(ctx context.Context, session string, req workflows.TakeRe
 	return res, nil
 }
 
-// Taken commits a take the hook printed.
+// Taken commits a take the hook printed. Commits still go by the taken signal: session runs
+// from before offers-fixed read a commit in hook-words only in their main loop, after a lease
+// may have ended (a retyped message). Once no such run is open (the version floor, one release
+// after it was raised), commits go in hook-words too and the taken signal goes.
 func (t Temporal) Taken(ctx context.Context, session, key string) error {
-	return t.words(ctx, session, workflows.HookWords{Commits: []string{key}})
+	return t.Client.SignalWorkflow(ctx, workflows.SessionWorkflowID(session), "", workflows.SignalTaken, workflows.TakenRequest{Key: key})
 }
