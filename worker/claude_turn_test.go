@@ -64,6 +64,28 @@ func tmuxKeys(t testing.TB, env []string, args ...string) {
 	}
 }
 
+// submitTyped types text into the agent's input line as a person would, presses Enter once the
+// pane shows it, and presses Enter again every 3 s until started reports the turn began: on a
+// loaded machine an Enter that arrives while the CLI still takes the text in as a paste only
+// adds a line break (an empty input line ignores a second Enter).
+func submitTyped(t testing.TB, env []string, capture func() string, text string, started func() bool) {
+	t.Helper()
+	tmuxKeys(t, env, "-l", text)
+	waitPane(t, capture, "the typed prompt", 30*time.Second, func(p string) bool { return strings.Contains(p, text) })
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		tmuxKeys(t, env, "Enter")
+		for next := time.Now().Add(3 * time.Second); time.Now().Before(next); time.Sleep(100 * time.Millisecond) {
+			if started() {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the turn did not start; pane:\n%s", capture())
+		}
+	}
+}
+
 // textBlocks are the text blocks a request adds to the conversation (after the last assistant
 // message): a typed prompt is one, a hook's context another.
 func textBlocks(r fakeanthropic.Request) []string {

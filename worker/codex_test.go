@@ -187,15 +187,11 @@ func codexLongTurnRun(t testing.TB, calls int) codexRun {
 	waitFor(t, lines, "ready", 60*time.Second)
 	capture := codexAgent(t, env, home, api, "never", "danger-full-access")
 
-	tmuxKeys(t, env, "-l", "start the long job")
-	time.Sleep(300 * time.Millisecond) // Enter right after the text is taken as part of a paste
-	tmuxKeys(t, env, "Enter")
-	deadline := time.Now().Add(60 * time.Second)
-	for n.Load() < 2 {
+	submitTyped(t, env, capture, "start the long job", func() bool { return n.Load() >= 1 })
+	for deadline := time.Now().Add(60 * time.Second); n.Load() < 2; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the turn did not start; pane:\n%s", capture())
+			t.Fatalf("the turn did not go on; pane:\n%s", capture())
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	reqs, conv := codexRequests(api)
 	return codexRun{agentRun: &agentRun{cli: "codex", bot: bot, env: env, home: home, capture: capture, requests: reqs, conversation: conv, ended: ended,
@@ -332,7 +328,9 @@ func TestCodexApprovalPromptIsNeverAnswered(t *testing.T) {
 	capture := codexAgent(t, env, home, api, "on-request", "read-only")
 
 	tmuxKeys(t, env, "-l", "please run the tests")
-	time.Sleep(300 * time.Millisecond)
+	// Enter once the text shows (one Enter only: a second one could answer the approval prompt).
+	waitPane(t, capture, "the typed prompt", 30*time.Second, func(p string) bool { return strings.Contains(p, "please run the tests") })
+	time.Sleep(300 * time.Millisecond) // the paste's end, before the Enter that submits it
 	tmuxKeys(t, env, "Enter")
 	waitPane(t, capture, "the approval prompt", 60*time.Second, func(p string) bool {
 		return strings.Contains(p, "Would you like to run the following command?") && strings.Contains(p, "Yes, proceed (y)")

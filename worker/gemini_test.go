@@ -198,15 +198,11 @@ func TestGeminiMessagesReachAWorkingAgentThroughItsHooks(t *testing.T) {
 	waitFor(t, lines, "ready", 60*time.Second)
 	capture := geminiAgent(t, env, home)
 
-	tmuxKeys(t, env, "-l", "start the long job")
-	time.Sleep(300 * time.Millisecond) // Enter right after the text is taken as part of a paste
-	tmuxKeys(t, env, "Enter")
-	deadline := time.Now().Add(60 * time.Second)
-	for calls.Load() < 2 {
+	submitTyped(t, env, capture, "start the long job", func() bool { return calls.Load() >= 1 })
+	for deadline := time.Now().Add(60 * time.Second); calls.Load() < 2; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the turn did not start; pane:\n%s", capture())
+			t.Fatalf("the turn did not go on; pane:\n%s", capture())
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	reqs, conv := geminiRequests(api)
 	run := &agentRun{cli: "gemini", bot: bot, env: env, home: home, capture: capture, requests: reqs, conversation: conv, ended: ended}
