@@ -83,6 +83,9 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 		// WRITE_REPLAY_HISTORY=1 go test -run TestSessionUpgradesToTheVersionFloorAtConfigure
 		// ./internal/service/.
 		"testdata/session_upgrade.json",
+		// Sessions started at version 1, before confirm-patiently (no markers but for the
+		// rules added since).
+		"testdata/session_v13.json", "testdata/session_reminders_v13.json",
 		// Current: sessions and intents started at SessionVersion and IntentVersion, no markers.
 		"testdata/intent_reminded.json", "testdata/session_reminders.json",
 		"testdata/intent_delivered_closed.json", "testdata/session.json",

@@ -165,7 +165,7 @@ const ErrTypeNotSubmitted = "NotSubmitted"
 // new at its next quiet point after a worker's configure signal, so every open session reaches
 // the current version within one worker start (docs/design.md, "Changes to running
 // workflows").
-const SessionVersion = 1
+const SessionVersion = 2
 
 // sessionRulesV1 is the version from which every rule that existed when versions began to
 // travel in the session's input (the change IDs since names) holds without a marker. A rule
@@ -173,6 +173,10 @@ const SessionVersion = 1
 // so raising SessionVersion never sends a run that followed a rule without a marker back to
 // its marker.
 const sessionRulesV1 = 1
+
+// sessionRulesV2 is the version from which the rules added with it hold without a marker:
+// confirm-patiently (the input line is read again before a text counts as not submitted).
+const sessionRulesV2 = 2
 
 // since is the version of a rule of sessionRulesV1 for this run (sinceVersion).
 func (s *SessionInput) since(ctx workflow.Context, changeID string, max workflow.Version) workflow.Version {

@@ -44,6 +44,8 @@ type sessionHarness struct {
 	ntfyBusy   func() bool
 	events     []string // history appends, keys and injections, in order
 	stuck      int      // this many checks after typing still show the text on the input line
+	onInput    string   // what a stuck typing left on the input line, until keys clear it
+	lagging    int      // this many checks right after Enter still show the text, which the pane then takes in
 	afterEnter string   // the bottom lines after Enter, when set
 	// paneGoneTill: the worker finds no pane for the session until then; noAgentTill: the pane
 	// shows a shell (the CLI exited) until then.
@@ -76,6 +78,12 @@ func newSessionHarness(t *testing.T) *sessionHarness {
 		if h.env.Now().Sub(h.start) < h.screenTill {
 			return h.screen, nil
 		}
+		if h.onInput != "" {
+			return "> " + h.onInput + "\n  ? for shortcuts", nil
+		}
+		if h.afterEnter != "" && len(h.typed) > 0 {
+			return h.afterEnter, nil // the screen after Enter stays
+		}
 		return "> \n  ? for shortcuts", nil
 	}, activity.RegisterOptions{Name: activities.TmuxCaptureName})
 	h.env.RegisterActivityWithOptions(func(ctx context.Context, req activities.AppendRequest) (int64, error) {
@@ -96,6 +104,7 @@ func newSessionHarness(t *testing.T) *sessionHarness {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.events = append(h.events, "keys "+strings.Join(req.Keys, " "))
+		h.onInput = ""
 		return nil
 	}, activity.RegisterOptions{Name: activities.TmuxSendKeysName})
 	h.env.RegisterActivityWithOptions(func(ctx context.Context, p activities.Push) error {
@@ -130,8 +139,13 @@ func newSessionHarness(t *testing.T) *sessionHarness {
 		h.events = append(h.events, "typed "+req.Text)
 		h.typed = append(h.typed, req.Text)
 		h.typedAt = append(h.typedAt, h.env.Now().Sub(h.start))
+		if req.CheckLines > 0 && h.lagging > 0 {
+			h.lagging--
+			return activities.InjectResult{Bottom: "> " + req.Text + "\n  ? for shortcuts"}, nil
+		}
 		if req.CheckLines > 0 && h.stuck > 0 {
 			h.stuck--
+			h.onInput = req.Text
 			return activities.InjectResult{Bottom: "> " + req.Text + "\n  ? for shortcuts"}, nil
 		}
 		if h.afterEnter != "" {
@@ -885,4 +899,19 @@ func TestSessionUpgradesAtConfigureWhenQuiet(t *testing.T) {
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
 	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: conf})
 	require.False(t, errors.As(h.env.GetWorkflowError(), &can), "a current run goes on: %v", h.env.GetWorkflowError())
+}
+
+// On a loaded machine the pane may show the text on the input line for a moment after Enter:
+// the input line is read again (a second apart) before the text counts as not submitted, so a
+// slow pane is never cleared and typed into twice (SessionVersion 2).
+func TestSubmitLooksAgainBeforeRetyping(t *testing.T) {
+	h := newSessionHarness(t)
+	h.lagging = 1
+	cfg := claudeSession()
+	cfg.InputLines = 2
+	h.send(0, SignalDeliver, DeliveryRequest{ID: "a", ReplyTo: "intent/1/a", Kind: KindMessage, Text: "hello"})
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
+	require.Equal(t, []string{"typed hello"}, h.events, "typed once, never cleared")
+	require.True(t, h.results["a"].OK)
 }

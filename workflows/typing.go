@@ -285,6 +285,23 @@ func (s *session) submit(ctx workflow.Context, dreq DeliveryRequest, content str
 		if !check || !s.notSubmitted(ctx, res.Bottom, text) {
 			return nil
 		}
+		// A loaded machine: the pane may not have taken the Enter in yet. Look again before
+		// clearing and typing anew, which would type the text twice if it did (SessionVersion 2).
+		if s.sinceVersion(ctx, "confirm-patiently", 1, sessionRulesV2) == 1 {
+			for look := 0; look < submitLooks && s.notSubmitted(ctx, res.Bottom, text); look++ {
+				if err := workflow.Sleep(ctx, time.Second); err != nil {
+					return err
+				}
+				if err := workflow.ExecuteActivity(ctx, activities.TmuxCaptureName, activities.CaptureRequest{
+					Session: s.Config.Name, Lines: s.Config.InputLines,
+				}).Get(ctx, &res.Bottom); err != nil {
+					return err
+				}
+			}
+			if !s.notSubmitted(ctx, res.Bottom, text) {
+				return nil
+			}
+		}
 		if attempt == policy.SubmitAttempts {
 			return temporal.NewApplicationError(fmt.Sprintf("session %s: the text stayed on the input line after %d tries (the CLI took Enter as a newline?)", s.Config.Name, attempt), ErrTypeNotSubmitted)
 		}
@@ -294,6 +311,10 @@ func (s *session) submit(ctx workflow.Context, dreq DeliveryRequest, content str
 		}
 	}
 }
+
+// submitLooks is how many more times (a second apart) the input line is read before a text
+// still on it counts as not submitted.
+const submitLooks = 3
 
 // notSubmitted reads the bottom lines after Enter: where the CLI's input prompt is known, only
 // the input line counts (the text elsewhere on the screen, in the transcript or a program's
