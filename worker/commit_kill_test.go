@@ -18,7 +18,6 @@ import (
 	"github.com/intentq/intentq/internal/doors/hookdesk"
 	"github.com/intentq/intentq/internal/doors/hooks"
 	"github.com/intentq/intentq/internal/testkit/fakebot"
-	"github.com/intentq/intentq/internal/testkit/testenv"
 )
 
 // killAtPrint is a hook's stdout that kills the worker (SIGKILL, waited for) when the hook
@@ -52,14 +51,7 @@ func TestHookCommitSurvivesWorkerKill(t *testing.T) {
 	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	bin := binaries(t)
 	bot := fakebot.New("32:kill")
-	env, home, _ := ingestEnv(t, "INTENTQ_AGENT_ID=secretary", "INTENTQ_REMINDERS_FIRST_AFTER=1h",
-		"INTENTQ_TELEGRAM_TOKEN=32:kill", "INTENTQ_TELEGRAM_API_ENDPOINT="+bot.Endpoint())
-	configFile := writeConfig(t, env, home, "telegram:\n  allowed_chat_ids: [42]\n  allowed_user_ids: [42]\n"+
-		"sessions:\n  secretary: {tmux_target: \"secretary:0\", chats: [42], default: true}\n")
-	env = append(env, "INTENTQ_CONFIG="+configFile,
-		"INTENTQ_CLIS_CLAUDE_PROCESS_NAMES="+testenv.StandInProcessNames+","+standInProcess)
-	pane := filepath.Join(home, "pane.out")
-	tmuxSession(t, env, "secretary", standInAgentCommand(t, pane, filepath.Join(bin, "starter")))
+	env, home, pane := standInSecretary(t, bin, "32:kill", bot)
 	w, lines := startWorker(t, bin, env)
 	waitFor(t, lines, "ready", 90*time.Second)
 	dataDir := filepath.Join(home, ".intentq")

@@ -13,7 +13,6 @@ import (
 	"github.com/intentq/intentq/internal/testkit/argvscan"
 	"github.com/intentq/intentq/internal/testkit/fakeanthropic"
 	"github.com/intentq/intentq/internal/testkit/fakebot"
-	"github.com/intentq/intentq/internal/testkit/testenv"
 	"github.com/intentq/intentq/internal/toolpolicy"
 )
 
@@ -117,17 +116,9 @@ func playArgvAttack(t *testing.T) {
 	bin := binaries(t)
 	bot := fakebot.New("33:argv")
 	t.Cleanup(bot.Close)
-	env, home, _ := ingestEnv(t, "INTENTQ_AGENT_ID=secretary", "INTENTQ_REMINDERS_FIRST_AFTER=1h",
-		"INTENTQ_TELEGRAM_TOKEN=33:argv", "INTENTQ_TELEGRAM_API_ENDPOINT="+bot.Endpoint())
-	configFile := writeConfig(t, env, home, "telegram:\n  allowed_chat_ids: [42]\n  allowed_user_ids: [42]\n"+
-		"sessions:\n  secretary: {tmux_target: \"secretary:0\", chats: [42], default: true}\n")
-	env = append(env, "INTENTQ_CONFIG="+configFile,
-		"INTENTQ_CLIS_CLAUDE_PROCESS_NAMES="+testenv.StandInProcessNames+","+standInProcess)
 	scan := argvscan.Start(t, 65534)
 	scan.Canary(t, 20*time.Second)
-
-	pane := filepath.Join(home, "pane.out")
-	tmuxSession(t, env, "secretary", standInAgentCommand(t, pane, filepath.Join(bin, "starter")))
+	env, home, pane := standInSecretary(t, bin, "33:argv", bot)
 	_, lines := startWorker(t, bin, env)
 	waitFor(t, lines, "ready", 90*time.Second)
 	const secret = "my bank PIN is 4321"

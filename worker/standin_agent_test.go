@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/intentq/intentq/internal/doors/hooks"
+	"github.com/intentq/intentq/internal/testkit/fakebot"
+	"github.com/intentq/intentq/internal/testkit/testenv"
 )
 
 // standInAgentEnv, set to a file (not an INTENTQ_ name: the hooks it runs read those as config), makes the test binary a stand-in agent with hooks instead of
@@ -38,6 +41,22 @@ func standInAgentCommand(t testing.TB, out, starter string) string {
 		t.Fatal(err)
 	}
 	return fmt.Sprintf("stty raw -echo; exec env %s=%s %s=%s %s", standInAgentEnv, out, standInStarter, starter, self)
+}
+
+// standInSecretary is a worker's environment whose default session, secretary, serves the
+// Telegram chat 42 (bot token tok, at bot) with the stand-in agent already running in its
+// pane: the environment, the home, and the file where the stand-in writes what reaches it.
+func standInSecretary(t testing.TB, bin, tok string, bot *fakebot.Server) (env []string, home, pane string) {
+	t.Helper()
+	env, home, _ = ingestEnv(t, "INTENTQ_AGENT_ID=secretary", "INTENTQ_REMINDERS_FIRST_AFTER=1h",
+		"INTENTQ_TELEGRAM_TOKEN="+tok, "INTENTQ_TELEGRAM_API_ENDPOINT="+bot.Endpoint())
+	configFile := writeConfig(t, env, home, "telegram:\n  allowed_chat_ids: [42]\n  allowed_user_ids: [42]\n"+
+		"sessions:\n  secretary: {tmux_target: \"secretary:0\", chats: [42], default: true}\n")
+	env = append(env, "INTENTQ_CONFIG="+configFile,
+		"INTENTQ_CLIS_CLAUDE_PROCESS_NAMES="+testenv.StandInProcessNames+","+standInProcess)
+	pane = filepath.Join(home, "pane.out")
+	tmuxSession(t, env, "secretary", standInAgentCommand(t, pane, filepath.Join(bin, "starter")))
+	return env, home, pane
 }
 
 // runStandInAgent is the stand-in's main loop; it returns when the terminal closes.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/intentq/intentq/activities"
@@ -55,6 +56,12 @@ func Resolver(cfg *config.Config) func(session, channel string) (activities.RunS
 		}
 		home, _ := os.UserHomeDir()
 		guardHome := home
+		private := PrivatePaths(cfg, home)
+		var starter string
+		var starterErr error
+		if cli.SettingsFlag != "" {
+			starter, starterErr = starterProgram()
+		}
 		env := append(RunEnv(os.Environ(), s.CLI, cfg.Policies.Env(channel, session)), GitEnv()...)
 		spec := activities.RunSpec{
 			Command: cli.Command, Args: cli.HeadlessBaseArgs(), ToolFlags: flags,
@@ -66,14 +73,12 @@ func Resolver(cfg *config.Config) func(session, channel string) (activities.RunS
 				return activities.RunSpec{}, fmt.Errorf("session %s: %w", session, err)
 			}
 			sb := Sandbox{Program: program, Work: dir, Writable: eff.Writes(), Home: chHome,
-				Hide: PrivatePaths(cfg, home), Show: showLogins(s.CLI, home, chHome)}
+				Hide: slices.Clip(private), Show: showLogins(s.CLI, home, chHome)}
 			if d := programFolder(cli.Command); d != "" {
 				sb.Programs = append(sb.Programs, d)
 			}
-			if cli.SettingsFlag != "" {
-				if starter, err := starterProgram(); err == nil {
-					sb.Programs = append(sb.Programs, filepath.Dir(starter))
-				}
+			if starter != "" {
+				sb.Programs = append(sb.Programs, filepath.Dir(starter))
 			}
 			spec.Confine = sb.Wrap
 			spec.Knows = func(id string) bool { return holdsConversation(s.CLI, chHome, id) }
@@ -81,11 +86,9 @@ func Resolver(cfg *config.Config) func(session, channel string) (activities.RunS
 			guardHome = chHome
 		}
 		if cli.SettingsFlag != "" {
-			starter, err := starterProgram()
-			if err != nil {
-				return activities.RunSpec{}, fmt.Errorf("session %s: %w", session, err)
+			if starterErr != nil {
+				return activities.RunSpec{}, fmt.Errorf("session %s: %w", session, starterErr)
 			}
-			private := PrivatePaths(cfg, home)
 			if guardHome != home {
 				for _, p := range credentialStores {
 					private = append(private, filepath.Join(guardHome, p))

@@ -120,9 +120,9 @@ func depth(p string) int { return strings.Count(filepath.Clean(p), string(filepa
 // probe caches whether bubblewrap runs on this machine, per program.
 var probe sync.Map // program -> error
 
-// CheckSandbox reports whether program (bwrap) can confine a run on this machine: it runs true
+// checkSandbox reports whether program (bwrap) can confine a run on this machine: it runs true
 // inside the namespaces a run uses, once per program and process.
-func CheckSandbox(program string) error {
+func checkSandbox(program string) error {
 	if v, ok := probe.Load(program); ok {
 		err, _ := v.(error)
 		return err
@@ -171,7 +171,7 @@ func sandboxProgram() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: no bwrap on PATH (Debian: apt-get install bubblewrap), or set scheduler.sandbox: off to run unconfined", ErrNoSandbox)
 	}
-	if err := CheckSandbox(p); err != nil {
+	if err := checkSandbox(p); err != nil {
 		return "", err
 	}
 	return p, nil

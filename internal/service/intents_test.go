@@ -488,7 +488,13 @@ func writeHistory(t *testing.T, svc *service.Service, id, path string) {
 // read.
 func historyEvents(t *testing.T, c client.Client, id string) []*historypb.HistoryEvent {
 	t.Helper()
-	iter := c.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	return runHistoryEvents(t, c, id, "")
+}
+
+// runHistoryEvents is the history of one run of a workflow (runID empty: the current run).
+func runHistoryEvents(t *testing.T, c client.Client, id, runID string) []*historypb.HistoryEvent {
+	t.Helper()
+	iter := c.GetWorkflowHistory(context.Background(), id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	var events []*historypb.HistoryEvent
 	for iter.HasNext() {
 		ev, err := iter.Next()

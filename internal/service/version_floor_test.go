@@ -36,18 +36,7 @@ func TestSessionUpgradesToTheVersionFloorAtConfigure(t *testing.T) {
 		t.Fatal(err)
 	}
 	oldRun := run.GetRunID()
-	events := func(runID string) []*historypb.HistoryEvent {
-		iter := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		var out []*historypb.HistoryEvent
-		for iter.HasNext() {
-			ev, err := iter.Next()
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, ev)
-		}
-		return out
-	}
+	events := func(runID string) []*historypb.HistoryEvent { return runHistoryEvents(t, c, id, runID) }
 	markers := func(evs []*historypb.HistoryEvent) int {
 		n := 0
 		for _, ev := range evs {
