@@ -19,15 +19,13 @@ import (
 
 // Names of the hook protocol.
 const (
-	// SignalAgentEvent reports a hook that fired (AgentEvent). Hooks of this build say it in
-	// SignalHookWords (one protocol, issue 34); sessions still read it for one release, from
-	// hooks of the build before, then it goes.
-	SignalAgentEvent = "agent-event"
-	// UpdateTake hands the waiting messages to a hook (TakeRequest, TakeResult).
+	// UpdateTake hands the waiting messages to a hook with no desk answering (TakeRequest,
+	// TakeResult); everything else a hook says goes in SignalHookWords.
 	UpdateTake = "take"
-	// SignalTaken commits what a hook took and printed (TakenRequest), from a hook with no desk
-	// answering: runs from before offers-fixed read hook-words commits too late; it goes, and
-	// such commits go in SignalHookWords, once no such run is open.
+	// SignalTaken is how hooks of the build before committed a take with no desk answering
+	// (TakenRequest); hooks of this build commit in SignalHookWords. Sessions drain it for one
+	// release (a hook of the old build may be between its print and its commit during the
+	// upgrade), then it goes.
 	SignalTaken = "taken"
 )
 
@@ -169,22 +167,18 @@ func (s *session) take(ctx workflow.Context, req TakeRequest) (TakeResult, error
 		s.TakeKeys = append([]string(nil), s.TakeKeys[n-recentTakeKeys:]...)
 	}
 	var rest []DeliveryRequest
-	// Capped (1), and (2) ending at the first message that does not fit, so none overtakes another.
-	v := s.since(ctx, "take-capped", 2)
 	// A commit may wait unread while the main loop is busy (an activity retried): what it
 	// committed after its lease ended is in the agent's context, and is not handed over again.
-	var committed map[string]bool
-	if s.exactlyOnce && s.since(ctx, "take-sees-commits", 1) == 1 {
-		committed = s.lateCommitted(ctx)
-	}
+	committed := s.lateCommitted(ctx)
 	size, full := 0, false
 	for _, q := range s.Queue {
-		if s.exactlyOnce && typedKind(q.Kind) && (s.inContext(q) || s.heldIn(q) >= 0 || committed[q.typedKey()] || s.reserved(q.ID)) {
+		if typedKind(q.Kind) && (s.inContext(q) || s.heldIn(q) >= 0 || committed[q.typedKey()] || s.reserved(q.ID)) {
 			rest = append(rest, q) // never handed over again; the typing path answers it
 			continue
 		}
-		over := v >= 1 && len(res.Messages) > 0 && (len(res.Messages) == policy.MaxBatch || size+len(q.Text) > policy.MaxBatchBytes)
-		if typedKind(q.Kind) && q.ID != s.typing && over && v >= 2 {
+		// Capped, and ending at the first message that does not fit, so none overtakes another.
+		over := len(res.Messages) > 0 && (len(res.Messages) == policy.MaxBatch || size+len(q.Text) > policy.MaxBatchBytes)
+		if typedKind(q.Kind) && q.ID != s.typing && over {
 			full = true
 		}
 		if typedKind(q.Kind) && q.ID != s.typing && !over && !full {
@@ -199,9 +193,7 @@ func (s *session) take(ctx workflow.Context, req TakeRequest) (TakeResult, error
 	}
 	s.Queue = rest
 	s.Offers = append(s.Offers, Offer{Key: req.Key, Event: req.Event, At: workflow.Now(ctx), Requests: res.Messages})
-	if s.exactlyOnce {
-		s.stopBlocked(ctx, req.Event)
-	}
+	s.stopBlocked(ctx, req.Event)
 	workflow.GetLogger(ctx).Info("messages taken by a hook", "session", s.Config.Name, "hook", req.Event, "key", req.Key, "count", len(res.Messages))
 	return res, nil
 }
@@ -241,9 +233,9 @@ func (s *session) noteEventQuietly(ctx workflow.Context, ev AgentEvent) (changed
 		s.receipts = append([]string(nil), s.receipts[n-maxReceipts:]...)
 	}
 	state := StateAfter(ev.Event, ev.Detail)
-	if s.offersFixed && ev.Event == EventSessionStart && ev.Detail == SourceCompact {
+	if ev.Event == EventSessionStart && ev.Detail == SourceCompact {
 		// Claude Code compacts in the middle of a turn too, and the turn goes on: the state
-		// stays what the agent's other hooks said (versionOffersFixed).
+		// stays what the agent's other hooks said.
 		state = ""
 	}
 	if s.Agent == nil {
@@ -288,9 +280,7 @@ func (s *session) agentBusy(now time.Time) (string, bool) {
 // settleOffers commits the offers hooks have committed (history, counts, the intents told),
 // then puts the offers no hook committed in time back at the head of the queue, in order.
 func (s *session) settleOffers(ctx workflow.Context) {
-	if s.exactlyOnce {
-		s.takeCommits(ctx)
-	}
+	s.takeCommits(ctx)
 	for len(s.commits) > 0 {
 		key := s.commits[0]
 		s.commits = s.commits[1:]
@@ -307,7 +297,7 @@ func (s *session) settleOffers(ctx workflow.Context) {
 				break
 			}
 		}
-		if !found && s.exactlyOnce {
+		if !found {
 			s.reconcile(ctx, key)
 		}
 	}
@@ -332,42 +322,10 @@ func (s *session) settleOffers(ctx workflow.Context) {
 	}
 }
 
-// commitOffer counts each message of a committed offer delivered, once.
+// commitOffer counts each message of a committed offer delivered, once, in one history write,
+// and tells every intent at once: an offer of 50 messages committed one message at a time (a
+// write, then a signal, each waited for) held the session's typing for seconds.
 func (s *session) commitOffer(ctx workflow.Context, o Offer) {
-	if s.since(ctx, "offer-commit-at-once", 1) == 1 {
-		s.commitOfferAtOnce(ctx, o)
-		return
-	}
-	hctx := workflow.WithActivityOptions(ctx, historyActivityOptions)
-	tell := func(req DeliveryRequest) {
-		res := DeliveryResult{ID: req.ID, Kind: req.Kind, OK: true, At: workflow.Now(ctx), Via: o.Event}
-		if err := workflow.SignalExternalWorkflow(ctx, req.ReplyTo, "", SignalDeliveryResult, res).Get(ctx, nil); err != nil {
-			workflow.GetLogger(ctx).Info("delivery result not taken", "session", s.Config.Name, "request", req.ID, "error", err)
-		}
-	}
-	for _, req := range o.Requests {
-		// Something the agent had already got (a request repeated after its wait timed out) is
-		// answered, not counted again.
-		if !s.inContext(req) {
-			if err := s.commitToHistory(hctx, req); err != nil {
-				workflow.GetLogger(ctx).Warn("hook delivery not committed to history", "session", s.Config.Name, "request", req.ID, "error", err)
-			}
-			s.rememberDelivered(req)
-			s.Delivered++
-			count(ctx, metricDeliveries, map[string]string{"session": s.Config.Name, "kind": req.Kind, "ok": "true"}, 1)
-		}
-		tell(req)
-	}
-	// Requests for what the offer held that came while it was out: answered by its commit.
-	for _, req := range o.Waiting {
-		tell(req)
-	}
-}
-
-// commitOfferAtOnce is commitOffer in one history write and with every intent told at once
-// (issue 26): an offer of 50 messages committed one message at a time (a write, then a signal,
-// each waited for) held the session's typing for seconds.
-func (s *session) commitOfferAtOnce(ctx workflow.Context, o Offer) {
 	var fresh []DeliveryRequest
 	for _, req := range o.Requests {
 		// Something the agent had already got (a request repeated after its wait timed out) is

@@ -40,6 +40,12 @@ func message(n string) DeliveryRequest {
 	return DeliveryRequest{ID: "intent/42/" + n + "#1", ReplyTo: "intent/42/" + n, Kind: KindMessage, Text: "【新着メッセージ】msg_id=" + n + " chat=42: text " + n}
 }
 
+// said is a hook's report as the session hears it (the one hook protocol).
+func said(ev ...AgentEvent) HookWords { return HookWords{Events: ev} }
+
+// committed is a hook's commit of a take as the session hears it.
+func committed(keys ...string) HookWords { return HookWords{Commits: keys} }
+
 // Issue 10: while the agent's hooks say it works, nothing is typed (the screen looks idle); its
 // post-tool-use hook takes every waiting message, and once the hook commits, each is counted
 // delivered exactly once, committed to the history and answered to its intent. A second run of
@@ -47,7 +53,7 @@ func message(n string) DeliveryRequest {
 // agent's receipt.
 func TestHookDeliversAtTurnBoundaryAndTypesOnlyWhenIdle(t *testing.T) {
 	h := newSessionHarness(t)
-	h.send(0, SignalAgentEvent, AgentEvent{Event: EventUserPromptSubmit})
+	h.send(0, SignalHookWords, said(AgentEvent{Event: EventUserPromptSubmit}))
 	for i, n := range []string{"1", "2", "3"} {
 		h.send(time.Duration(i+1)*time.Second, SignalDeliver, message(n))
 	}
@@ -63,11 +69,13 @@ func TestHookDeliversAtTurnBoundaryAndTypesOnlyWhenIdle(t *testing.T) {
 		require.Equal(t, AgentWorking, view.Agent.State)
 		require.Len(t, view.Offered, 3)
 	}, 5900*time.Millisecond)
-	h.send(6*time.Second, SignalTaken, TakenRequest{Key: "post-tool-use/toolu_1"})
-	h.send(7*time.Second, SignalTaken, TakenRequest{Key: "post-tool-use/toolu_1"}) // a second commit changes nothing
-	h.send(10*time.Second, SignalAgentEvent, AgentEvent{Event: EventStop})
+	h.send(6*time.Second, SignalHookWords, committed("post-tool-use/toolu_1"))
+	// A second commit changes nothing, also by the taken signal a hook of the build before
+	// sends (drained for one release).
+	h.send(7*time.Second, SignalTaken, TakenRequest{Key: "post-tool-use/toolu_1"})
+	h.send(10*time.Second, SignalHookWords, said(AgentEvent{Event: EventStop}))
 	h.send(20*time.Second, SignalDeliver, message("4"))
-	h.send(21*time.Second, SignalAgentEvent, AgentEvent{Event: EventUserPromptSubmit, Receipt: []string{"intent/42/4"}})
+	h.send(21*time.Second, SignalHookWords, said(AgentEvent{Event: EventUserPromptSubmit, Receipt: []string{"intent/42/4"}}))
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
 	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: hookSession()})
 
@@ -99,7 +107,7 @@ func TestHookDeliversAtTurnBoundaryAndTypesOnlyWhenIdle(t *testing.T) {
 // reaches the session after its deadline is refused and takes nothing.
 func TestHookTakeUncommittedOrLateDeliversNothing(t *testing.T) {
 	h := newSessionHarness(t)
-	h.send(0, SignalAgentEvent, AgentEvent{Event: EventUserPromptSubmit})
+	h.send(0, SignalHookWords, said(AgentEvent{Event: EventUserPromptSubmit}))
 	h.send(time.Second, SignalDeliver, message("1"))
 	h.send(2*time.Second, SignalDeliver, message("2"))
 	var lost, late, next *TakeResult
@@ -107,11 +115,11 @@ func TestHookTakeUncommittedOrLateDeliversNothing(t *testing.T) {
 	h.take(t, 3*time.Second, EventPostToolUse, "post-tool-use/a", time.Time{}, func(r *TakeResult) { lost = r })
 	h.take(t, 4*time.Second, EventPostToolUse, "post-tool-use/late", h.env.Now().Add(time.Second), func(r *TakeResult) { late, lateSet = r, true })
 	// Keep the agent working past the lease, then take again.
-	h.send(20*time.Second, SignalAgentEvent, AgentEvent{Event: EventPreToolUse})
-	h.send(40*time.Second, SignalAgentEvent, AgentEvent{Event: EventPreToolUse})
+	h.send(20*time.Second, SignalHookWords, said(AgentEvent{Event: EventPreToolUse}))
+	h.send(40*time.Second, SignalHookWords, said(AgentEvent{Event: EventPreToolUse}))
 	h.take(t, 45*time.Second, EventStop, "stop/b", time.Time{}, func(r *TakeResult) { next = r })
-	h.send(46*time.Second, SignalTaken, TakenRequest{Key: "stop/b"})
-	h.send(47*time.Second, SignalTaken, TakenRequest{Key: "post-tool-use/a"}) // too late: changes nothing
+	h.send(46*time.Second, SignalHookWords, committed("stop/b"))
+	h.send(47*time.Second, SignalHookWords, committed("post-tool-use/a")) // too late: changes nothing
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 2*time.Minute)
 	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: hookSession()})
 
@@ -130,7 +138,7 @@ func TestHookTakeUncommittedOrLateDeliversNothing(t *testing.T) {
 // fires no Stop) is read from the screen again after policy.HookStale.
 func TestHookStateGoesStale(t *testing.T) {
 	h := newSessionHarness(t)
-	h.send(0, SignalAgentEvent, AgentEvent{Event: EventPreToolUse})
+	h.send(0, SignalHookWords, said(AgentEvent{Event: EventPreToolUse}))
 	h.send(time.Second, SignalDeliver, message("1"))
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 2*time.Minute)
 	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: hookSession()})
@@ -147,10 +155,10 @@ func TestHookPermissionPromptWaitsForThePerson(t *testing.T) {
 	cfg := hookSession()
 	cfg.WaitsForYouAfter = time.Minute
 	for i := 0; i < 10; i++ { // the prompt stays open: the hook state stays fresh
-		h.send(time.Duration(i)*20*time.Second, SignalAgentEvent, AgentEvent{Event: EventNotification, Detail: "permission_prompt"})
+		h.send(time.Duration(i)*20*time.Second, SignalHookWords, said(AgentEvent{Event: EventNotification, Detail: "permission_prompt"}))
 	}
 	h.send(time.Second, SignalDeliver, message("1"))
-	h.send(200*time.Second, SignalAgentEvent, AgentEvent{Event: EventStop})
+	h.send(200*time.Second, SignalHookWords, said(AgentEvent{Event: EventStop}))
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 5*time.Minute)
 	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
 	require.Len(t, h.typedAt, 1)
@@ -200,11 +208,11 @@ func TestResetConfirmedBySessionStart(t *testing.T) {
 			cfg := hookSession()
 			cfg.Escalation = EscalationPolicy{Interrupt: true, Reset: true}
 			cfg.Reset = ResetSteps{Command: "/clear"}
-			h.send(0, SignalAgentEvent, AgentEvent{Event: EventStop})
+			h.send(0, SignalHookWords, said(AgentEvent{Event: EventStop}))
 			h.send(time.Second, SignalDeliver, DeliveryRequest{ID: "r", ReplyTo: "intent/42/1", Kind: KindReminder, Tick: 3,
 				Since: h.start.Add(-10 * time.Minute), Text: "【未対応メッセージ】msg_id=1 chat=42: x"})
 			if confirm {
-				h.send(1500*time.Millisecond, SignalAgentEvent, AgentEvent{Event: EventSessionStart, Detail: "clear"})
+				h.send(1500*time.Millisecond, SignalHookWords, said(AgentEvent{Event: EventSessionStart, Detail: "clear"}))
 			}
 			h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
 			h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
@@ -231,7 +239,7 @@ func TestResetConfirmedAtTheNextPrompt(t *testing.T) {
 	cfg.Escalation = EscalationPolicy{Interrupt: true, Reset: true}
 	cfg.Reset = ResetSteps{Command: "/new"}
 	cfg.SessionStartAtPrompt = true
-	h.send(0, SignalAgentEvent, AgentEvent{Event: EventStop})
+	h.send(0, SignalHookWords, said(AgentEvent{Event: EventStop}))
 	h.send(time.Second, SignalDeliver, DeliveryRequest{ID: "r", ReplyTo: "intent/42/1", Kind: KindReminder, Tick: 3,
 		Since: h.start.Add(-10 * time.Minute), Text: "【未対応メッセージ】msg_id=1 chat=42: x"})
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
@@ -278,7 +286,7 @@ func TestHookReminderDuePerSession(t *testing.T) {
 // next hook, in order.
 func TestHookTakeCapped(t *testing.T) {
 	h := newSessionHarness(t)
-	h.send(0, SignalAgentEvent, AgentEvent{Event: EventUserPromptSubmit})
+	h.send(0, SignalHookWords, said(AgentEvent{Event: EventUserPromptSubmit}))
 	h.env.RegisterDelayedCallback(func() {
 		for i := range 120 {
 			h.env.SignalWorkflow(SignalDeliver, message(fmt.Sprint(i)))

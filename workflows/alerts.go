@@ -34,7 +34,7 @@ func (w *intent) failed(ctx workflow.Context, streak int, what string, err error
 		return
 	}
 	a := Alert{Title: "intentq: " + what + " failed", Message: fmt.Sprintf("intent=%s session=%s: %s", w.id, w.in.Session, err.Error()), At: workflow.Now(ctx)}
-	if w.channels && w.alertBySession(ctx, a) {
+	if w.alertBySession(ctx, a) {
 		return
 	}
 	// Best effort: if ntfy itself is down, the next attempt tries again anyway.
@@ -115,31 +115,17 @@ func (s *session) alertBusy(ctx workflow.Context, busyFor time.Duration, pattern
 		return
 	}
 	msg := fmt.Sprintf("session=%s target=%s busy for %s (%q), %d deliveries waiting", s.Config.Name, s.Config.TmuxTarget, busyFor.Round(time.Second), pattern, len(s.Queue))
-	if s.since(ctx, "session-alert-desk", 1) == 1 {
-		title := "intentq: " + s.Config.Name + " busy"
-		switch {
-		case strings.HasPrefix(pattern, noAgentPattern):
-			// The agent CLI is not in front (it exited; a shell shows): nothing is typed until
-			// the person starts it again.
-			title = "intentq: " + s.Config.Name + " has no agent running"
-			msg = fmt.Sprintf("session=%s target=%s: %s; %d deliveries wait until the agent runs there again (starter run-agent %s)", s.Config.Name, s.Config.TmuxTarget, pattern, len(s.Queue), s.Config.Name)
-		case strings.HasPrefix(pattern, "dialog") || strings.HasPrefix(pattern, "a draft"):
-			// Only the person can clear a dialog or a draft.
-			title = "intentq: " + s.Config.Name + " waits for you"
-			msg = fmt.Sprintf("session=%s target=%s: %s for %s; %d deliveries wait until you answer it", s.Config.Name, s.Config.TmuxTarget, pattern, busyFor.Round(time.Second), len(s.Queue))
-		}
-		s.HeldAlerts = append(s.HeldAlerts, Alert{Title: title, Message: msg, At: workflow.Now(ctx)})
-		return
+	title := "intentq: " + s.Config.Name + " busy"
+	switch {
+	case strings.HasPrefix(pattern, noAgentPattern):
+		// The agent CLI is not in front (it exited; a shell shows): nothing is typed until
+		// the person starts it again.
+		title = "intentq: " + s.Config.Name + " has no agent running"
+		msg = fmt.Sprintf("session=%s target=%s: %s; %d deliveries wait until the agent runs there again (starter run-agent %s)", s.Config.Name, s.Config.TmuxTarget, pattern, len(s.Queue), s.Config.Name)
+	case strings.HasPrefix(pattern, "dialog") || strings.HasPrefix(pattern, "a draft"):
+		// Only the person can clear a dialog or a draft.
+		title = "intentq: " + s.Config.Name + " waits for you"
+		msg = fmt.Sprintf("session=%s target=%s: %s for %s; %d deliveries wait until you answer it", s.Config.Name, s.Config.TmuxTarget, pattern, busyFor.Round(time.Second), len(s.Queue))
 	}
-	push := activities.Push{
-		Session:  s.Config.Name,
-		Topic:    s.Config.NtfyTopic,
-		Title:    "intentq: " + s.Config.Name + " busy",
-		Message:  msg,
-		Priority: 4,
-		Tags:     []string{"hourglass"},
-	}
-	if err := workflow.ExecuteActivity(withNtfyOptions(ctx), activities.NtfyPublishName, push).Get(ctx, nil); err != nil {
-		workflow.GetLogger(ctx).Warn("busy alert not sent", "session", s.Config.Name, "error", err)
-	}
+	s.HeldAlerts = append(s.HeldAlerts, Alert{Title: title, Message: msg, At: workflow.Now(ctx)})
 }

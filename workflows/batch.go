@@ -18,14 +18,6 @@ import (
 	"github.com/intentq/intentq/internal/policy"
 )
 
-// Versions of the session workflow's coalesced delivery: typing what waits together, then (2) a
-// block that ends at the first request that does not fit, so that none overtakes another, and a
-// session that continues as new while it waits on a busy pane.
-const (
-	versionCoalesce        = 1
-	versionCoalesceInOrder = 2
-)
-
 // typedKind reports whether a request of kind is typed into the pane (a context is only
 // committed to the history).
 func typedKind(kind string) bool { return kind == KindMessage || kind == KindReminder }
@@ -57,24 +49,22 @@ func (s *session) nextBatch(ctx workflow.Context) []DeliveryRequest {
 	size, full := 0, false
 	// A reminder is never typed beside the message it reminds of: the message itself is.
 	messages := map[string]bool{}
-	if s.exactlyOnce {
-		for _, r := range s.Queue {
-			if r.Kind == KindMessage && !s.inContext(r) {
-				messages[r.ReplyTo] = true
-			}
+	for _, r := range s.Queue {
+		if r.Kind == KindMessage && !s.inContext(r) {
+			messages[r.ReplyTo] = true
 		}
 	}
 	for _, r := range s.Queue {
 		switch {
 		case !typedKind(r.Kind) || s.reserved(r.ID):
 			rest = append(rest, r)
-		case s.typedBefore(ctx, r):
+		case s.typedBefore(r):
 			again = append(again, r)
-		case s.exactlyOnce && r.Kind == KindReminder && messages[r.ReplyTo]:
+		case r.Kind == KindReminder && messages[r.ReplyTo]:
 			s.repeats = append(s.repeats, r) // answered, not typed and not counted
 		case full || (len(batch) > 0 && (len(batch) == policy.MaxBatch || size+len(r.Text) > policy.MaxBatchBytes)):
 			rest = append(rest, r)
-			full = s.inOrder // what comes after waits too: none overtakes another
+			full = true // what comes after waits too: none overtakes another
 		default:
 			batch = append(batch, r)
 			size += len(r.Text) + 1
@@ -109,11 +99,9 @@ func (s *session) deliverBatch(ctx workflow.Context) {
 		s.pause(ctx, s.Config.Busy.OrDefault().BusyWait)
 		return
 	}
-	if s.exactlyOnce {
-		// Commits that came while the pane was read (or the worker was away) are applied
-		// before anything is typed: what a hook printed leaves the queue first.
-		s.settleOffers(ctx)
-	}
+	// Commits that came while the pane was read (or the worker was away) are applied before
+	// anything is typed: what a hook printed leaves the queue first.
+	s.settleOffers(ctx)
 	batch := s.nextBatch(ctx)
 	if len(batch) == 0 {
 		return
@@ -194,7 +182,7 @@ func (s *session) answer(ctx workflow.Context, reqs []DeliveryRequest, err error
 	for _, r := range reqs {
 		res := s.result(ctx, r, err)
 		res.Phase, res.Reset = phase, reset
-		if res.OK && s.exactlyOnce && s.inContext(r) {
+		if res.OK && s.inContext(r) {
 			// A late commit counted it while it was typed (reconciled): counted once.
 		} else if res.OK {
 			s.rememberDelivered(r)

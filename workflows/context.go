@@ -20,17 +20,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// versionExactlyOnce is the session's exactly-once rules above; sessions started before replay
-// without them.
-const versionExactlyOnce = 1
-
-// versionOffersFixed (change ID "offers-fixed", issue 32): a commit through the desk is read
-// with the taken signals, before any lease is looked at; a standing offer is handed to the desk
-// by an activity scheduled in a completed workflow task, so a retried task can never change what
-// its key holds nor leave an offer at the desk that the session does not know; a session start
-// from a compaction leaves the agent's state as it was (a turn goes on after it).
-const versionOffersFixed = 1
-
 // maxExpiredOffers bounds SessionInput.ExpiredOffers.
 const maxExpiredOffers = 50
 
@@ -59,10 +48,6 @@ func (s *SessionInput) heldIn(req DeliveryRequest) int {
 // admit takes a request that arrived: answered from the context when it is in it, waiting with
 // the offer that holds it, else queued.
 func (s *session) admit(req DeliveryRequest) {
-	if !s.exactlyOnce {
-		s.enqueue(req)
-		return
-	}
 	switch i := s.heldIn(req); {
 	case req.ReplyTo == "":
 		s.Queue = append(s.Queue, req) // a context block has no intent: never a repeat
@@ -97,10 +82,10 @@ func (s *session) answerRepeats(ctx workflow.Context) {
 }
 
 // takeCommits takes every commit that has arrived, before any lease is looked at: a commit that
-// reached the server in time counts, however late the worker reads it. A commit comes by the
-// taken signal or, through the hook desk, in a hook-words signal (versionOffersFixed): both
-// are read here, so a desk commit that arrived while the session was inside an activity is
-// applied before the lease it answers is looked at.
+// reached the server in time counts, however late the worker reads it. A commit comes in a
+// hook-words signal (or the taken signal of a hook of the build before), read here, so a commit
+// that arrived while the session was inside an activity is applied before the lease it answers
+// is looked at.
 func (s *session) takeCommits(ctx workflow.Context) {
 	for {
 		var t TakenRequest
@@ -109,7 +94,7 @@ func (s *session) takeCommits(ctx workflow.Context) {
 		}
 		s.commits = append(s.commits, t.Key)
 	}
-	for s.offersFixed {
+	for {
 		var w HookWords
 		if !s.wordsCh.ReceiveAsync(&w) {
 			return
@@ -142,9 +127,6 @@ func (s *session) lateCommitted(ctx workflow.Context) map[string]bool {
 // expire moves an offer whose lease ended to ExpiredOffers (a late commit reconciles it) and
 // returns the requests to queue again.
 func (s *session) expire(o Offer) []DeliveryRequest {
-	if !s.exactlyOnce {
-		return o.Requests
-	}
 	s.ExpiredOffers = append(s.ExpiredOffers, Offer{Key: o.Key, Event: o.Event, At: o.At, Requests: o.Requests})
 	if n := len(s.ExpiredOffers); n > maxExpiredOffers {
 		s.ExpiredOffers = append([]Offer(nil), s.ExpiredOffers[n-maxExpiredOffers:]...)

@@ -107,16 +107,11 @@ func (s *session) holdPush(ctx workflow.Context, r PushRequest) {
 	s.HeldPushes = append(s.HeldPushes, r)
 }
 
-// versionGatherSinceHeld: a digest gathers for policy.DigestGather from when its first push was
-// held, not from when the previous digest was answered (a push due while another was out waited
-// for that one, its answers and a whole gathering: 1.05 s at p99 for 20 intents due together).
-const versionGatherSinceHeld = 1
-
-// gatherDigest waits until the digest's pushes have gathered for policy.DigestGather.
+// gatherDigest waits until the digest's pushes have gathered for policy.DigestGather from when
+// its first push was held, not from when the previous digest was answered (a push due while
+// another was out waited for that one, its answers and a whole gathering: 1.05 s at p99 for 20
+// intents due together).
 func (s *session) gatherDigest(ctx workflow.Context) error {
-	if s.since(ctx, "digest-gather-since-held", versionGatherSinceHeld) < versionGatherSinceHeld {
-		return workflow.Sleep(ctx, policy.DigestGather)
-	}
 	if wait := s.gatherSince.Add(policy.DigestGather).Sub(workflow.Now(ctx)); wait > 0 {
 		return workflow.Sleep(ctx, wait)
 	}
@@ -147,11 +142,10 @@ func (s *session) pushDigests(ctx workflow.Context) {
 		}
 		var answers []workflow.Future
 		var folded []PushRequest
-		countLines := s.since(ctx, "digest-counts-lines", 1) == 1
 		for _, topic := range topics {
 			reqs := byTopic[topic]
 			push, carried := digestPush(s.Config.Name, topic, reqs)
-			if countLines && len(carried) < len(reqs) {
+			if len(carried) < len(reqs) {
 				// A push counts for an intent only if its line reached the phone: the folded
 				// remainder goes out in the next digest, at once.
 				for _, r := range reqs {

@@ -413,7 +413,7 @@ func (r *checkRun) scheduleAgent() {
 func (r *checkRun) report(at time.Duration, event string) {
 	r.at(at, func() {
 		r.note("hook %s", event)
-		r.signal(SignalAgentEvent, AgentEvent{Event: event, At: r.env.Now()})
+		r.signal(SignalHookWords, said(AgentEvent{Event: event, At: r.env.Now()}))
 	})
 }
 
@@ -483,7 +483,7 @@ func (r *checkRun) hook(at time.Duration, event, key string) {
 		r.at(r.now()+delay, func() {
 			r.note("commit %s (%s)", key, taken.Key)
 			if r.outage(r.now()) {
-				r.signal(SignalTaken, TakenRequest{Key: taken.Key}) // no desk: the hook signals
+				r.signal(SignalHookWords, committed(taken.Key)) // no desk: the hook signals
 				return
 			}
 			r.signal(SignalHookWords, HookWords{Commits: []string{taken.Key}})
@@ -524,7 +524,7 @@ func (r *checkRun) hook(at time.Duration, event, key string) {
 				r.mu.Unlock()
 				r.at(r.now()+delay, func() {
 					r.note("commit %s", key)
-					r.signal(SignalTaken, TakenRequest{Key: key})
+					r.signal(SignalHookWords, committed(key))
 				})
 			},
 		}, TakeRequest{Key: key, Event: event})

@@ -8,7 +8,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/intentq/intentq/activities"
 	"github.com/intentq/intentq/internal/policy"
 	"github.com/intentq/intentq/internal/redact"
 )
@@ -21,12 +20,8 @@ type intent struct {
 	poked bool // a handler changed something the main loop must look at
 	// remindNow is set by the remind-now update.
 	remindNow bool
-	// channels: reminder channels on their own schedules (versionSeparateChannels).
-	channels bool
 	// replying: a reply is being sent (one at a time).
 	replying bool
-	// digest: reminder pushes go through the session, as one digest per tick.
-	digest bool
 }
 
 // open refuses an action on an intent that has ended.
@@ -54,13 +49,10 @@ func IntentWorkflow(ctx workflow.Context, in IntentInput) (IntentState, error) {
 		// The sender sees it arrived; fire and forget, it never holds up the intent.
 		w.react(ctx, in.AckReaction)
 	}
-	// Started with version 1 or later: these rules hold without markers; else each is decided
-	// by its marker (intents from before the version travelled in the input).
-	current := w.in.Version >= intentRulesV1
-	w.channels = current || workflow.GetVersion(ctx, "separate-reminder-channels", workflow.DefaultVersion, versionSeparateChannels) == versionSeparateChannels
-	w.digest = current || (w.channels && workflow.GetVersion(ctx, "push-digest", workflow.DefaultVersion, 1) == 1)
-	if w.channels && w.st.LastPushedAt == nil && w.st.LastRemindedAt != nil && w.pushes() {
-		// Carried over from the combined schedule, where every reminder was also pushed.
+	if w.st.LastPushedAt == nil && w.st.LastRemindedAt != nil && w.pushes() {
+		// Carried over from the combined schedule of intents before separate channels, where
+		// every reminder was also pushed; kept as it was, since runs that continued as new
+		// replay it.
 		w.st.Pushes, w.st.LastPushedAt = w.st.Reminders, w.st.LastRemindedAt
 	}
 	if err := w.registerHandlers(ctx); err != nil {
@@ -105,23 +97,17 @@ func IntentWorkflow(ctx workflow.Context, in IntentInput) (IntentState, error) {
 			w.deliver(ctx)
 			continue
 		}
-		if w.channels {
-			pane := w.remindNow || !now.Before(w.nextReminderAt())
-			push := w.pushes() && (w.remindNow || !now.Before(w.nextPushAt()))
-			if pane || push {
-				asked := w.remindNow
-				w.remindNow = false
-				w.remindChannels(ctx, now, pane, push, asked)
-				continue
-			}
-		} else if w.remindNow || !now.Before(w.nextReminderAt()) {
+		pane := w.remindNow || !now.Before(w.nextReminderAt())
+		push := w.pushes() && (w.remindNow || !now.Before(w.nextPushAt()))
+		if pane || push {
+			asked := w.remindNow
 			w.remindNow = false
-			w.remindBoth(ctx)
+			w.remindChannels(ctx, now, pane, push, asked)
 			continue
 		}
 
 		wake := minTime(w.orphanAt(), w.nextReminderAt())
-		if w.channels && w.pushes() {
+		if w.pushes() {
 			wake = minTime(wake, w.nextPushAt())
 		}
 		if w.deliveryPending() {
@@ -263,10 +249,9 @@ func (w *intent) publish(ctx workflow.Context) error {
 
 // startedPublished reports whether the door's start already published what publish would at
 // the first run (status, chat, session and receipt as search attributes, the memo): then each
-// intent costs the server one visibility write instead of three. Intents from before this rule
-// replay publishing.
+// intent costs the server one visibility write instead of three. A continued run publishes.
 func (w *intent) startedPublished(ctx workflow.Context) bool {
-	if w.st.Runs > 0 || (w.in.Version < intentRulesV1 && workflow.GetVersion(ctx, "publish-once", workflow.DefaultVersion, 1) != 1) {
+	if w.st.Runs > 0 {
 		return false
 	}
 	sa := workflow.GetTypedSearchAttributes(ctx)
@@ -342,52 +327,11 @@ func (w *intent) deliver(ctx workflow.Context) {
 	if w.st.SeenAt == nil {
 		w.st.SeenAt = &now
 	}
-	if w.channels {
-		// Lists (and the worker's recovery at start) see the delivery without a query.
-		if err := w.publishMemo(ctx); err != nil {
-			workflow.GetLogger(ctx).Warn("publish memo", "intent", w.id, "error", err)
-		}
-	}
-	w.st.DeliveryFailures = 0
-}
-
-// remindBoth sends one reminder the way intents started before versionSeparateChannels do:
-// tmux injection through the session and an ntfy push, in parallel; LastRemindedAt advances
-// only when both succeeded, and a failure of either repeats both after RetryAfter.
-func (w *intent) remindBoth(ctx workflow.Context) {
-	snippet := redact.Snippet(w.in.Text, w.in.Policy.SnippetChars)
-	var push workflow.Future
-	if w.pushes() {
-		push = workflow.ExecuteActivity(withNtfyOptions(ctx), activities.NtfyPublishName, activities.Push{
-			Session:  w.in.Session,
-			Topic:    w.in.Policy.NtfyTopic,
-			Title:    "Telegram pending",
-			Message:  fmt.Sprintf("msg_id=%s chat=%s: %s", w.in.MessageID, w.in.ChatID, snippet),
-			Priority: 3,
-			Tags:     []string{"envelope"},
-		})
-	}
-	tmuxErr := w.askSession(ctx, KindReminder, ReminderText(w.in.MessageID, w.in.ChatID, snippet), false, false)
-	var pushErr error
-	if push != nil {
-		pushErr = push.Get(ctx, nil)
-	}
-	now := workflow.Now(ctx)
-	w.st.LastAttemptAt = &now
-	if err := errors.Join(wrapErr("tmux", tmuxErr), wrapErr("ntfy", pushErr)); err != nil {
-		count(ctx, metricRemindersFailed, map[string]string{"session": w.in.Session}, 1)
-		w.st.FailedAttempts++
-		w.failed(ctx, w.st.FailedAttempts, "remind", err)
-		return
-	}
-	count(ctx, metricRemindersSent, map[string]string{"session": w.in.Session}, 1)
-	w.st.Reminders++
-	w.st.LastRemindedAt = &now
-	w.st.FailedAttempts = 0
-	w.st.LastError = ""
+	// Lists (and the worker's recovery at start) see the delivery without a query.
 	if err := w.publishMemo(ctx); err != nil {
 		workflow.GetLogger(ctx).Warn("publish memo", "intent", w.id, "error", err)
 	}
+	w.st.DeliveryFailures = 0
 }
 
 // askSession asks the session workflow to deliver text and waits for its answer; queued means
@@ -403,12 +347,9 @@ func (w *intent) askSession(ctx workflow.Context, kind, text string, queued, bac
 	}
 	if kind == KindReminder {
 		req.Tick = w.st.Reminders + 1
-		req.Since = w.in.ReceivedAt
-		if w.channels {
-			req.Since, req.Backlog = w.escalationSince(), backlog
-		}
+		req.Since, req.Backlog = w.escalationSince(), backlog
 	}
-	res, err := RequestDelivery(ctx, w.in.Session, req, w.in.Policy.DeliveryTimeout, queued, func(r DeliveryResult) { w.passedResult(ctx, r) })
+	res, err := RequestDelivery(ctx, w.in.Session, req, w.in.Policy.DeliveryTimeout, queued, w.passedResult)
 	if res.Phase != 0 {
 		w.st.LastPhase = res.Phase
 	}
@@ -441,13 +382,9 @@ func minTime(a, b time.Time) time.Time {
 
 // passedResult keeps a result that arrived while the intent waited for another kind (issue 24):
 // the message's own result, late, while a reminder waits (a hook took and committed both). Passed
-// over, the intent would ask for the message again and the agent would read it twice. Intents
-// from before replay without it.
-func (w *intent) passedResult(ctx workflow.Context, res DeliveryResult) {
+// over, the intent would ask for the message again and the agent would read it twice.
+func (w *intent) passedResult(res DeliveryResult) {
 	if res.Kind != KindMessage || !res.OK || w.st.Delivered != nil || !w.in.Deliver {
-		return
-	}
-	if w.in.Version < 2 && workflow.GetVersion(ctx, "keep-passed-results", workflow.DefaultVersion, 1) != 1 {
 		return
 	}
 	at := res.At

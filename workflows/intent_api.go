@@ -67,23 +67,21 @@ type ReminderPolicy struct {
 	MaxHistoryEvents int `json:"max_history_events"`
 }
 
-// IntentVersion is the intent workflow's current behaviour: an intent started with it follows
-// every rule below without a version marker. Each rule names the version from which it holds
-// without one:
-//   - 1 (intentRulesV1): separate reminder channels, pushes through the session's digest, no
-//     republishing at the first task;
-//   - 2: results passed over while the intent waited for another kind are kept
-//     (keep-passed-results).
+// IntentVersion is the intent workflow's current behaviour: an intent started with it records
+// no version marker.
 const IntentVersion = 2
 
-// intentRulesV1 is the version from which the rules of version 1 hold without markers.
-const intentRulesV1 = 1
+// IntentFloor is the oldest intent this code replays: every rule of an older version has gone
+// with its branch (docs/design.md). An intent lives until it is answered; `starter doctor`
+// names any open one below the floor, which must end (or be closed) before a build that raises
+// the floor runs.
+const IntentFloor = 2
 
 // IntentInput starts an intent workflow: the message, where it goes, and the policy.
 type IntentInput struct {
 	// Version is the intent workflow's behaviour this intent was started with (IntentVersion
-	// when a door of this build started it): a new intent needs no version markers, each of
-	// which would cost the server a search-attribute write. 0: decided by markers, as before.
+	// when a door of this build started it): a new intent records no version markers, each of
+	// which would cost the server a search-attribute write. Below IntentFloor: not replayed.
 	Version    int       `json:"version,omitempty"`
 	ChatID     string    `json:"chat_id"`
 	MessageID  string    `json:"message_id"`
@@ -155,8 +153,7 @@ type IntentState struct {
 	Job         string       `json:"job,omitempty"`
 	// Delivered is when the message itself reached the session (Deliver intents only).
 	Delivered *time.Time `json:"delivered_at,omitempty"`
-	// Reminders counts the reminders that reached the agent's pane, LastRemindedAt the last one
-	// (intents from before separate channels: that reached the pane and ntfy both).
+	// Reminders counts the reminders that reached the agent's pane, LastRemindedAt the last one.
 	Reminders      int        `json:"reminders"`
 	LastRemindedAt *time.Time `json:"last_reminded_at,omitempty"`
 	// LastAttemptAt is the last reminder attempt; FailedAttempts the current streak of failed

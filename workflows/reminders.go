@@ -3,8 +3,7 @@ package workflows
 // Reminders of a pending intent go out on two channels, each on its own schedule (SPEC I6): the
 // agent's pane (through the session) and the person's phone (ntfy). A channel that fails is
 // tried again after RetryAfter on its own, without repeating the other: an ntfy outage never
-// retypes the pane reminder, and a missing pane never repeats a push. Intents started before
-// this rule keep the combined schedule of remindBoth.
+// retypes the pane reminder, and a missing pane never repeats a push.
 
 import (
 	"time"
@@ -14,10 +13,6 @@ import (
 	"github.com/intentq/intentq/activities"
 	"github.com/intentq/intentq/internal/redact"
 )
-
-// versionSeparateChannels is the intent workflow's version with reminder channels on their own
-// schedules and failure alerts held by the session.
-const versionSeparateChannels = 1
 
 // pushes reports whether this intent's reminders go to ntfy too.
 func (w *intent) pushes() bool { return w.in.Policy.Push || w.in.Policy.NtfyTopic != "" }
@@ -35,10 +30,8 @@ func (w *intent) remindChannels(ctx workflow.Context, now time.Time, pane, push,
 	snippet := redact.Snippet(w.in.Text, w.in.Policy.SnippetChars)
 	var pushed workflow.Future
 	switch {
-	case push && w.digest:
-		pushed = w.pushBySession(ctx, snippet)
 	case push:
-		pushed = workflow.ExecuteActivity(withNtfyOptions(ctx), activities.NtfyPublishName, w.reminderPush(snippet))
+		pushed = w.pushBySession(ctx, snippet)
 	}
 	var paneErr error
 	if pane {

@@ -10,24 +10,11 @@ import (
 )
 
 // tellResults sends each intent (reqs[i].ReplyTo) its result on signal, all at once, and waits
-// until the server has taken them. Since issue 26 one activity sends them all: a workflow's own
+// until the server has taken them. One activity sends them all: a workflow's own
 // SignalExternalWorkflow costs the session a workflow task per intent (50 per typed block), and
 // a hook's take waited behind those tasks.
 func (s *session) tellResults(ctx workflow.Context, signal string, reqs []DeliveryRequest, results []DeliveryResult) {
 	if len(reqs) == 0 {
-		return
-	}
-	if s.since(ctx, "results-by-activity", 1) == workflow.DefaultVersion {
-		sent := make([]workflow.Future, len(reqs))
-		for i, r := range reqs {
-			sent[i] = workflow.SignalExternalWorkflow(ctx, r.ReplyTo, "", signal, results[i])
-		}
-		for i, f := range sent {
-			// The intent may have ended meanwhile; then nobody needs the answer.
-			if err := f.Get(ctx, nil); err != nil {
-				workflow.GetLogger(ctx).Info("delivery result not taken", "session", s.Config.Name, "request", reqs[i].ID, "error", err)
-			}
-		}
 		return
 	}
 	req := activities.SignalAllRequest{Signal: signal, Key: fmt.Sprintf("%s/%s/%d", workflow.GetInfo(ctx).WorkflowExecution.RunID, signal, s.tells)}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/intentq/intentq/internal/policy"
@@ -60,8 +61,8 @@ func (c SessionConfig) pushes() bool { return c.Push || c.NtfyTopic != "" }
 // SessionInput starts (or continues) a session workflow.
 type SessionInput struct {
 	// Version is the session workflow's behaviour this run was started with (SessionVersion
-	// for runs started by this code): a current run follows every rule without a marker;
-	// older runs decide each rule by its marker (since) until they continue as new.
+	// for runs started by this code): a current run follows every rule without a marker; an
+	// older one (at SessionFloor or above) continues as new at its next quiet point.
 	Version int           `json:"version,omitempty"`
 	Config  SessionConfig `json:"config"`
 	// Queue holds requests not yet delivered, carried over by continue-as-new.
@@ -110,16 +111,10 @@ type SessionInput struct {
 const recentDelivered = 2000
 
 // typedBefore reports whether what req types reached the agent lately: a message (its intent),
-// or a reminder with the same tick. Sessions from before each rule replay without it.
-func (s *SessionInput) typedBefore(ctx workflow.Context, req DeliveryRequest) bool {
+// or a reminder with the same tick.
+func (s *SessionInput) typedBefore(req DeliveryRequest) bool {
 	key := req.typedKey()
-	if key == "" || !slices.Contains(s.RecentlyDelivered, key) {
-		return false
-	}
-	if req.Kind == KindMessage {
-		return s.since(ctx, "deliver-message-once", 1) == 1
-	}
-	return s.since(ctx, "deliver-reminder-once", 1) == 1
+	return key != "" && slices.Contains(s.RecentlyDelivered, key)
 }
 
 // rememberDelivered records that what req types reached the agent.
@@ -155,49 +150,29 @@ const ErrTypeHumanPane = "HumanPane"
 // every attempt: the CLI took Enter as a newline.
 const ErrTypeNotSubmitted = "NotSubmitted"
 
+// ErrTypeUnknownKind refuses a delivery of a kind this build does not know.
+const ErrTypeUnknownKind = "UnknownKind"
+
+// SessionVersion is the session workflow's current behaviour. Runs started with it record no
+// version marker. A run started before (Version below it) continues as new at its next quiet
+// point after a worker's configure signal, so every open session reaches the current version
+// within one worker start (docs/design.md, "Changes to running workflows").
+const SessionVersion = 2
+
+// SessionFloor is the oldest session run this code replays: every rule of an older version has
+// gone with its branch (docs/design.md). `starter doctor` names any open run below it.
+const SessionFloor = 2
+
 // SessionWorkflow is the one place that types into a session's pane: it performs deliveries one
 // at a time in arrival order, so two intents never interleave keystrokes, however many workers
 // run. It never types into a busy pane: the delivery at the head of the queue waits, keeping its
 // place, until the pane is idle. It lives as long as the session and continues as new to keep
 // its history bounded.
-// SessionVersion is the session workflow's current behaviour. Runs started with it record no
-// version marker for the rules it covers. A run started before (Version below it) continues as
-// new at its next quiet point after a worker's configure signal, so every open session reaches
-// the current version within one worker start (docs/design.md, "Changes to running
-// workflows").
-const SessionVersion = 2
-
-// sessionRulesV1 is the version from which every rule that existed when versions began to
-// travel in the session's input (the change IDs since names) holds without a marker. A rule
-// added later gets its own threshold (sinceVersion with the SessionVersion that introduced it),
-// so raising SessionVersion never sends a run that followed a rule without a marker back to
-// its marker.
-const sessionRulesV1 = 1
-
-// sessionRulesV2 is the version from which the rules added with it hold without a marker:
-// confirm-patiently (the input line is read again before a text counts as not submitted).
-const sessionRulesV2 = 2
-
-// since is the version of a rule of sessionRulesV1 for this run (sinceVersion).
-func (s *SessionInput) since(ctx workflow.Context, changeID string, max workflow.Version) workflow.Version {
-	return s.sinceVersion(ctx, changeID, max, sessionRulesV1)
-}
-
-// sinceVersion is a rule's version for this run: the newest (max), without a marker, for a
-// run started at version from or later; else its marker, as workflow.GetVersion decides it.
-func (s *SessionInput) sinceVersion(ctx workflow.Context, changeID string, max workflow.Version, from int) workflow.Version {
-	if s.Version >= from {
-		return max
-	}
-	return workflow.GetVersion(ctx, changeID, workflow.DefaultVersion, max)
-}
-
 func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	s := &session{SessionInput: in,
 		deliverCh:   workflow.GetSignalChannel(ctx, SignalDeliver),
 		deliverAll:  workflow.GetSignalChannel(ctx, SignalDeliverAll),
 		configureCh: workflow.GetSignalChannel(ctx, SignalConfigure),
-		agentCh:     workflow.GetSignalChannel(ctx, SignalAgentEvent),
 		takenCh:     workflow.GetSignalChannel(ctx, SignalTaken),
 		wordsCh:     workflow.GetSignalChannel(ctx, SignalHookWords),
 		wakeCh:      workflow.NewBufferedChannel(ctx, 1),
@@ -212,12 +187,6 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	workflow.Go(ctx, s.pushAlerts)
 	workflow.Go(ctx, s.takePushes)
 	workflow.Go(ctx, s.pushDigests)
-	coalesceV := s.since(ctx, "coalesce-delivery", versionCoalesceInOrder)
-	coalesce := coalesceV >= versionCoalesce
-	s.inOrder = coalesceV >= versionCoalesceInOrder
-	s.exactlyOnce = s.since(ctx, "exactly-once", versionExactlyOnce) >= versionExactlyOnce
-	s.standing = s.exactlyOnce && s.since(ctx, "standing-offer", versionStanding) >= versionStanding
-	s.offersFixed = s.standing && s.since(ctx, "offers-fixed", versionOffersFixed) >= versionOffersFixed
 	for {
 		if err := ctx.Err(); err != nil {
 			return err // cancelled: every timer fires at once, so the loop must end here
@@ -225,7 +194,7 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 		s.drain(ctx)
 		s.settleOffers(ctx)
 		s.answerRepeats(ctx)
-		if coalesce && len(s.Queue) > 0 && s.mayContinueAsNew(ctx) {
+		if len(s.Queue) > 0 && s.mayContinueAsNew(ctx) {
 			// A queue that never empties (a long burst) must not grow the history to its
 			// limit; it is carried over once it fits well within a payload (a 10,000-message
 			// burst drains to that size with the history far below Temporal's limits).
@@ -246,20 +215,17 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 			s.dequeue(req.ID)
 			continue
 		}
-		if coalesce && typedKind(req.Kind) && !s.typedBefore(ctx, req) {
+		if typedKind(req.Kind) && !s.typedBefore(req) {
 			s.deliverBatch(ctx)
 			continue
 		}
-		var result DeliveryResult
-		if s.typedBefore(ctx, req) {
-			// Typed already: answer again, type nothing.
-			result = s.result(ctx, req, nil)
-		} else {
-			var taken bool
-			if result, taken = s.deliver(ctx, req); taken {
-				continue // a hook handed it to the agent; its commit answers the intent
-			}
+		// Typed already: answered again, nothing typed. A kind this build does not know (from
+		// a newer door) fails rather than wait forever.
+		var err error
+		if !typedKind(req.Kind) {
+			err = temporal.NewNonRetryableApplicationError(fmt.Sprintf("session %s: unknown delivery kind %q", s.Config.Name, req.Kind), ErrTypeUnknownKind, nil)
 		}
+		result := s.result(ctx, req, err)
 		if result.OK {
 			s.rememberDelivered(req)
 		}
@@ -288,19 +254,15 @@ type session struct {
 	deliverCh   workflow.ReceiveChannel
 	deliverAll  workflow.ReceiveChannel
 	configureCh workflow.ReceiveChannel
-	// agentCh and takenCh carry the hooks' reports and commits; wakeCh wakes the main loop after
-	// a take (an update, which no selector sees).
-	agentCh workflow.ReceiveChannel
+	// wordsCh carries everything the agent's hooks say (the one hook protocol), from the desk
+	// or from a hook with no desk answering; takenCh only drains the commits of hooks of the
+	// build before (the taken signal), for one release. wakeCh wakes the main loop after a
+	// take (an update, which no selector sees).
+	wordsCh workflow.ReceiveChannel
 	takenCh workflow.ReceiveChannel
 	wakeCh  workflow.Channel
-	// wordsCh carries what the hook desk passes on; standing: the session makes standing
-	// offers (versionStanding); deskOff: this run found no desk.
-	wordsCh  workflow.ReceiveChannel
-	standing bool
-	deskOff  bool
-	// offersFixed: desk commits are read with the taken signals and standing offers go out by
-	// an activity (versionOffersFixed).
-	offersFixed bool
+	// deskOff: this run found no desk.
+	deskOff     bool
 	busySince   *time.Time
 	busyAlerted bool
 	// receipts are intents named by the agent's submitted prompts, not yet matched; commits the
@@ -313,10 +275,8 @@ type session struct {
 	// prompt is to confirm (SessionStartAtPrompt).
 	sessionStarts int
 	resetStarts   *int
-	// exactlyOnce: the session follows versionExactlyOnce; repeats are requests for what is in
-	// the agent's context already, to be answered.
-	exactlyOnce bool
-	repeats     []DeliveryRequest
+	// repeats are requests for what is in the agent's context already, to be answered.
+	repeats []DeliveryRequest
 	// pushing: a digest push is out and its intents not yet answered (no continue-as-new then,
 	// or it would go out twice); pushingN is how many of HeldPushes it carries.
 	pushing  bool
@@ -324,8 +284,6 @@ type session struct {
 	// gatherSince is when the first push held for the next digest arrived (zero after a
 	// continue-as-new: the carried pushes have waited long enough).
 	gatherSince time.Time
-	// inOrder: a block ends at the first request that does not fit (versionCoalesceInOrder).
-	inOrder bool
 	// tells counts this run's tellResults (their signals' request IDs).
 	tells int
 }
@@ -373,14 +331,6 @@ func (s *session) drain(ctx workflow.Context) (took bool) {
 		took = true
 	}
 	for {
-		var ev AgentEvent
-		if !s.agentCh.ReceiveAsync(&ev) {
-			break
-		}
-		s.noteEvent(ctx, ev)
-		took = true
-	}
-	for {
 		var t TakenRequest
 		if !s.takenCh.ReceiveAsync(&t) {
 			break
@@ -422,10 +372,8 @@ func (s *session) continueAsNew(ctx workflow.Context) error {
 			s.answerRepeats(ctx)
 			continue
 		}
-		if s.since(ctx, "session-own-queue", 1) == 1 {
-			// A session started on the worker's task queue moves to the sessions' own.
-			ctx = workflow.WithWorkflowTaskQueue(ctx, SessionTaskQueue(workflow.GetInfo(ctx).TaskQueueName))
-		}
+		// A session started on the worker's task queue moves to the sessions' own.
+		ctx = workflow.WithWorkflowTaskQueue(ctx, SessionTaskQueue(workflow.GetInfo(ctx).TaskQueueName))
 		next := s.SessionInput
 		next.Version = SessionVersion // the new run follows every rule without markers
 		return workflow.NewContinueAsNewError(ctx, SessionWorkflowName, next)
@@ -473,12 +421,6 @@ func (s *session) waitForSignal(ctx workflow.Context, timer workflow.Future) (ag
 		var raw json.RawMessage
 		c.Receive(ctx, &raw)
 		s.configure(ctx, raw)
-	})
-	sel.AddReceive(s.agentCh, func(c workflow.ReceiveChannel, _ bool) {
-		var ev AgentEvent
-		c.Receive(ctx, &ev)
-		s.noteEvent(ctx, ev)
-		agent = true
 	})
 	sel.AddReceive(s.takenCh, func(c workflow.ReceiveChannel, _ bool) {
 		var t TakenRequest
@@ -568,8 +510,7 @@ func (s *session) result(ctx workflow.Context, req DeliveryRequest, err error) D
 
 // configure takes the worker's config for the session (the configure signal). It replaces the
 // config: a field the new one leaves empty is empty (human: false again, no ntfy topic, fewer
-// patterns). Sessions from before decoded it into the old config, keeping such fields; they
-// replay that way.
+// patterns).
 func (s *session) configure(ctx workflow.Context, raw json.RawMessage) {
 	// A worker started: a run older than SessionVersion moves to it at its next quiet point.
 	// The marker is one per configure this run took: a version is fixed per change ID and run,
@@ -580,14 +521,10 @@ func (s *session) configure(ctx workflow.Context, raw json.RawMessage) {
 		workflow.GetVersion(ctx, fmt.Sprintf("upgrade-at-configure-%d", s.configures), workflow.DefaultVersion, 1) == 1 {
 		s.upgrade = true
 	}
-	if s.since(ctx, "configure-replaces", 1) == 1 {
-		var c SessionConfig
-		if err := json.Unmarshal(raw, &c); err != nil {
-			workflow.GetLogger(ctx).Error("configure signal not understood; config kept", "session", s.Config.Name, "error", err)
-			return
-		}
-		s.Config = c
+	var c SessionConfig
+	if err := json.Unmarshal(raw, &c); err != nil {
+		workflow.GetLogger(ctx).Error("configure signal not understood; config kept", "session", s.Config.Name, "error", err)
 		return
 	}
-	_ = json.Unmarshal(raw, &s.Config)
+	s.Config = c
 }

@@ -206,8 +206,8 @@ func TestSessionDeliversInOrderOneAtATime(t *testing.T) {
 func TestSessionReportsMissingTarget(t *testing.T) {
 	h := newSessionHarness(t)
 	h.paneGoneTill = time.Second
-	h.send(0, SignalDeliver, DeliveryRequest{ID: "a", ReplyTo: "intent/1/a", Text: "a"})
-	h.send(2*time.Second, SignalDeliver, DeliveryRequest{ID: "b", ReplyTo: "intent/1/b", Text: "b"})
+	h.send(0, SignalDeliver, DeliveryRequest{ID: "a", ReplyTo: "intent/1/a", Kind: KindMessage, Text: "a"})
+	h.send(2*time.Second, SignalDeliver, DeliveryRequest{ID: "b", ReplyTo: "intent/1/b", Kind: KindMessage, Text: "b"})
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
 	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: SessionConfig{Name: "secretary", TmuxTarget: "secretary:0"}})
 	require.False(t, h.results["a"].OK)
@@ -222,10 +222,10 @@ func TestSessionContinuesAsNew(t *testing.T) {
 	h := newSessionHarness(t)
 	for i := 0; i < 30; i++ {
 		id := string(rune('a' + i%26))
-		h.send(time.Duration(i)*time.Second, SignalDeliver, DeliveryRequest{ID: id + string(rune('0'+i/26)), ReplyTo: "intent/1/x", Text: id})
+		h.send(time.Duration(i)*time.Second, SignalDeliver, DeliveryRequest{ID: id + string(rune('0'+i/26)), ReplyTo: "intent/1/" + id + string(rune('0'+i/26)), Kind: KindMessage, Text: id})
 	}
 	h.env.RegisterDelayedCallback(func() { h.env.SetContinueAsNewSuggested(true) }, 45*time.Second)
-	h.send(50*time.Second, SignalDeliver, DeliveryRequest{ID: "last", ReplyTo: "intent/1/x", Text: "last"})
+	h.send(50*time.Second, SignalDeliver, DeliveryRequest{ID: "last", ReplyTo: "intent/1/x", Kind: KindMessage, Text: "last"})
 	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: SessionConfig{Name: "s", TmuxTarget: "s:0"}})
 	var can *workflow.ContinueAsNewError
 	require.True(t, errors.As(h.env.GetWorkflowError(), &can), "got %v", h.env.GetWorkflowError())
@@ -784,7 +784,7 @@ func TestBusyPaneContinuesAsNew(t *testing.T) {
 func TestSessionWaitsWhileNoAgentRuns(t *testing.T) {
 	h := newSessionHarness(t)
 	h.noAgentTill = 3 * time.Minute
-	h.send(0, SignalDeliver, DeliveryRequest{ID: "a", ReplyTo: "intent/1/a", Text: "hi;touch pwned"})
+	h.send(0, SignalDeliver, DeliveryRequest{ID: "a", ReplyTo: "intent/1/a", Kind: KindMessage, Text: "hi;touch pwned"})
 	h.env.RegisterDelayedCallback(func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -813,7 +813,7 @@ func TestSessionWaitsWhileNoAgentRuns(t *testing.T) {
 func TestSessionConfigureReplaces(t *testing.T) {
 	h := newSessionHarness(t)
 	h.send(time.Second, SignalConfigure, SessionConfig{Name: "secretary", TmuxTarget: "secretary:0"})
-	h.send(2*time.Second, SignalDeliver, DeliveryRequest{ID: "a", ReplyTo: "intent/1/a", Text: "a"})
+	h.send(2*time.Second, SignalDeliver, DeliveryRequest{ID: "a", ReplyTo: "intent/1/a", Kind: KindMessage, Text: "a"})
 	var view SessionView
 	h.env.RegisterDelayedCallback(func() {
 		v, err := h.env.QueryWorkflow(QuerySession)
@@ -867,9 +867,9 @@ func TestDigestCountsOnlyTheLinesItCarries(t *testing.T) {
 func TestSessionUpgradesAtConfigureWhenQuiet(t *testing.T) {
 	conf := SessionConfig{Name: "secretary", TmuxTarget: "secretary:0"}
 	h := newSessionHarness(t)
-	h.send(time.Second, SignalDeliver, DeliveryRequest{ID: "a", ReplyTo: "intent/1/a", Text: "a"})
+	h.send(time.Second, SignalDeliver, DeliveryRequest{ID: "a", ReplyTo: "intent/1/a", Kind: KindMessage, Text: "a"})
 	h.send(time.Second+time.Millisecond, SignalConfigure, conf)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: conf})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion - 1, Config: conf})
 	var can *workflow.ContinueAsNewError
 	require.ErrorAs(t, h.env.GetWorkflowError(), &can, "an old run continues as new after configure")
 	require.Equal(t, []string{"a"}, h.typed, "the message it had is typed first")
@@ -885,13 +885,13 @@ func TestSessionUpgradesAtConfigureWhenQuiet(t *testing.T) {
 	h.env.OnGetVersion("upgrade-at-configure-1", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	h.send(time.Second, SignalConfigure, conf)
 	h.send(2*time.Second, SignalConfigure, conf)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: conf})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion - 1, Config: conf})
 	require.ErrorAs(t, h.env.GetWorkflowError(), &can, "the second configure upgrades the run")
 	h = newSessionHarness(t)
 	h.env.OnGetVersion("upgrade-at-configure-1", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	h.send(time.Second, SignalConfigure, conf)
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Config: conf})
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion - 1, Config: conf})
 	require.False(t, errors.As(h.env.GetWorkflowError(), &can), "the replayed configure alone does not upgrade: %v", h.env.GetWorkflowError())
 
 	h = newSessionHarness(t)

@@ -126,9 +126,6 @@ func NoDeskWithdraw(context.Context, DeskWithdrawRequest) (DeskWithdrawResult, e
 	return DeskWithdrawResult{}, errNoDesk
 }
 
-// versionStanding is the session's standing offers; sessions started before replay without.
-const versionStanding = 1
-
 // deskActivityOptions reach the desk in the worker's own process, as local activities (no
 // round trip to the server; the desk's calls are idempotent, so running one again is safe):
 // quick, a few tries.
@@ -140,8 +137,7 @@ var deskActivityOptions = workflow.LocalActivityOptions{
 	},
 }
 
-// deskPublishOptions hand the desk a standing offer by an activity (versionOffersFixed): it runs
-// only once the workflow task that scheduled it has completed, so what a key holds is fixed in
+// deskPublishOptions hand the desk a standing offer by an activity: it runs only once the workflow task that scheduled it has completed, so what a key holds is fixed in
 // the history before any hook can take it. The desk's Publish is idempotent per key.
 var deskPublishOptions = workflow.ActivityOptions{
 	StartToCloseTimeout: 5 * time.Second,
@@ -161,7 +157,7 @@ func (s *session) reserved(id string) bool {
 // An offer that stands while more has arrived is taken back and made again with it (when no
 // hook took it meanwhile).
 func (s *session) standOffer(ctx workflow.Context) {
-	if !s.standing || s.deskOff {
+	if s.deskOff {
 		return
 	}
 	msgs := s.offerable()
@@ -188,12 +184,7 @@ func (s *session) standOffer(ctx workflow.Context) {
 	// desk has said what became of the offer.
 	s.Standing = offer
 	req := DeskPublishRequest{Session: s.Config.Name, Key: offer.Key, Messages: msgs}
-	var err error
-	if s.offersFixed {
-		err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, deskPublishOptions), DeskPublishName, req).Get(ctx, nil)
-	} else {
-		err = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, deskActivityOptions), DeskPublishName, req).Get(ctx, nil)
-	}
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, deskPublishOptions), DeskPublishName, req).Get(ctx, nil)
 	if err == nil {
 		return
 	}

@@ -110,12 +110,12 @@ func TestStandingOfferTakenAtTheDesk(t *testing.T) {
 	h := newSessionHarness(t)
 	desk := newModelDesk()
 	h.desk = desk
-	h.send(0, SignalAgentEvent, AgentEvent{Event: EventUserPromptSubmit})
+	h.send(0, SignalHookWords, said(AgentEvent{Event: EventUserPromptSubmit}))
 	for i, n := range []string{"1", "2", "3"} {
 		h.send(time.Duration(i+1)*time.Second, SignalDeliver, message(n))
 	}
 	// The agent's next report: the offer that stands grows by what arrived since.
-	h.send(4*time.Second, SignalAgentEvent, AgentEvent{Event: EventPreToolUse, Detail: "Bash"})
+	h.send(4*time.Second, SignalHookWords, said(AgentEvent{Event: EventPreToolUse, Detail: "Bash"}))
 	var printed []DeliveryRequest
 	h.env.RegisterDelayedCallback(func() {
 		taken, msgs := desk.take("post-tool-use/toolu_1", EventPostToolUse, h.env.Now())
@@ -124,10 +124,10 @@ func TestStandingOfferTakenAtTheDesk(t *testing.T) {
 		h.env.SignalWorkflow(SignalHookWords, HookWords{Taken: []StandingTaken{*taken}})
 		h.env.RegisterDelayedCallback(func() {
 			require.Empty(t, h.results, "nothing counts delivered before the hook commits")
-			h.env.SignalWorkflow(SignalTaken, TakenRequest{Key: taken.Key})
+			h.env.SignalWorkflow(SignalHookWords, committed(taken.Key))
 		}, time.Second)
 	}, 5*time.Second)
-	h.send(10*time.Second, SignalAgentEvent, AgentEvent{Event: EventStop})
+	h.send(10*time.Second, SignalHookWords, said(AgentEvent{Event: EventStop}))
 	h.runFor(t, time.Minute)
 	require.Len(t, printed, 3)
 	require.Empty(t, h.typed, "nothing typed: the hook handed every message over")
@@ -144,10 +144,10 @@ func TestStandingOfferWithdrawnBeforeTyping(t *testing.T) {
 	h := newSessionHarness(t)
 	desk := newModelDesk()
 	h.desk = desk
-	h.send(0, SignalAgentEvent, AgentEvent{Event: EventUserPromptSubmit})
+	h.send(0, SignalHookWords, said(AgentEvent{Event: EventUserPromptSubmit}))
 	h.send(time.Second, SignalDeliver, message("1"))
-	h.send(5*time.Second, SignalAgentEvent, AgentEvent{Event: EventStop})
-	h.send(6*time.Second, SignalAgentEvent, AgentEvent{Event: EventUserPromptSubmit, Receipt: []string{"intent/42/1"}})
+	h.send(5*time.Second, SignalHookWords, said(AgentEvent{Event: EventStop}))
+	h.send(6*time.Second, SignalHookWords, said(AgentEvent{Event: EventUserPromptSubmit, Receipt: []string{"intent/42/1"}}))
 	var late *StandingTaken
 	h.env.RegisterDelayedCallback(func() {
 		late, _ = desk.take("post-tool-use/toolu_2", EventPostToolUse, h.env.Now())
@@ -169,20 +169,20 @@ func TestStandingOfferTakenAsItIsWithdrawn(t *testing.T) {
 			h := newSessionHarness(t)
 			desk := newModelDesk()
 			h.desk = desk
-			h.send(0, SignalAgentEvent, AgentEvent{Event: EventUserPromptSubmit})
+			h.send(0, SignalHookWords, said(AgentEvent{Event: EventUserPromptSubmit}))
 			h.send(time.Second, SignalDeliver, message("1"))
 			h.env.RegisterDelayedCallback(func() {
 				taken, msgs := desk.take("stop/1", EventStop, h.env.Now())
 				require.NotNil(t, taken)
 				require.Len(t, msgs, 1)
 				if commitFirst {
-					h.env.SignalWorkflow(SignalTaken, TakenRequest{Key: taken.Key})
+					h.env.SignalWorkflow(SignalHookWords, committed(taken.Key))
 				}
 				// The desk's word is lost; the agent stops at once.
-				h.env.SignalWorkflow(SignalAgentEvent, AgentEvent{Event: EventStop})
+				h.env.SignalWorkflow(SignalHookWords, said(AgentEvent{Event: EventStop}))
 				if !commitFirst {
 					h.env.RegisterDelayedCallback(func() {
-						h.env.SignalWorkflow(SignalTaken, TakenRequest{Key: taken.Key})
+						h.env.SignalWorkflow(SignalHookWords, committed(taken.Key))
 					}, 2*time.Second)
 				}
 			}, 3*time.Second)
@@ -201,7 +201,7 @@ func TestDeskCommitReadBeforeTheLease(t *testing.T) {
 	h := newSessionHarness(t)
 	desk := newModelDesk()
 	h.desk = desk
-	h.send(0, SignalAgentEvent, AgentEvent{Event: EventUserPromptSubmit})
+	h.send(0, SignalHookWords, said(AgentEvent{Event: EventUserPromptSubmit}))
 	h.send(time.Second, SignalDeliver, message("1"))
 	var taken *StandingTaken
 	h.env.RegisterDelayedCallback(func() {
@@ -213,11 +213,11 @@ func TestDeskCommitReadBeforeTheLease(t *testing.T) {
 	}, 3*time.Second)
 	h.send(10*time.Second, SignalDeliver, message("2"))
 	for _, at := range []time.Duration{12, 22, 29} {
-		h.send(at*time.Second, SignalAgentEvent, AgentEvent{Event: EventPostToolUse, Detail: "Bash"})
+		h.send(at*time.Second, SignalHookWords, said(AgentEvent{Event: EventPostToolUse, Detail: "Bash"}))
 	}
 	// The agent stops as the lease nears its end; the session reads the pane to type 2, and the
 	// worker dies in the capture (retried after 1 s and 2 s), while the commit comes.
-	h.send(31*time.Second, SignalAgentEvent, AgentEvent{Event: EventStop})
+	h.send(31*time.Second, SignalHookWords, said(AgentEvent{Event: EventStop}))
 	h.captureFails = func(since time.Duration) bool { return since >= 31*time.Second && since < 34*time.Second }
 	h.env.RegisterDelayedCallback(func() {
 		h.env.SignalWorkflow(SignalHookWords, HookWords{Commits: []string{taken.Key}})
@@ -238,10 +238,10 @@ func TestStandingTakenHoldsWhatTheDeskHandedOut(t *testing.T) {
 	h := newSessionHarness(t)
 	desk := newModelDesk()
 	h.desk = desk
-	h.send(0, SignalAgentEvent, AgentEvent{Event: EventUserPromptSubmit})
+	h.send(0, SignalHookWords, said(AgentEvent{Event: EventUserPromptSubmit}))
 	h.send(time.Second, SignalDeliver, message("1"))
 	h.send(2*time.Second, SignalDeliver, message("2"))
-	h.send(3*time.Second, SignalAgentEvent, AgentEvent{Event: EventPreToolUse, Detail: "Bash"})
+	h.send(3*time.Second, SignalHookWords, said(AgentEvent{Event: EventPreToolUse, Detail: "Bash"}))
 	h.env.RegisterDelayedCallback(func() {
 		taken, msgs := desk.take("post-tool-use/toolu_1", EventPostToolUse, h.env.Now())
 		require.NotNil(t, taken)
@@ -253,7 +253,7 @@ func TestStandingTakenHoldsWhatTheDeskHandedOut(t *testing.T) {
 			h.env.SignalWorkflow(SignalHookWords, HookWords{Commits: []string{taken.Key}})
 		}, time.Second)
 	}, 5*time.Second)
-	h.send(10*time.Second, SignalAgentEvent, AgentEvent{Event: EventStop})
+	h.send(10*time.Second, SignalHookWords, said(AgentEvent{Event: EventStop}))
 	h.runFor(t, time.Minute)
 	require.Equal(t, EventPostToolUse, h.results["intent/42/1#1"].Via)
 	require.Len(t, h.typed, 1, "message 2 was never printed: it is typed")

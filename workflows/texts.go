@@ -20,8 +20,8 @@ func ReminderText(messageID, chatID, snippet string) string {
 // The header says who sent it in a way the sender cannot forge: with a Sender, `from=<numeric
 // id>` and then the @username only when Telegram gave one, else the display name quoted
 // (`from=42 @alice`, `from=43 name="@owner"`); a message in a group is marked `group=<chat id>`,
-// a forwarded one `forwarded`, one sent through an inline bot `via_bot=<id> @bot`. Intents started without those fields (other doors, and those
-// from before them) keep the header they always had, so running intents replay unchanged.
+// a forwarded one `forwarded`, one sent through an inline bot `via_bot=<id> @bot`. Intents started without those fields (other doors) keep the
+// header they always had.
 func DeliveryText(in IntentInput) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s%s chat=%s", deliveryHeader, in.MessageID, in.ChatID)

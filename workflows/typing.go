@@ -16,39 +16,6 @@ import (
 	"github.com/intentq/intentq/internal/policy"
 )
 
-// deliver types one request into the pane once the pane is idle, and reports the outcome;
-// taken says a hook took the request while it waited (the hook's commit reports it).
-func (s *session) deliver(ctx workflow.Context, req DeliveryRequest) (_ DeliveryResult, taken bool) {
-	ctx = workflow.WithActivityOptions(ctx, tmuxActivityOptions)
-	if err := s.typable(); err != nil {
-		return s.result(ctx, req, err), false
-	}
-	var err error
-	// Sessions started before busy-awareness replay without reading the pane.
-	if s.since(ctx, "busy-aware-delivery", 1) == 1 {
-		err = s.waitUntilIdle(ctx, req)
-	}
-	if errors.Is(err, errTaken) {
-		return DeliveryResult{}, true
-	}
-	s.typing = req.ID
-	defer func() { s.typing = "" }()
-	phase, reset := PhaseNudge, false
-	if err == nil && s.since(ctx, "escalation", 1) == 1 {
-		phase, reset, err = s.escalate(ctx, req)
-	}
-	if err == nil && s.since(ctx, "history-commit", 1) == 1 {
-		err = s.commitToHistory(ctx, req)
-	}
-	if err == nil {
-		err = s.submit(ctx, req, ContentKey([]DeliveryRequest{req}))
-	}
-	s.confirmReset(ctx, err)
-	res := s.result(ctx, req, err)
-	res.Phase, res.Reset = phase, reset
-	return res, false
-}
-
 // typable refuses the person's own pane and a session without a pane.
 func (s *session) typable() error {
 	switch {
@@ -87,7 +54,7 @@ func (s *session) waitUntilIdle(ctx workflow.Context, req DeliveryRequest) error
 		if s.typing != req.ID && !s.queued(req.ID) {
 			return errTaken
 		}
-		if s.inOrder && s.queued(req.ID) && s.mayContinueAsNew(ctx) {
+		if s.queued(req.ID) && s.mayContinueAsNew(ctx) {
 			// A pane busy for hours (a dialog left open overnight) must not grow the history
 			// to its limit: the main loop continues as new, the request keeps its place.
 			return errContinueAsNew
@@ -106,7 +73,7 @@ func (s *session) waitUntilIdle(ctx workflow.Context, req DeliveryRequest) error
 				return err
 			} else {
 				pattern, working = Busy(pane, s.Config.BusyPatterns)
-				if !working && s.since(ctx, "screen-guards", 1) == 1 {
+				if !working {
 					pattern, working = Blocked(pane, s.Config.DialogPatterns, s.Config.InputPrompt, s.Config.InputPlaceholders...)
 				}
 			}
@@ -158,8 +125,8 @@ func (s *session) escalate(ctx workflow.Context, req DeliveryRequest) (phase int
 	phase = esc.Effective(esc.PhaseFor(now.Sub(req.Since)), now, s.LastResetAt, s.Config.Reset.Possible())
 	// Escalation is the session's, not each reminder's: one step per session per tick at most,
 	// and a reminder that is late because intentq itself was down or behind (a backlog) is not
-	// the agent ignoring it. Sessions from before this rule replay without it.
-	if phase > PhaseNudge && s.since(ctx, "escalation-per-session", 1) == 1 {
+	// the agent ignoring it.
+	if phase > PhaseNudge {
 		spacing := policy.Or(esc.StepEvery, policy.DefaultReminders.RepeatEvery)
 		if req.Backlog || (s.LastEscalationAt != nil && now.Sub(*s.LastEscalationAt) < spacing) {
 			phase = PhaseNudge
@@ -181,7 +148,7 @@ func (s *session) escalate(ctx workflow.Context, req DeliveryRequest) (phase int
 			// Where hooks report, the agent's SessionStart (a new context) confirms the reset: at
 			// the command, or (Codex) with the prompt typed next (confirmReset).
 			if err == nil && s.Agent != nil {
-				if s.Config.SessionStartAtPrompt && s.since(ctx, "reset-confirmed-at-prompt", 1) == 1 {
+				if s.Config.SessionStartAtPrompt {
 					s.resetStarts = &starts
 				} else {
 					s.confirmed(ctx, s.awaitAgent(ctx, func() bool { return s.sessionStarts > starts }))
@@ -255,9 +222,8 @@ func (s *session) commitToHistory(ctx workflow.Context, req DeliveryRequest) err
 // keyed by it, so a block headed by a request typed before in another block is still typed.
 func (s *session) submit(ctx workflow.Context, dreq DeliveryRequest, content string) error {
 	text := dreq.Text
-	check := s.Config.InputLines > 0 && s.since(ctx, "confirm-submit", 1) == 1
-	// Hooks report for this agent: its receipt confirms (only set after a hook has fired, so
-	// sessions from before hooks replay unchanged).
+	check := s.Config.InputLines > 0
+	// Hooks report for this agent: its receipt confirms (only set after a hook has fired).
 	receipt := s.Agent != nil && dreq.ReplyTo != ""
 	for attempt := 1; ; attempt++ {
 		req := activities.InjectRequest{Session: s.Config.Name, Text: text, NewlineKey: s.Config.NewlineKey, Key: fmt.Sprintf("%s/%s/try-%d", s.Config.Name, content, attempt)}
@@ -282,25 +248,23 @@ func (s *session) submit(ctx workflow.Context, dreq DeliveryRequest, content str
 				return err
 			}
 		}
-		if !check || !s.notSubmitted(ctx, res.Bottom, text) {
+		if !check || !s.notSubmitted(res.Bottom, text) {
 			return nil
 		}
 		// A loaded machine: the pane may not have taken the Enter in yet. Look again before
-		// clearing and typing anew, which would type the text twice if it did (SessionVersion 2).
-		if s.sinceVersion(ctx, "confirm-patiently", 1, sessionRulesV2) == 1 {
-			for look := 0; look < submitLooks && s.notSubmitted(ctx, res.Bottom, text); look++ {
-				if err := workflow.Sleep(ctx, time.Second); err != nil {
-					return err
-				}
-				if err := workflow.ExecuteActivity(ctx, activities.TmuxCaptureName, activities.CaptureRequest{
-					Session: s.Config.Name, Lines: s.Config.InputLines,
-				}).Get(ctx, &res.Bottom); err != nil {
-					return err
-				}
+		// clearing and typing anew, which would type the text twice if it did.
+		for look := 0; look < submitLooks && s.notSubmitted(res.Bottom, text); look++ {
+			if err := workflow.Sleep(ctx, time.Second); err != nil {
+				return err
 			}
-			if !s.notSubmitted(ctx, res.Bottom, text) {
-				return nil
+			if err := workflow.ExecuteActivity(ctx, activities.TmuxCaptureName, activities.CaptureRequest{
+				Session: s.Config.Name, Lines: s.Config.InputLines,
+			}).Get(ctx, &res.Bottom); err != nil {
+				return err
 			}
+		}
+		if !s.notSubmitted(res.Bottom, text) {
+			return nil
 		}
 		if attempt == policy.SubmitAttempts {
 			return temporal.NewApplicationError(fmt.Sprintf("session %s: the text stayed on the input line after %d tries (the CLI took Enter as a newline?)", s.Config.Name, attempt), ErrTypeNotSubmitted)
@@ -320,8 +284,8 @@ const submitLooks = 3
 // the input line counts (the text elsewhere on the screen, in the transcript or a program's
 // echo, says nothing, and a draft the person began since is not ours to clear); otherwise, as
 // before, the end of the text still showing in the bottom lines.
-func (s *session) notSubmitted(ctx workflow.Context, bottom, text string) bool {
-	if s.Config.InputPrompt != "" && s.since(ctx, "confirm-by-input-line", 1) == 1 {
+func (s *session) notSubmitted(bottom, text string) bool {
+	if s.Config.InputPrompt != "" {
 		line, ok := InputLine(bottom, s.Config.InputPrompt)
 		return ok && StillOnInputLine(line, text)
 	}

@@ -35,7 +35,7 @@ func TestEmbeddedDefault(t *testing.T) {
 	if !report.OK() {
 		t.Fatalf("doctor found problems:\n%s", out.String())
 	}
-	for _, name := range []string{"config", "data_dir", "access token", "listeners", "temporal", "namespace", "search attributes", "worker", "probe", "web ui", "ingest", "tmux secretary", "hooks"} {
+	for _, name := range []string{"config", "data_dir", "access token", "listeners", "temporal", "namespace", "search attributes", "version floor", "worker", "probe", "web ui", "ingest", "tmux secretary", "hooks"} {
 		if !hasCheck(report, name) {
 			t.Errorf("doctor did not pass %s:\n%s", name, out.String())
 		}

@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,14 +13,15 @@ import (
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/intentq/intentq/internal/platform/doctor"
 	"github.com/intentq/intentq/internal/testkit/testenv"
 	"github.com/intentq/intentq/workflows"
 )
 
-// The version floor (issue 34), against the real server: a session run started before
-// SessionVersion (no version in its input) continues as new when a worker's configure signal
-// reaches it while it is quiet, and the new run, started at SessionVersion, records no version
-// markers. WRITE_REPLAY_HISTORY=1 saves the old run's history (the upgrade step) for the replay
+// The version floor (issue 34), against the real server: a session run started at a version
+// before SessionVersion continues as new when a worker's configure signal reaches it while it
+// is quiet (the one marker it records says so), and the new run, started at SessionVersion,
+// records no version markers. WRITE_REPLAY_HISTORY=1 saves the old run's history (the upgrade step) for the replay
 // tests in package workflows (testdata/session_upgrade.json).
 func TestSessionUpgradesToTheVersionFloorAtConfigure(t *testing.T) {
 	cfg := testenv.Config(t)
@@ -29,9 +31,9 @@ func TestSessionUpgradesToTheVersionFloorAtConfigure(t *testing.T) {
 	c := svc.Client()
 	id := workflows.SessionWorkflowID("old-run")
 	conf := workflows.SessionConfig{Name: "old-run", TmuxTarget: "old-run:0", Push: true}
-	// As the code before the floor started sessions: no version in the input.
+	// As the build before the current one started sessions: its version in the input.
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.SessionTaskQueue(cfg.Temporal.TaskQueue)},
-		workflows.SessionWorkflowName, workflows.SessionInput{Config: conf})
+		workflows.SessionWorkflowName, workflows.SessionInput{Version: workflows.SessionVersion - 1, Config: conf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +48,22 @@ func TestSessionUpgradesToTheVersionFloorAtConfigure(t *testing.T) {
 		}
 		return n
 	}
-	waitUntil(t, "the old run's first task", 30*time.Second, func() bool { return markers(events(oldRun)) > 0 })
+	tasks := func(evs []*historypb.HistoryEvent) int {
+		n := 0
+		for _, ev := range evs {
+			if ev.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED {
+				n++
+			}
+		}
+		return n
+	}
+	waitUntil(t, "the old run's first task", 30*time.Second, func() bool { return tasks(events(oldRun)) > 0 })
+	// The doctor names the run below the floor, and is content once it has moved up.
+	floor := func() doctor.Result { return doctor.VersionFloor(ctx, c, cfg.Temporal.Namespace) }
+	waitUntil(t, "the doctor to name the run below the floor", 30*time.Second, func() bool {
+		r := floor()
+		return !r.OK && strings.Contains(r.Detail, id+" (version 1")
+	})
 	if err := c.SignalWorkflow(ctx, id, oldRun, workflows.SignalConfigure, conf); err != nil {
 		t.Fatal(err)
 	}
@@ -59,16 +76,14 @@ func TestSessionUpgradesToTheVersionFloorAtConfigure(t *testing.T) {
 		newRun = d.GetWorkflowExecutionInfo().GetExecution().GetRunId()
 		return newRun != oldRun
 	})
+	if n := markers(events(oldRun)); n != 1 {
+		t.Errorf("the old run recorded %d version markers, want 1 (the upgrade at configure)", n)
+	}
 	// The new run's input carries SessionVersion, and its first task records no marker.
 	var first []*historypb.HistoryEvent
 	waitUntil(t, "the new run's first task", 30*time.Second, func() bool {
 		first = events(newRun)
-		for _, ev := range first {
-			if ev.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED {
-				return true
-			}
-		}
-		return false
+		return tasks(first) > 0
 	})
 	var in workflows.SessionInput
 	payloads := first[0].GetWorkflowExecutionStartedEventAttributes().GetInput()
@@ -81,6 +96,7 @@ func TestSessionUpgradesToTheVersionFloorAtConfigure(t *testing.T) {
 	if n := markers(first); n != 0 {
 		t.Errorf("the run started at the current version recorded %d version markers, want none", n)
 	}
+	waitUntil(t, "the doctor to see every run at the floor", 30*time.Second, func() bool { return floor().OK })
 	if os.Getenv("WRITE_REPLAY_HISTORY") != "" {
 		data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(&historypb.History{Events: events(oldRun)})
 		if err != nil {

@@ -88,10 +88,7 @@ func (t Temporal) Take(ctx context.Context, session string, req workflows.TakeRe
 	return res, nil
 }
 
-// Taken commits a take the hook printed. Commits still go by the taken signal: session runs
-// from before offers-fixed read a commit in hook-words only in their main loop, after a lease
-// may have ended (a retyped message). Once no such run is open (the version floor, one release
-// after it was raised), commits go in hook-words too and the taken signal goes.
+// Taken commits a take the hook printed, in the hook-words signal as every other word of a hook.
 func (t Temporal) Taken(ctx context.Context, session, key string) error {
-	return t.Client.SignalWorkflow(ctx, workflows.SessionWorkflowID(session), "", workflows.SignalTaken, workflows.TakenRequest{Key: key})
+	return t.words(ctx, session, workflows.HookWords{Commits: []string{key}})
 }

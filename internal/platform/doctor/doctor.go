@@ -126,12 +126,15 @@ func Run(ctx context.Context, cfg *config.Config, logger *zap.Logger) Report {
 			hint = "check temporal.address, TLS and API key, and that the cluster is up"
 		}
 		r = append(r, Result{Name: "temporal", Detail: err.Error(), Hint: hint})
-		r = append(r, notChecked("Temporal is unreachable", "namespace", "search attributes", "worker", "probe")...)
+		r = append(r, notChecked("Temporal is unreachable", "namespace", "search attributes", "version floor", "worker", "probe")...)
 	} else {
 		defer c.Close()
 		r = append(r, Result{Name: "temporal", OK: true, Detail: "reachable at " + cfg.TemporalAddress()})
 		r = append(r, checkNamespace(ctx, c, cfg.Temporal.Namespace))
 		r = append(r, checkSearchAttributes(ctx, c, cfg.Temporal.Namespace))
+		fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		r = append(r, VersionFloor(fctx, c, cfg.Temporal.Namespace))
+		cancel()
 		worker := WorkerPolling(ctx, c, cfg.Temporal.TaskQueue)
 		if sessions := WorkerPolling(ctx, c, workflows.SessionTaskQueue(cfg.Temporal.TaskQueue)); worker.OK && !sessions.OK {
 			worker = sessions // the typing sessions' own task queue
