@@ -131,9 +131,6 @@ type Offer struct {
 	Waiting []DeliveryRequest `json:"waiting,omitempty"`
 }
 
-// recentTakeKeys bounds SessionInput.TakeKeys.
-const recentTakeKeys = 500
-
 // validateTake refuses a take without a key, from an unknown hook, or past its deadline.
 func (s *session) validateTake(ctx workflow.Context, req TakeRequest) error {
 	switch {
@@ -154,45 +151,20 @@ func (s *session) take(ctx workflow.Context, req TakeRequest) (TakeResult, error
 	s.noteEvent(ctx, AgentEvent{Event: req.Event, At: workflow.Now(ctx), Detail: req.Detail, Receipt: req.Receipt})
 	s.wakeCh.SendAsync(true) // the main loop may wait for this request or a receipt
 	res := TakeResult{Key: req.Key}
-	for _, k := range s.TakeKeys {
-		if k == req.Key {
-			return res, nil
-		}
+	if s.TookBefore(req.Key) {
+		return res, nil
 	}
 	if now := workflow.Now(ctx); req.RemindEvery > 0 && (s.LastHookRemindAt == nil || now.Sub(*s.LastHookRemindAt) >= req.RemindEvery) {
 		s.LastHookRemindAt, res.RemindDue = &now, true
 	}
-	s.TakeKeys = append(s.TakeKeys, req.Key)
-	if n := len(s.TakeKeys); n > recentTakeKeys {
-		s.TakeKeys = append([]string(nil), s.TakeKeys[n-recentTakeKeys:]...)
-	}
-	var rest []DeliveryRequest
-	// A commit may wait unread while the main loop is busy (an activity retried): what it
-	// committed after its lease ended is in the agent's context, and is not handed over again.
-	committed := s.lateCommitted(ctx)
-	size, full := 0, false
-	for _, q := range s.Queue {
-		if typedKind(q.Kind) && (s.inContext(q) || s.heldIn(q) >= 0 || committed[q.typedKey()] || s.reserved(q.ID)) {
-			rest = append(rest, q) // never handed over again; the typing path answers it
-			continue
-		}
-		// Capped, and ending at the first message that does not fit, so none overtakes another.
-		over := len(res.Messages) > 0 && (len(res.Messages) == policy.MaxBatch || size+len(q.Text) > policy.MaxBatchBytes)
-		if typedKind(q.Kind) && q.ID != s.typing && over {
-			full = true
-		}
-		if typedKind(q.Kind) && q.ID != s.typing && !over && !full {
-			res.Messages = append(res.Messages, q)
-			size += len(q.Text) + 1
-		} else {
-			rest = append(rest, q)
-		}
-	}
-	if len(res.Messages) == 0 {
+	// Every commit that has arrived is read first: what a late one printed is in the agent's
+	// context, though the main loop has not settled it yet.
+	s.takeCommits(ctx)
+	msgs := s.Take(req.Key, req.Event, workflow.Now(ctx))
+	if len(msgs) == 0 {
 		return res, nil
 	}
-	s.Queue = rest
-	s.Offers = append(s.Offers, Offer{Key: req.Key, Event: req.Event, At: workflow.Now(ctx), Requests: res.Messages})
+	res.Messages = msgs
 	s.stopBlocked(ctx, req.Event)
 	workflow.GetLogger(ctx).Info("messages taken by a hook", "session", s.Config.Name, "hook", req.Event, "key", req.Key, "count", len(res.Messages))
 	return res, nil
@@ -281,76 +253,48 @@ func (s *session) agentBusy(now time.Time) (string, bool) {
 // then puts the offers no hook committed in time back at the head of the queue, in order.
 func (s *session) settleOffers(ctx workflow.Context) {
 	s.takeCommits(ctx)
-	for len(s.commits) > 0 {
-		key := s.commits[0]
-		s.commits = s.commits[1:]
-		if s.Standing != nil && s.Standing.Key == key {
-			// Committed before the desk's word came: the commit says a hook took it.
-			s.standingTaken(ctx, StandingTaken{Key: key, Event: "hook"})
+	for {
+		st := s.Settle(workflow.Now(ctx))
+		for _, t := range st.Standing {
+			workflow.GetLogger(ctx).Info("standing offer taken by a hook", "session", s.Config.Name, "hook", t.Event, "key", t.Key)
 		}
-		found := false
-		for i, o := range s.Offers {
-			if o.Key == key {
-				s.Offers = append(s.Offers[:i:i], s.Offers[i+1:]...)
-				s.commitOffer(ctx, o)
-				found = true
-				break
+		for _, c := range st.Commits {
+			if c.Reconciled {
+				workflow.GetLogger(ctx).Info("a commit after its lease ended, reconciled", "session", s.Config.Name, "key", c.Offer.Key, "count", len(c.Offer.Requests))
 			}
+			s.commitOffer(ctx, c)
 		}
-		if !found {
-			s.reconcile(ctx, key)
-		}
-	}
-	now := workflow.Now(ctx)
-	var back, keep []DeliveryRequest
-	var offers []Offer
-	for _, o := range s.Offers {
-		if now.Sub(o.At) >= policy.OfferLease {
+		for _, o := range st.Expired {
 			workflow.GetLogger(ctx).Warn("a hook took messages and never committed them; queued again", "session", s.Config.Name, "key", o.Key, "count", len(o.Requests))
-			back = append(back, s.expire(o)...)
-			continue
 		}
-		offers = append(offers, o)
-	}
-	if len(back) == 0 {
-		return
-	}
-	s.Offers = offers
-	keep, s.Queue = s.Queue, nil
-	for _, r := range append(back, keep...) {
-		s.enqueue(r)
+		// A late commit printed what the standing offer holds: taken back first (or, when a
+		// hook took it meanwhile, that hook's offer), then settled again. While the desk
+		// cannot be asked, the commit waits (a take still sees what it printed).
+		if !st.Withdraw || !s.withdrawStanding(ctx) || s.Standing != nil {
+			return
+		}
 	}
 }
 
-// commitOffer counts each message of a committed offer delivered, once, in one history write,
-// and tells every intent at once: an offer of 50 messages committed one message at a time (a
-// write, then a signal, each waited for) held the session's typing for seconds.
-func (s *session) commitOffer(ctx workflow.Context, o Offer) {
-	var fresh []DeliveryRequest
-	for _, req := range o.Requests {
-		// Something the agent had already got (a request repeated after its wait timed out) is
-		// answered, not counted again.
-		if !s.inContext(req) {
-			fresh = append(fresh, req)
+// commitOffer applies a committed offer: what entered the agent's context with it in one
+// history write and counted, and every intent it answers told at once (an offer of 50 messages
+// committed one message at a time, a write, then a signal, each waited for, held the session's
+// typing for seconds).
+func (s *session) commitOffer(ctx workflow.Context, c Commit) {
+	if len(c.Fresh) > 0 {
+		if err := s.appendToHistory(ctx, c.Fresh, func(text string) string { return text }); err != nil {
+			workflow.GetLogger(ctx).Warn("hook delivery not committed to history", "session", s.Config.Name, "take", c.Offer.Key, "error", err)
 		}
 	}
-	if len(fresh) > 0 {
-		if err := s.appendToHistory(ctx, fresh, func(text string) string { return text }); err != nil {
-			workflow.GetLogger(ctx).Warn("hook delivery not committed to history", "session", s.Config.Name, "take", o.Key, "error", err)
-		}
-	}
-	for _, req := range fresh {
-		s.rememberDelivered(req)
+	for _, req := range c.Fresh {
 		s.Delivered++
 		count(ctx, metricDeliveries, map[string]string{"session": s.Config.Name, "kind": req.Kind, "ok": "true"}, 1)
 	}
-	// Requests for what the offer held that came while it was out are answered by its commit.
-	all := append(append([]DeliveryRequest(nil), o.Requests...), o.Waiting...)
-	results := make([]DeliveryResult, len(all))
-	for i, req := range all {
-		results[i] = DeliveryResult{ID: req.ID, Kind: req.Kind, OK: true, At: workflow.Now(ctx), Via: o.Event}
+	results := make([]DeliveryResult, len(c.Answer))
+	for i, req := range c.Answer {
+		results[i] = DeliveryResult{ID: req.ID, Kind: req.Kind, OK: true, At: workflow.Now(ctx), Via: c.Offer.Event}
 	}
-	s.tellResults(ctx, SignalDeliveryResult, all, results)
+	s.tellResults(ctx, SignalDeliveryResult, c.Answer, results)
 }
 
 // leaseTimer fires when the oldest offer's lease ends; nil without offers.

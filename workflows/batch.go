@@ -40,39 +40,10 @@ func BatchText(reqs []DeliveryRequest) string {
 // TypedForm is a request's text as typed among others: its further lines indented.
 func TypedForm(text string) string { return strings.ReplaceAll(text, "\n", "\n  ") }
 
-// nextBatch takes from the queue, in order, the requests to type together: every message and
-// reminder up to policy.MaxBatch requests and policy.MaxBatchBytes of text (at least one).
-// Those typed before (a request repeated after its wait timed out) are answered at once and
-// not typed again; contexts stay queued.
+// nextBatch takes from the queue, in order, the requests to type together (Ledger.NextBatch);
+// those typed before are answered at once and not typed again.
 func (s *session) nextBatch(ctx workflow.Context) []DeliveryRequest {
-	var batch, rest, again []DeliveryRequest
-	size, full := 0, false
-	// A reminder is never typed beside the message it reminds of: the message itself is.
-	messages := map[string]bool{}
-	for _, r := range s.Queue {
-		if r.Kind == KindMessage && !s.inContext(r) {
-			messages[r.ReplyTo] = true
-		}
-	}
-	for _, r := range s.Queue {
-		switch {
-		case !typedKind(r.Kind) || s.reserved(r.ID):
-			rest = append(rest, r)
-		case s.typedBefore(r):
-			again = append(again, r)
-		case r.Kind == KindReminder && messages[r.ReplyTo]:
-			s.repeats = append(s.repeats, r) // answered, not typed and not counted
-		case full || (len(batch) > 0 && (len(batch) == policy.MaxBatch || size+len(r.Text) > policy.MaxBatchBytes)):
-			rest = append(rest, r)
-			full = true // what comes after waits too: none overtakes another
-		default:
-			batch = append(batch, r)
-			size += len(r.Text) + 1
-		}
-	}
-	// The queue is settled before anything blocks: a take while the answers go out must not
-	// hand over what this block types.
-	s.Queue = rest
+	batch, again := s.NextBatch()
 	for _, r := range again {
 		s.answer(ctx, []DeliveryRequest{r}, nil, 0, false)
 	}
@@ -115,8 +86,8 @@ func (s *session) deliverBatch(ctx workflow.Context) {
 				esc = r
 			}
 		}
-		s.typing = esc.ID
-		defer func() { s.typing = "" }()
+		s.Ledger.typing = esc.ID
+		defer func() { s.Ledger.typing = "" }()
 		// What waits behind the block stands offered while the agent takes the block in: its
 		// hooks then hand it over, as they fire.
 		s.standOffer(ctx)
@@ -179,15 +150,15 @@ func (s *session) appendToHistory(ctx workflow.Context, reqs []DeliveryRequest, 
 // answer counts each request's outcome and tells its intent, all intents at once.
 func (s *session) answer(ctx workflow.Context, reqs []DeliveryRequest, err error, phase int, reset bool) {
 	results := make([]DeliveryResult, 0, len(reqs))
-	for _, r := range reqs {
+	// A late commit may have counted one while it was typed (reconciled): counted once.
+	counts := s.Typed(reqs, err == nil)
+	for i, r := range reqs {
 		res := s.result(ctx, r, err)
 		res.Phase, res.Reset = phase, reset
-		if res.OK && s.inContext(r) {
-			// A late commit counted it while it was typed (reconciled): counted once.
-		} else if res.OK {
-			s.rememberDelivered(r)
+		switch {
+		case counts[i]:
 			s.Delivered++
-		} else {
+		case !res.OK:
 			s.Failed++
 		}
 		count(ctx, metricDeliveries, map[string]string{"session": s.Config.Name, "kind": r.Kind, "ok": fmt.Sprint(res.OK)}, 1)

@@ -3,7 +3,6 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -65,8 +64,8 @@ type SessionInput struct {
 	// older one (at SessionFloor or above) continues as new at its next quiet point.
 	Version int           `json:"version,omitempty"`
 	Config  SessionConfig `json:"config"`
-	// Queue holds requests not yet delivered, carried over by continue-as-new.
-	Queue []DeliveryRequest `json:"queue,omitempty"`
+	// Ledger is the exactly-once bookkeeping: the queue, what hooks hold, what the agent has.
+	Ledger
 	// Delivered and Failed count outcomes over the session's life.
 	Delivered int64 `json:"delivered"`
 	Failed    int64 `json:"failed"`
@@ -77,56 +76,16 @@ type SessionInput struct {
 	// LastEscalationAt is when the session last interrupted or reset its CLI (one step per
 	// Escalation.StepEvery).
 	LastEscalationAt *time.Time `json:"last_escalation_at,omitempty"`
-	// RecentlyDelivered holds what reached the agent lately (newest last, at most
-	// recentDelivered): the intents whose message did, and reminders by intent and tick. A
-	// request for one of them again (an intent that asked again after its wait timed out, a door
-	// recovering after a crash) is answered without typing it twice.
-	RecentlyDelivered []string `json:"recently_delivered,omitempty"`
 	// HeldAlerts wait for the next push (at most one per policy.AlertEvery, and ntfy may be
 	// down); LastAlertAt is when the last push was tried.
 	HeldAlerts  []Alert    `json:"held_alerts,omitempty"`
 	LastAlertAt *time.Time `json:"last_alert_at,omitempty"`
 	// Agent is what the agent's hooks last reported; nil while no hook has.
 	Agent *AgentState `json:"agent,omitempty"`
-	// Offers are messages hooks took and have not committed yet; TakeKeys the latest takes'
-	// keys (a hook that runs twice takes once).
-	Offers   []Offer  `json:"offers,omitempty"`
-	TakeKeys []string `json:"take_keys,omitempty"`
 	// LastHookRemindAt is when a hook last reminded the agent of old intents.
 	LastHookRemindAt *time.Time `json:"last_hook_remind_at,omitempty"`
-	// ExpiredOffers are the latest offers whose lease ended before their commit came: a late
-	// commit is reconciled against them (exactly once).
-	ExpiredOffers []Offer `json:"expired_offers,omitempty"`
 	// HeldPushes are reminder pushes intents handed over for the next digest.
 	HeldPushes []PushRequest `json:"held_pushes,omitempty"`
-	// Standing is the offer the worker's hook desk holds for the next hook (its requests stay
-	// queued, reserved); StandingEpoch and StandingSeq name each offer uniquely (the chain's
-	// first run that made one, a count).
-	Standing      *StandingOffer `json:"standing,omitempty"`
-	StandingEpoch string         `json:"standing_epoch,omitempty"`
-	StandingSeq   int64          `json:"standing_seq,omitempty"`
-}
-
-// recentDelivered bounds SessionInput.RecentlyDelivered.
-const recentDelivered = 2000
-
-// typedBefore reports whether what req types reached the agent lately: a message (its intent),
-// or a reminder with the same tick.
-func (s *SessionInput) typedBefore(req DeliveryRequest) bool {
-	key := req.typedKey()
-	return key != "" && slices.Contains(s.RecentlyDelivered, key)
-}
-
-// rememberDelivered records that what req types reached the agent.
-func (s *SessionInput) rememberDelivered(req DeliveryRequest) {
-	key := req.typedKey()
-	if key == "" {
-		return
-	}
-	s.RecentlyDelivered = append(s.RecentlyDelivered, key)
-	if n := len(s.RecentlyDelivered); n > recentDelivered {
-		s.RecentlyDelivered = append([]string(nil), s.RecentlyDelivered[n-recentDelivered:]...)
-	}
 }
 
 // SessionView is the session query's answer.
@@ -215,7 +174,7 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 			s.dequeue(req.ID)
 			continue
 		}
-		if typedKind(req.Kind) && !s.typedBefore(req) {
+		if typedKind(req.Kind) && !s.inContext(req) {
 			s.deliverBatch(ctx)
 			continue
 		}
@@ -227,7 +186,7 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 		}
 		result := s.result(ctx, req, err)
 		if result.OK {
-			s.rememberDelivered(req)
+			s.remember(req)
 		}
 		s.dequeue(req.ID)
 		count(ctx, metricDeliveries, map[string]string{"session": s.Config.Name, "kind": req.Kind, "ok": fmt.Sprint(result.OK)}, 1)
@@ -265,18 +224,13 @@ type session struct {
 	deskOff     bool
 	busySince   *time.Time
 	busyAlerted bool
-	// receipts are intents named by the agent's submitted prompts, not yet matched; commits the
-	// keys of offers hooks have committed, not yet settled; typing the request being typed.
+	// receipts are intents named by the agent's submitted prompts, not yet matched.
 	receipts []string
-	commits  []string
-	typing   string
 	// sessionStarts counts the agent's SessionStart reports (a reset is confirmed by one);
 	// resetStarts, when set, is the count before a reset that the SessionStart of the next typed
 	// prompt is to confirm (SessionStartAtPrompt).
 	sessionStarts int
 	resetStarts   *int
-	// repeats are requests for what is in the agent's context already, to be answered.
-	repeats []DeliveryRequest
 	// pushing: a digest push is out and its intents not yet answered (no continue-as-new then,
 	// or it would go out twice); pushingN is how many of HeldPushes it carries.
 	pushing  bool
@@ -319,7 +273,7 @@ func (s *session) drain(ctx workflow.Context) (took bool) {
 		if !s.deliverCh.ReceiveAsync(&req) {
 			break
 		}
-		s.admit(req)
+		s.Admit(req)
 		took = true
 	}
 	for {
@@ -335,7 +289,7 @@ func (s *session) drain(ctx workflow.Context) (took bool) {
 		if !s.takenCh.ReceiveAsync(&t) {
 			break
 		}
-		s.commits = append(s.commits, t.Key)
+		s.Committed(t.Key)
 		took = true
 	}
 	for {
@@ -368,7 +322,7 @@ func (s *session) continueAsNew(ctx workflow.Context) error {
 			s.settleOffers(ctx)
 			continue
 		}
-		if len(s.repeats) > 0 {
+		if len(s.Ledger.repeats) > 0 {
 			s.answerRepeats(ctx)
 			continue
 		}
@@ -410,7 +364,7 @@ func (s *session) waitForSignal(ctx workflow.Context, timer workflow.Future) (ag
 	sel.AddReceive(s.deliverCh, func(c workflow.ReceiveChannel, _ bool) {
 		var req DeliveryRequest
 		c.Receive(ctx, &req)
-		s.admit(req)
+		s.Admit(req)
 	})
 	sel.AddReceive(s.deliverAll, func(c workflow.ReceiveChannel, _ bool) {
 		var reqs []DeliveryRequest
@@ -425,7 +379,7 @@ func (s *session) waitForSignal(ctx workflow.Context, timer workflow.Future) (ag
 	sel.AddReceive(s.takenCh, func(c workflow.ReceiveChannel, _ bool) {
 		var t TakenRequest
 		c.Receive(ctx, &t)
-		s.commits = append(s.commits, t.Key)
+		s.Committed(t.Key)
 		agent = true
 	})
 	sel.AddReceive(s.wordsCh, func(c workflow.ReceiveChannel, _ bool) {
@@ -443,53 +397,6 @@ func (s *session) waitForSignal(ctx workflow.Context, timer workflow.Future) (ag
 	}
 	sel.Select(ctx)
 	return agent
-}
-
-// queueBytes is about how large the queue is as a payload.
-func (s *SessionInput) queueBytes() int {
-	n := 0
-	for _, r := range s.Queue {
-		n += len(r.Text) + len(r.ID) + len(r.ReplyTo) + 100
-	}
-	return n
-}
-
-// dequeue removes request id from the queue (a hook may have taken others meanwhile).
-func (s *SessionInput) dequeue(id string) {
-	for i, q := range s.Queue {
-		if q.ID == id {
-			s.Queue = append(s.Queue[:i:i], s.Queue[i+1:]...)
-			return
-		}
-	}
-}
-
-// queued reports whether request id still waits in the queue.
-func (s *SessionInput) queued(id string) bool {
-	for _, q := range s.Queue {
-		if q.ID == id {
-			return true
-		}
-	}
-	return false
-}
-
-// enqueue adds a request unless the same intent already waits for a delivery of the same kind
-// (an intent that timed out in a long queue and asked again): the waiting one answers both.
-func (s *SessionInput) enqueue(req DeliveryRequest) {
-	for _, q := range s.Queue {
-		if q.ReplyTo == req.ReplyTo && q.Kind == req.Kind {
-			return
-		}
-	}
-	s.Queue = append(s.Queue, req)
-}
-
-// enqueueAll enqueues reqs in order (a door's batch).
-func (s *SessionInput) enqueueAll(reqs []DeliveryRequest) {
-	for _, r := range reqs {
-		s.enqueue(r)
-	}
 }
 
 func (s *SessionInput) historyTooLong(ctx workflow.Context) bool {

@@ -16,14 +16,10 @@ package workflows
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
-
-	"github.com/intentq/intentq/internal/policy"
 )
 
 // Names of the hook desk's protocol with the session.
@@ -107,10 +103,10 @@ func (s *session) hear(ctx workflow.Context, w HookWords) {
 	for _, t := range w.Taken {
 		s.standingTaken(ctx, t)
 	}
-	s.commits = append(s.commits, w.Commits...)
+	s.Committed(w.Commits...)
 	for _, c := range w.Contexts {
 		if c.Kind == KindContext && c.ReplyTo == "" {
-			s.admit(c)
+			s.Admit(c)
 		}
 	}
 }
@@ -147,11 +143,6 @@ var deskPublishOptions = workflow.ActivityOptions{
 	},
 }
 
-// reserved reports whether request id is in the standing offer.
-func (s *session) reserved(id string) bool {
-	return s.Standing != nil && slices.Contains(s.Standing.IDs, id)
-}
-
 // standOffer hands the desk what a hook may take while the session waits for its agent, as a
 // take would choose it (offerable), unless the offer that stands holds it already.
 // An offer that stands while more has arrived is taken back and made again with it (when no
@@ -160,7 +151,7 @@ func (s *session) standOffer(ctx workflow.Context) {
 	if s.deskOff {
 		return
 	}
-	msgs := s.offerable()
+	msgs := s.Offerable()
 	if len(msgs) == 0 || (s.Standing != nil && len(msgs) == len(s.Standing.IDs)) {
 		return
 	}
@@ -168,50 +159,25 @@ func (s *session) standOffer(ctx workflow.Context) {
 		if !s.withdrawStanding(ctx) || s.Standing != nil {
 			return
 		}
-		if msgs = s.offerable(); len(msgs) == 0 {
+		if msgs = s.Offerable(); len(msgs) == 0 {
 			return // a hook took it meanwhile: its offer holds them
 		}
 	}
-	if s.StandingEpoch == "" {
-		s.StandingEpoch = workflow.GetInfo(ctx).WorkflowExecution.RunID
-	}
-	s.StandingSeq++
-	offer := &StandingOffer{Key: fmt.Sprintf("standing/%s/%d", s.StandingEpoch, s.StandingSeq)}
-	for _, m := range msgs {
-		offer.IDs = append(offer.IDs, m.ID)
-	}
 	// Reserved before it is out: whatever the activity's fate, nothing types them until the
 	// desk has said what became of the offer.
-	s.Standing = offer
+	offer := s.Stand(msgs, workflow.GetInfo(ctx).WorkflowExecution.RunID)
 	req := DeskPublishRequest{Session: s.Config.Name, Key: offer.Key, Messages: msgs}
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, deskPublishOptions), DeskPublishName, req).Get(ctx, nil)
 	if err == nil {
 		return
 	}
 	if appErr, ok := asApplicationError(err); ok && appErr.Type() == ErrTypeNoDesk {
-		s.deskOff, s.Standing = true, nil
+		s.deskOff = true
+		s.StandingWithdrawn()
 		return
 	}
 	workflow.GetLogger(ctx).Warn("standing offer not handed to the desk; taking it back", "session", s.Config.Name, "key", offer.Key, "error", err)
 	s.withdrawStanding(ctx)
-}
-
-// offerable is what a take would hand over now: oldest first, one block's worth, not what is
-// being typed, nor what the agent has or a hook holds.
-func (s *session) offerable() []DeliveryRequest {
-	var msgs []DeliveryRequest
-	size := 0
-	for _, q := range s.Queue {
-		if !typedKind(q.Kind) || q.ID == s.typing || s.inContext(q) || s.heldIn(q) >= 0 {
-			continue
-		}
-		if len(msgs) > 0 && (len(msgs) == policy.MaxBatch || size+len(q.Text) > policy.MaxBatchBytes) {
-			break // none overtakes another
-		}
-		msgs = append(msgs, q)
-		size += len(q.Text) + 1
-	}
-	return msgs
 }
 
 // withdrawStanding takes the standing offer back before the session types: its requests are the
@@ -232,45 +198,24 @@ func (s *session) withdrawStanding(ctx workflow.Context) bool {
 	case err != nil && appErr != nil && appErr.Type() == ErrTypeNoDesk:
 		// No desk runs now: this offer was never out (the desk that got it keeps a journal and
 		// would answer), so the requests are the session's.
-		s.deskOff, s.Standing = true, nil
+		s.deskOff = true
+		s.StandingWithdrawn()
 	case err != nil:
 		workflow.GetLogger(ctx).Warn("standing offer not taken back; nothing typed until it is", "session", s.Config.Name, "key", key, "error", err)
 		return false
 	case res.Taken != nil:
 		s.standingTaken(ctx, *res.Taken)
 	default:
-		s.Standing = nil
+		s.StandingWithdrawn()
 	}
 	return true
 }
 
-// standingTaken makes the standing offer a hook took an open offer: its requests leave the
-// queue, its lease starts when the hook took it, and its commit answers them.
+// standingTaken makes the standing offer a hook took an open offer (Ledger.StandingTaken).
 func (s *session) standingTaken(ctx workflow.Context, t StandingTaken) {
-	if s.Standing == nil || s.Standing.Key != t.Key {
+	o := s.StandingTaken(t, workflow.Now(ctx))
+	if o == nil {
 		return // told before (the desk's signal and its answer to a withdrawal)
-	}
-	if t.At.IsZero() {
-		t.At = workflow.Now(ctx)
-	}
-	ids := s.Standing.IDs
-	if len(t.IDs) > 0 {
-		// What the desk handed out: a request the session reserved beyond it is its own again.
-		ids = t.IDs
-	}
-	s.Standing = nil
-	o := Offer{Key: t.Key, Event: t.Event, At: t.At}
-	var rest []DeliveryRequest
-	for _, q := range s.Queue {
-		if slices.Contains(ids, q.ID) {
-			o.Requests = append(o.Requests, q)
-		} else {
-			rest = append(rest, q)
-		}
-	}
-	s.Queue = rest
-	if len(o.Requests) > 0 {
-		s.Offers = append(s.Offers, o)
 	}
 	s.stopBlocked(ctx, t.Event)
 	workflow.GetLogger(ctx).Info("standing offer taken by a hook", "session", s.Config.Name, "hook", t.Event, "key", t.Key, "take", t.Hook, "count", len(o.Requests))

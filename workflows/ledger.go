@@ -1,0 +1,493 @@
+package workflows
+
+// The session's exactly-once ledger (issue 24, made a plain type in issue 34): one definition of
+// "this is in the agent's context", consulted by every path that hands a message to the agent
+// (a hook's take, a standing offer at the desk, the typing, a door recovering after a crash, an
+// intent asking again):
+//
+//   - in context: a hook committed it, or it was typed and confirmed. RecentlyDelivered holds
+//     the keys (the intent for a message, the intent and tick for a reminder). A request for
+//     something in context is answered from it at once and never handed over again.
+//   - held: an open offer (a hook took it, has not committed yet) carries it. A request for it
+//     waits with the offer and is answered by its commit; if the lease ends first, it goes back
+//     to the queue with the offer's requests.
+//   - reserved: a standing offer at the desk names it; it stays queued in its place, but no
+//     take and no typed block carries it until the desk has said what became of the offer.
+//   - a commit is applied before any lease is looked at (every commit that arrived is read
+//     first), and a commit that comes after its offer's lease ended is reconciled: the offer's
+//     requests leave the queue and count as delivered, never dropped.
+//
+// The Ledger keeps those rules and nothing else: no workflow.Context, no timers, no activities.
+// The session workflow reads its signals into it, performs what it returns (history writes,
+// results to the intents, the desk's activities) and keeps the clock; the checker drives it
+// directly (ledger_checker_test.go).
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/intentq/intentq/internal/policy"
+)
+
+// Ledger is a session's exactly-once bookkeeping. Its exported fields travel in SessionInput
+// (continue-as-new); the rest lives for one run, and the session settles it before it
+// continues as new (commits applied, repeats answered).
+type Ledger struct {
+	// Queue holds requests not yet delivered, in order.
+	Queue []DeliveryRequest `json:"queue,omitempty"`
+	// RecentlyDelivered holds what reached the agent lately (newest last, at most
+	// recentDelivered): the intents whose message did, and reminders by intent and tick. A
+	// request for one of them again (an intent that asked again after its wait timed out, a door
+	// recovering after a crash) is answered without handing it over twice.
+	RecentlyDelivered []string `json:"recently_delivered,omitempty"`
+	// Offers are messages hooks took and have not committed yet; TakeKeys the latest takes'
+	// keys (a hook that runs twice takes once).
+	Offers   []Offer  `json:"offers,omitempty"`
+	TakeKeys []string `json:"take_keys,omitempty"`
+	// ExpiredOffers are the latest offers whose lease ended before their commit came: a late
+	// commit is reconciled against them.
+	ExpiredOffers []Offer `json:"expired_offers,omitempty"`
+	// Standing is the offer the worker's hook desk holds for the next hook (its requests stay
+	// queued, reserved); StandingEpoch and StandingSeq name each offer uniquely (the chain's
+	// first run that made one, a count).
+	Standing      *StandingOffer `json:"standing,omitempty"`
+	StandingEpoch string         `json:"standing_epoch,omitempty"`
+	StandingSeq   int64          `json:"standing_seq,omitempty"`
+
+	// commits are the keys of offers hooks have committed, not yet settled; repeats requests
+	// for what is in the agent's context already, not yet answered; typing the request being
+	// typed (no take hands it over).
+	commits []string
+	repeats []DeliveryRequest
+	typing  string
+}
+
+// recentDelivered bounds Ledger.RecentlyDelivered.
+const recentDelivered = 2000
+
+// recentTakeKeys bounds Ledger.TakeKeys.
+const recentTakeKeys = 500
+
+// maxExpiredOffers bounds Ledger.ExpiredOffers.
+const maxExpiredOffers = 50
+
+// inContext reports whether what req hands over is in the agent's context already.
+func (l *Ledger) inContext(req DeliveryRequest) bool {
+	key := req.typedKey()
+	return key != "" && slices.Contains(l.RecentlyDelivered, key)
+}
+
+// typedBefore reports whether what req types reached the agent lately: a message (its intent),
+// or a reminder with the same tick.
+func (l *Ledger) typedBefore(req DeliveryRequest) bool { return l.inContext(req) }
+
+// remember records that what req hands over reached the agent.
+func (l *Ledger) remember(req DeliveryRequest) {
+	key := req.typedKey()
+	if key == "" {
+		return
+	}
+	l.RecentlyDelivered = append(l.RecentlyDelivered, key)
+	if n := len(l.RecentlyDelivered); n > recentDelivered {
+		l.RecentlyDelivered = append([]string(nil), l.RecentlyDelivered[n-recentDelivered:]...)
+	}
+}
+
+// heldIn is the index of the open offer that carries what req hands over, -1 if none.
+func (l *Ledger) heldIn(req DeliveryRequest) int {
+	key := req.typedKey()
+	if key == "" {
+		return -1
+	}
+	for i, o := range l.Offers {
+		for _, r := range o.Requests {
+			if r.typedKey() == key {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// reserved reports whether request id is in the standing offer.
+func (l *Ledger) reserved(id string) bool {
+	return l.Standing != nil && slices.Contains(l.Standing.IDs, id)
+}
+
+// queued reports whether request id still waits in the queue.
+func (l *Ledger) queued(id string) bool {
+	return slices.ContainsFunc(l.Queue, func(q DeliveryRequest) bool { return q.ID == id })
+}
+
+// dequeue removes request id from the queue (a hook may have taken others meanwhile).
+func (l *Ledger) dequeue(id string) {
+	if i := slices.IndexFunc(l.Queue, func(q DeliveryRequest) bool { return q.ID == id }); i >= 0 {
+		l.Queue = append(l.Queue[:i:i], l.Queue[i+1:]...)
+	}
+}
+
+// enqueue adds a request unless the same intent already waits for a delivery of the same kind
+// (an intent that timed out in a long queue and asked again): the waiting one answers both.
+func (l *Ledger) enqueue(req DeliveryRequest) {
+	for _, q := range l.Queue {
+		if q.ReplyTo == req.ReplyTo && q.Kind == req.Kind {
+			return
+		}
+	}
+	l.Queue = append(l.Queue, req)
+}
+
+// queueBytes is about how large the queue is as a payload.
+func (l *Ledger) queueBytes() int {
+	n := 0
+	for _, r := range l.Queue {
+		n += len(r.Text) + len(r.ID) + len(r.ReplyTo) + 100
+	}
+	return n
+}
+
+// Admit takes a request that arrived: answered from the context when it is in it (a repeat),
+// waiting with the offer that holds it, else queued.
+func (l *Ledger) Admit(req DeliveryRequest) {
+	switch i := l.heldIn(req); {
+	case req.ReplyTo == "":
+		l.Queue = append(l.Queue, req) // a context block has no intent: never a repeat
+	case l.inContext(req):
+		l.repeats = append(l.repeats, req)
+	case i >= 0:
+		l.Offers[i].Waiting = append(l.Offers[i].Waiting, req)
+	default:
+		l.enqueue(req)
+	}
+}
+
+// Repeats returns (and forgets) the requests to answer as delivered: what they ask for is in the
+// agent's context already.
+func (l *Ledger) Repeats() []DeliveryRequest {
+	r := l.repeats
+	l.repeats = nil
+	return r
+}
+
+// Committed notes hooks' commits (offer keys), to be settled before any lease is looked at.
+func (l *Ledger) Committed(keys ...string) { l.commits = append(l.commits, keys...) }
+
+// lateCommitted is the typed keys of what the commits not settled yet hold from offers whose
+// lease had ended: printed, so in the agent's context, though not reconciled yet.
+func (l *Ledger) lateCommitted() map[string]bool {
+	keys := map[string]bool{}
+	for _, c := range l.commits {
+		for _, o := range l.ExpiredOffers {
+			if o.Key != c {
+				continue
+			}
+			for _, r := range o.Requests {
+				if k := r.typedKey(); k != "" {
+					keys[k] = true
+				}
+			}
+		}
+	}
+	return keys
+}
+
+// TookBefore reports whether a hook run with key took before (it takes nothing again).
+func (l *Ledger) TookBefore(key string) bool { return slices.Contains(l.TakeKeys, key) }
+
+// Take hands a hook the waiting messages and reminders (not the one being typed), oldest first,
+// as an offer made at now: as many as one typed block holds (policy.MaxBatch, MaxBatchBytes),
+// ending at the first that does not fit so none overtakes another; the rest wait for the next
+// hook or typing. A key taken before takes nothing.
+func (l *Ledger) Take(key, event string, now time.Time) (msgs []DeliveryRequest) {
+	if l.TookBefore(key) {
+		return nil
+	}
+	l.TakeKeys = append(l.TakeKeys, key)
+	if n := len(l.TakeKeys); n > recentTakeKeys {
+		l.TakeKeys = append([]string(nil), l.TakeKeys[n-recentTakeKeys:]...)
+	}
+	// A commit may wait unsettled while the main loop is busy (an activity retried): what it
+	// committed after its lease ended is in the agent's context, and is not handed over again.
+	committed := l.lateCommitted()
+	var rest []DeliveryRequest
+	size, full := 0, false
+	for _, q := range l.Queue {
+		if typedKind(q.Kind) && (l.inContext(q) || l.heldIn(q) >= 0 || committed[q.typedKey()] || l.reserved(q.ID)) {
+			rest = append(rest, q) // never handed over again; the typing path answers it
+			continue
+		}
+		if !typedKind(q.Kind) || q.ID == l.typing {
+			rest = append(rest, q)
+			continue
+		}
+		if full || (len(msgs) > 0 && (len(msgs) == policy.MaxBatch || size+len(q.Text) > policy.MaxBatchBytes)) {
+			full = true
+			rest = append(rest, q)
+			continue
+		}
+		msgs = append(msgs, q)
+		size += len(q.Text) + 1
+	}
+	if len(msgs) > 0 {
+		l.Queue = rest
+		l.Offers = append(l.Offers, Offer{Key: key, Event: event, At: now, Requests: msgs})
+	}
+	return msgs
+}
+
+// Commit is an offer a hook committed, as the session must apply it: Fresh entered the agent's
+// context with it (history, counts); every request in Answer is answered delivered.
+type Commit struct {
+	Offer      Offer
+	Fresh      []DeliveryRequest
+	Answer     []DeliveryRequest
+	Reconciled bool
+}
+
+// Settlement is what Settle decided, for the session to apply in order: the commits, then the
+// offers whose lease ended (their requests queued again at the head). Withdraw: a late commit
+// printed what the standing offer holds; the session withdraws the offer from the desk
+// (StandingWithdrawn or StandingTaken) and settles again.
+type Settlement struct {
+	Commits  []Commit
+	Expired  []Offer
+	Withdraw bool
+	// Standing are the standing offers a commit took before the desk's word came.
+	Standing []StandingTaken
+}
+
+// Settle applies the commits that arrived, then puts the offers no hook committed within
+// policy.OfferLease of now back at the head of the queue, in order.
+func (l *Ledger) Settle(now time.Time) Settlement {
+	var st Settlement
+	for len(l.commits) > 0 {
+		key := l.commits[0]
+		if l.Standing != nil && l.Standing.Key == key {
+			// Committed before the desk's word came: the commit says a hook took it.
+			t := StandingTaken{Key: key, Event: "hook", At: now}
+			l.StandingTaken(t, now)
+			st.Standing = append(st.Standing, t)
+		}
+		if i := slices.IndexFunc(l.Offers, func(o Offer) bool { return o.Key == key }); i >= 0 {
+			o := l.Offers[i]
+			l.Offers = append(l.Offers[:i:i], l.Offers[i+1:]...)
+			st.Commits = append(st.Commits, l.commit(o, false))
+		} else if c, ok, withdraw := l.reconcile(key); withdraw {
+			st.Withdraw = true
+			return st // the commit stays first: settled again once the offer is withdrawn
+		} else if ok {
+			st.Commits = append(st.Commits, c)
+		}
+		l.commits = l.commits[1:]
+	}
+	var back, keep []DeliveryRequest
+	var offers []Offer
+	for _, o := range l.Offers {
+		if now.Sub(o.At) >= policy.OfferLease {
+			st.Expired = append(st.Expired, o)
+			back = append(back, l.expire(o)...)
+			continue
+		}
+		offers = append(offers, o)
+	}
+	if len(back) == 0 {
+		return st
+	}
+	l.Offers = offers
+	keep, l.Queue = l.Queue, nil
+	for _, r := range append(back, keep...) {
+		l.enqueue(r)
+	}
+	return st
+}
+
+// commit counts each message of a committed offer in the agent's context, once: something the
+// agent had already got (a request repeated after its wait timed out) is answered, not counted
+// again. Requests for what the offer held that came while it was out are answered too.
+func (l *Ledger) commit(o Offer, reconciled bool) Commit {
+	c := Commit{Offer: o, Reconciled: reconciled}
+	for _, req := range o.Requests {
+		if !l.inContext(req) {
+			c.Fresh = append(c.Fresh, req)
+			l.remember(req)
+		}
+	}
+	c.Answer = append(append([]DeliveryRequest(nil), o.Requests...), o.Waiting...)
+	return c
+}
+
+// expire moves an offer whose lease ended to ExpiredOffers (a late commit reconciles it) and
+// returns the requests to queue again.
+func (l *Ledger) expire(o Offer) []DeliveryRequest {
+	l.ExpiredOffers = append(l.ExpiredOffers, Offer{Key: o.Key, Event: o.Event, At: o.At, Requests: o.Requests})
+	if n := len(l.ExpiredOffers); n > maxExpiredOffers {
+		l.ExpiredOffers = append([]Offer(nil), l.ExpiredOffers[n-maxExpiredOffers:]...)
+	}
+	return append(slices.Clone(o.Requests), o.Waiting...)
+}
+
+// reconcile applies a commit whose offer's lease had ended: the hook did print it, so what is
+// not in the agent's context yet leaves the queue (or the offer that took it again) and is
+// committed now. What was typed meanwhile reached the agent twice; it is not counted again.
+// withdraw: what the late commit printed is reserved by the standing offer, which must be
+// withdrawn first (nothing changed).
+func (l *Ledger) reconcile(key string) (c Commit, ok, withdraw bool) {
+	i := slices.IndexFunc(l.ExpiredOffers, func(o Offer) bool { return o.Key == key })
+	if i < 0 {
+		return Commit{}, false, false
+	}
+	o := l.ExpiredOffers[i]
+	if l.Standing != nil && slices.ContainsFunc(o.Requests, func(r DeliveryRequest) bool {
+		return slices.ContainsFunc(l.Queue, func(q DeliveryRequest) bool { return l.reserved(q.ID) && q.typedKey() == r.typedKey() })
+	}) {
+		return Commit{}, false, true
+	}
+	l.ExpiredOffers = slices.Delete(slices.Clone(l.ExpiredOffers), i, i+1)
+	var commit Offer
+	commit.Key, commit.Event, commit.At = o.Key, o.Event, o.At
+	for _, r := range o.Requests {
+		if l.inContext(r) {
+			continue
+		}
+		key := r.typedKey()
+		var rest []DeliveryRequest
+		for _, q := range l.Queue {
+			if key != "" && q.typedKey() == key {
+				commit.Waiting = append(commit.Waiting, q)
+				continue
+			}
+			rest = append(rest, q)
+		}
+		l.Queue = rest
+		if j := l.heldIn(r); j >= 0 {
+			other := &l.Offers[j]
+			other.Requests = slices.DeleteFunc(slices.Clone(other.Requests), func(q DeliveryRequest) bool { return q.typedKey() == key })
+			commit.Waiting = append(commit.Waiting, other.Waiting...)
+			other.Waiting = nil
+		}
+		commit.Requests = append(commit.Requests, r)
+	}
+	return l.commit(commit, true), true, false
+}
+
+// Offerable is what a take would hand over now: oldest first, one block's worth, not what is
+// being typed, nor what the agent has or a hook holds.
+func (l *Ledger) Offerable() []DeliveryRequest {
+	var msgs []DeliveryRequest
+	size := 0
+	for _, q := range l.Queue {
+		if !typedKind(q.Kind) || q.ID == l.typing || l.inContext(q) || l.heldIn(q) >= 0 {
+			continue
+		}
+		if len(msgs) > 0 && (len(msgs) == policy.MaxBatch || size+len(q.Text) > policy.MaxBatchBytes) {
+			break // none overtakes another
+		}
+		msgs = append(msgs, q)
+		size += len(q.Text) + 1
+	}
+	return msgs
+}
+
+// Stand makes msgs the standing offer, reserved before it goes out: whatever becomes of the
+// desk's activity, nothing types them until the desk has said what became of the offer. epoch
+// names the chain of runs (the first run that made an offer).
+func (l *Ledger) Stand(msgs []DeliveryRequest, epoch string) *StandingOffer {
+	if l.StandingEpoch == "" {
+		l.StandingEpoch = epoch
+	}
+	l.StandingSeq++
+	offer := &StandingOffer{Key: fmt.Sprintf("standing/%s/%d", l.StandingEpoch, l.StandingSeq)}
+	for _, m := range msgs {
+		offer.IDs = append(offer.IDs, m.ID)
+	}
+	l.Standing = offer
+	return offer
+}
+
+// StandingWithdrawn: the desk says no hook can take the standing offer any more (withdrawn, or
+// no desk had it): its requests are the session's again.
+func (l *Ledger) StandingWithdrawn() { l.Standing = nil }
+
+// StandingTaken makes the standing offer a hook took an open offer: its requests leave the
+// queue, its lease starts when the hook took it (now when the desk did not say), and its commit
+// answers them. It returns the offer (nil when t names no standing offer: told before).
+func (l *Ledger) StandingTaken(t StandingTaken, now time.Time) *Offer {
+	if l.Standing == nil || l.Standing.Key != t.Key {
+		return nil
+	}
+	if t.At.IsZero() {
+		t.At = now
+	}
+	ids := l.Standing.IDs
+	if len(t.IDs) > 0 {
+		// What the desk handed out: a request the session reserved beyond it is its own again.
+		ids = t.IDs
+	}
+	l.Standing = nil
+	o := Offer{Key: t.Key, Event: t.Event, At: t.At}
+	var rest []DeliveryRequest
+	for _, q := range l.Queue {
+		if slices.Contains(ids, q.ID) {
+			o.Requests = append(o.Requests, q)
+		} else {
+			rest = append(rest, q)
+		}
+	}
+	l.Queue = rest
+	if len(o.Requests) > 0 {
+		l.Offers = append(l.Offers, o)
+	}
+	return &o
+}
+
+// NextBatch takes from the queue, in order, the requests to type together: every message and
+// reminder up to policy.MaxBatch requests and policy.MaxBatchBytes of text (at least one),
+// ending at the first that does not fit. Those typed before (a request repeated after its wait
+// timed out) come back as again, to answer without typing; a reminder beside its own message
+// is answered (Repeats), not typed; contexts and reserved requests stay queued. The queue is
+// settled before anything blocks: a take while the answers go out must not hand over what
+// this block types.
+func (l *Ledger) NextBatch() (batch, again []DeliveryRequest) {
+	var rest []DeliveryRequest
+	size, full := 0, false
+	// A reminder is never typed beside the message it reminds of: the message itself is.
+	messages := map[string]bool{}
+	for _, r := range l.Queue {
+		if r.Kind == KindMessage && !l.inContext(r) {
+			messages[r.ReplyTo] = true
+		}
+	}
+	for _, r := range l.Queue {
+		switch {
+		case !typedKind(r.Kind) || l.reserved(r.ID):
+			rest = append(rest, r)
+		case l.typedBefore(r):
+			again = append(again, r)
+		case r.Kind == KindReminder && messages[r.ReplyTo]:
+			l.repeats = append(l.repeats, r) // answered, not typed and not counted
+		case full || (len(batch) > 0 && (len(batch) == policy.MaxBatch || size+len(r.Text) > policy.MaxBatchBytes)):
+			rest = append(rest, r)
+			full = true // what comes after waits too: none overtakes another
+		default:
+			batch = append(batch, r)
+			size += len(r.Text) + 1
+		}
+	}
+	l.Queue = rest
+	return batch, again
+}
+
+// Typed records the outcome of typing reqs (ok: submitted and confirmed) and reports, for each,
+// whether it counts as delivered now: not when a late commit put it in the agent's context
+// while it was typed (reconciled, counted then).
+func (l *Ledger) Typed(reqs []DeliveryRequest, ok bool) []bool {
+	counts := make([]bool, len(reqs))
+	for i, r := range reqs {
+		if ok && !l.inContext(r) {
+			l.remember(r)
+			counts[i] = true
+		}
+	}
+	return counts
+}
