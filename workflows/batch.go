@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,7 +46,7 @@ func TypedForm(text string) string { return strings.ReplaceAll(text, "\n", "\n  
 func (s *session) nextBatch(ctx workflow.Context) []DeliveryRequest {
 	batch, again := s.NextBatch()
 	for _, r := range again {
-		s.answer(ctx, []DeliveryRequest{r}, nil, 0, false)
+		s.answer(ctx, []DeliveryRequest{r}, nil, 0, false, []bool{false}, nil)
 	}
 	return batch
 }
@@ -104,7 +105,9 @@ func (s *session) deliverBatch(ctx workflow.Context) {
 	if len(batch) > 1 {
 		workflow.GetLogger(ctx).Info("typed together", "session", s.Config.Name, "count", len(batch), "ok", err == nil)
 	}
-	s.answer(ctx, batch, err, phase, reset)
+	// A late commit may have counted one while it was typed (reconciled): counted once.
+	counts, waited := s.Typed(batch, err == nil)
+	s.answer(ctx, batch, err, phase, reset, counts, waited)
 }
 
 // gather takes the signals that arrive within d (more requests join the queue).
@@ -147,11 +150,10 @@ func (s *session) appendToHistory(ctx workflow.Context, reqs []DeliveryRequest, 
 	return nil
 }
 
-// answer counts each request's outcome and tells its intent, all intents at once.
-func (s *session) answer(ctx workflow.Context, reqs []DeliveryRequest, err error, phase int, reset bool) {
-	results := make([]DeliveryResult, 0, len(reqs))
-	// A late commit may have counted one while it was typed (reconciled): counted once.
-	counts := s.Typed(reqs, err == nil)
+// answer counts each request's outcome (counts: which count as delivered now) and tells its
+// intent, all intents at once, also those whose requests waited for the block (delivered).
+func (s *session) answer(ctx workflow.Context, reqs []DeliveryRequest, err error, phase int, reset bool, counts []bool, waited []DeliveryRequest) {
+	results := make([]DeliveryResult, 0, len(reqs)+len(waited))
 	for i, r := range reqs {
 		res := s.result(ctx, r, err)
 		res.Phase, res.Reset = phase, reset
@@ -164,7 +166,10 @@ func (s *session) answer(ctx workflow.Context, reqs []DeliveryRequest, err error
 		count(ctx, metricDeliveries, map[string]string{"session": s.Config.Name, "kind": r.Kind, "ok": fmt.Sprint(res.OK)}, 1)
 		results = append(results, res)
 	}
-	s.tellResults(ctx, SignalDeliveryResult, reqs, results)
+	for _, r := range waited {
+		results = append(results, s.result(ctx, r, nil))
+	}
+	s.tellResults(ctx, SignalDeliveryResult, append(slices.Clone(reqs), waited...), results)
 }
 
 // ContentKey names what a typing carries: the request id itself for one request, else a hash of

@@ -61,6 +61,14 @@ type Ledger struct {
 	commits []string
 	repeats []DeliveryRequest
 	typing  string
+	// block is the typed block in flight (from NextBatch to Typed); blockWaiting the requests
+	// for what it carries that arrived meanwhile (an intent whose wait timed out while its
+	// block was typed): the block's outcome answers them, and no take hands them over.
+	block        []DeliveryRequest
+	blockWaiting []DeliveryRequest
+	// queueWhileTyping: such requests are queued as any other (runs before SessionVersion 3,
+	// rule typing-holds-repeats), so a hook could print what was being typed.
+	queueWhileTyping bool
 }
 
 // recentDelivered bounds Ledger.RecentlyDelivered.
@@ -147,8 +155,14 @@ func (l *Ledger) queueBytes() int {
 	return n
 }
 
+// inBlock reports whether the typed block in flight carries what req hands over.
+func (l *Ledger) inBlock(req DeliveryRequest) bool {
+	key := req.typedKey()
+	return key != "" && slices.ContainsFunc(l.block, func(b DeliveryRequest) bool { return b.typedKey() == key })
+}
+
 // Admit takes a request that arrived: answered from the context when it is in it (a repeat),
-// waiting with the offer that holds it, else queued.
+// waiting with the offer or the typed block that holds it, else queued.
 func (l *Ledger) Admit(req DeliveryRequest) {
 	switch i := l.heldIn(req); {
 	case req.ReplyTo == "":
@@ -157,6 +171,8 @@ func (l *Ledger) Admit(req DeliveryRequest) {
 		l.repeats = append(l.repeats, req)
 	case i >= 0:
 		l.Offers[i].Waiting = append(l.Offers[i].Waiting, req)
+	case !l.queueWhileTyping && l.inBlock(req):
+		l.blockWaiting = append(l.blockWaiting, req)
 	default:
 		l.enqueue(req)
 	}
@@ -475,19 +491,28 @@ func (l *Ledger) NextBatch() (batch, again []DeliveryRequest) {
 		}
 	}
 	l.Queue = rest
+	l.block = batch
 	return batch, again
 }
 
 // Typed records the outcome of typing reqs (ok: submitted and confirmed) and reports, for each,
 // whether it counts as delivered now: not when a late commit put it in the agent's context
-// while it was typed (reconciled, counted then).
-func (l *Ledger) Typed(reqs []DeliveryRequest, ok bool) []bool {
-	counts := make([]bool, len(reqs))
+// while it was typed (reconciled, counted then). The requests that waited for the block are
+// returned to be answered delivered when it was; when it was not, they are queued.
+func (l *Ledger) Typed(reqs []DeliveryRequest, ok bool) (counts []bool, waited []DeliveryRequest) {
+	counts = make([]bool, len(reqs))
 	for i, r := range reqs {
 		if ok && !l.inContext(r) {
 			l.remember(r)
 			counts[i] = true
 		}
 	}
-	return counts
+	waited, l.block, l.blockWaiting = l.blockWaiting, nil, nil
+	if !ok {
+		for _, r := range waited {
+			l.Admit(r)
+		}
+		return counts, nil
+	}
+	return counts, waited
 }

@@ -116,11 +116,17 @@ const ErrTypeUnknownKind = "UnknownKind"
 // version marker. A run started before (Version below it) continues as new at its next quiet
 // point after a worker's configure signal, so every open session reaches the current version
 // within one worker start (docs/design.md, "Changes to running workflows").
-const SessionVersion = 2
+const SessionVersion = 3
 
 // SessionFloor is the oldest session run this code replays: every rule of an older version has
 // gone with its branch (docs/design.md). `starter doctor` names any open run below it.
 const SessionFloor = 2
+
+// sessionTypingHoldsRepeats (SessionVersion 3, change ID typing-holds-repeats): a request for
+// what the typed block in flight carries (its intent's wait timed out meanwhile) waits for the
+// block and is answered by it; before, it was queued, and a hook could take and print it while
+// the block was typed (found by the ledger checker).
+const sessionTypingHoldsRepeats = 3
 
 // SessionWorkflow is the one place that types into a session's pane: it performs deliveries one
 // at a time in arrival order, so two intents never interleave keystrokes, however many workers
@@ -142,6 +148,8 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateTake, s.take, workflow.UpdateHandlerOptions{Validator: s.validateTake}); err != nil {
 		return err
 	}
+	s.Ledger.queueWhileTyping = s.Version < sessionTypingHoldsRepeats &&
+		workflow.GetVersion(ctx, "typing-holds-repeats", workflow.DefaultVersion, 1) == workflow.DefaultVersion
 	workflow.Go(ctx, s.takeAlerts)
 	workflow.Go(ctx, s.pushAlerts)
 	workflow.Go(ctx, s.takePushes)
