@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/intentq/intentq/internal/policy"
 )
@@ -307,4 +308,37 @@ func TestHookTakeCapped(t *testing.T) {
 			next++
 		}
 	}
+}
+
+// SessionVersion 3 (typing-holds-repeats): while a typed block waits for the agent's receipt,
+// the intent asks again (its wait timed out) and a hook fires: the request waits for the block
+// and is answered with it, the hook takes nothing, and the message is typed once. A run from
+// before the rule replays without it.
+func TestRepeatWaitsForTheTypedBlock(t *testing.T) {
+	again := message("1")
+	again.ID = "intent/42/1#2"
+	run := func(old bool) (*sessionHarness, *TakeResult) {
+		h := newSessionHarness(t)
+		if old {
+			h.env.OnGetVersion("typing-holds-repeats", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+		}
+		h.send(0, SignalHookWords, said(AgentEvent{Event: EventStop}))
+		h.send(time.Second, SignalDeliver, message("1"))
+		h.send(2*time.Second, SignalDeliver, again)
+		var took *TakeResult
+		h.take(t, 3*time.Second, EventPostToolUse, "post-tool-use/a", time.Time{}, func(r *TakeResult) { took = r })
+		h.send(4*time.Second, SignalHookWords, said(AgentEvent{Event: EventUserPromptSubmit, Receipt: []string{"intent/42/1"}}))
+		h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
+		h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion - 1, Config: hookSession()})
+		require.NotNil(t, took)
+		return h, took
+	}
+	h, took := run(false)
+	require.Equal(t, []string{message("1").Text}, h.typed, "typed once")
+	require.Empty(t, took.Messages, "the hook takes nothing the block carries")
+	require.True(t, h.results[message("1").ID].OK)
+	require.True(t, h.results[again.ID].OK, "the request that waited is answered with the block")
+
+	_, took = run(true)
+	require.Equal(t, []DeliveryRequest{again}, took.Messages, "the rule before: queued, and a hook prints it")
 }

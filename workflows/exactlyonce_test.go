@@ -32,12 +32,16 @@ import (
 // keystroke may have reached a working agent, and every delivery counted must have been typed or
 // printed before it was counted.
 //
+// The rules themselves are checked at many more schedules a second on the Ledger alone
+// (ledger_checker_test.go); this checker is the thinner run for the effects: the session
+// workflow reading signals, settling before it looks at a lease, continuing as new.
+//
 // `go test -run TestExactlyOnceChecker ./workflows/ -checker.budget=5m` runs schedules for that
-// long (20 s by default, in `make test`); -checker.seed=S replays one; a failing schedule prints
+// long (8 s by default, in `make test`); -checker.seed=S replays one; a failing schedule prints
 // its seed, its schedule and what broke.
 var (
 	checkerSchedules = flag.Int("checker.schedules", 100000, "at most this many schedules of the exactly-once checker")
-	checkerBudget    = flag.Duration("checker.budget", 20*time.Second, "the exactly-once checker runs schedules for this long")
+	checkerBudget    = flag.Duration("checker.budget", 8*time.Second, "the exactly-once checker runs schedules for this long")
 	checkerSeed      = flag.Uint64("checker.seed", 0, "run only this seed of the exactly-once checker")
 )
 
@@ -50,8 +54,11 @@ var (
 // a run continued as new (the test environment drops it, the server would not: the checker
 // sends it to the next run); 72 and 1862, a commit left unread while the main loop retried an
 // activity, then a take handing its messages over again, or the commit lost at a
-// continue-as-new.
-var checkerRegressions = []uint64{3, 9, 72, 446, 1474, 1862}
+// continue-as-new. Issue 26's hook desk changed what each seed draws, so those seeds now play
+// other schedules; with the defects put back in the workflow's glue (issue 34), 98 finds a
+// settle that looks at the leases before it reads the commits that arrived, and 252 a take
+// that does not read them first.
+var checkerRegressions = []uint64{3, 9, 72, 98, 252, 446, 1474, 1862}
 
 // TestExactlyOnceChecker runs the regression seeds, then seeds 1, 2, ... for the budget.
 func TestExactlyOnceChecker(t *testing.T) {

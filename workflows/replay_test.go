@@ -44,12 +44,13 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 	r.RegisterWorkflowWithOptions(SessionWorkflow, workflow.RegisterOptions{Name: SessionWorkflowName})
 	r.RegisterWorkflowWithOptions(HeadlessSessionWorkflow, workflow.RegisterOptions{Name: HeadlessWorkflowName})
 	for _, file := range []string{
-		// Recorded by the build before the floor rose to 2 (every older rule's branch gone):
-		// runs at the floor replay across that upgrade.
+		// Recorded at version 2 by the build before the floor rose to 2 (every older rule's
+		// branch gone): runs at the floor replay across that upgrade, and across version 3's
+		// rule (typing-holds-repeats), which they decide by its marker.
 		"testdata/intent_reminded_v14.json", "testdata/session_reminders_v14.json",
 		"testdata/intent_delivered_closed_v14.json", "testdata/session_v14.json",
-		// The upgrade step: a run of the version before the current one takes a worker's
-		// configure signal and continues as new at SessionVersion. Regenerate with
+		// The upgrade step: a run of the version before the current one (2) takes a worker's
+		// configure signal and continues as new at SessionVersion (3). Regenerate with
 		// WRITE_REPLAY_HISTORY=1 go test -run TestSessionUpgradesToTheVersionFloorAtConfigure
 		// ./internal/service/.
 		"testdata/session_upgrade.json",
