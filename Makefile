@@ -30,13 +30,15 @@ OTHER_PKGS = $(filter-out $(shell $(GO) list $(RACE_PKGS)),$(shell $(GO) list ./
 
 ## test: the peers, go vet, then every package's tests once (race detector where affordable);
 ## the end-to-end tests of the worker package (real Claude Code, Codex and Gemini CLI in tmux)
-## run side by side, $(E2E_PARALLEL) at a time: they wait on real time, not on the CPU. The
-## race-checked packages build and run meanwhile; their output follows the rest.
+## run side by side, $(E2E_PARALLEL) at a time: they wait on real time, not on the CPU; so do
+## the three long packages (worker, internal/service, cluster), $(PKG_PARALLEL) test binaries
+## at a time. The race-checked packages build and run meanwhile; their output follows the rest.
 E2E_PARALLEL ?= 4
+PKG_PARALLEL ?= 3
 test: peers vet
 	@race_log=$$(mktemp); \
 	$(GO) test -race -count=1 $(RACE_PKGS) > $$race_log 2>&1 & race=$$!; \
-	$(GO) test -count=1 -timeout 25m -parallel $(E2E_PARALLEL) $(OTHER_PKGS); rest=$$?; \
+	$(GO) test -count=1 -timeout 25m -p $(PKG_PARALLEL) -parallel $(E2E_PARALLEL) $(OTHER_PKGS); rest=$$?; \
 	wait $$race; raced=$$?; echo "race-checked packages:"; cat $$race_log; rm -f $$race_log; \
 	test $$rest -eq 0 -a $$raced -eq 0
 

@@ -14,11 +14,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -449,6 +451,10 @@ func checkFree(addr, key string) error {
 	return l.Close()
 }
 
+// freePorts picks n free loopback ports for the server's internal services, below the kernel's
+// ephemeral range: a port the kernel hands out as the source of an outgoing connection can be
+// taken between the pick and the server's bind (the server then exits at start), one outside
+// it only by a program that binds it on purpose.
 func freePorts(n int) ([]int, error) {
 	var ports []int
 	var listeners []net.Listener
@@ -457,15 +463,44 @@ func freePorts(n int) ([]int, error) {
 			_ = l.Close()
 		}
 	}()
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	low := ephemeralLow()
+	for tries := 0; len(ports) < n && tries < 1000; tries++ {
+		addr := "127.0.0.1:0"
+		if low > internalPortsFrom+1000 {
+			addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(internalPortsFrom+rand.IntN(low-internalPortsFrom)))
+		}
+		l, err := net.Listen("tcp", addr)
 		if err != nil {
-			return nil, err
+			continue
 		}
 		listeners = append(listeners, l)
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
+	if len(ports) < n {
+		return nil, fmt.Errorf("no %d free ports below %d", n, low)
+	}
 	return ports, nil
+}
+
+// internalPortsFrom is the lowest port freePorts picks.
+const internalPortsFrom = 20000
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's default when it
+// cannot be read).
+func ephemeralLow() int {
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) == 0 {
+		return 32768
+	}
+	low, err := strconv.Atoi(fields[0])
+	if err != nil {
+		return 32768
+	}
+	return low
 }
 
 // uiIP is where the Web UI listens: ip when it is a loopback address, else 127.0.0.1 (the UI
