@@ -16,7 +16,10 @@ import (
 // Config is everything the worker and the starter can be told.
 type Config struct {
 	// DataDir holds the embedded server's database, history files and backups.
-	DataDir   string             `mapstructure:"data_dir"`
+	DataDir string `mapstructure:"data_dir"`
+	// Host names the machine this worker serves (default: its host name): it types only into
+	// the panes of the sessions on this host and answers their hooks (issue 38).
+	Host      string             `mapstructure:"host"`
 	Log       Log                `mapstructure:"log"`
 	Temporal  Temporal           `mapstructure:"temporal"`
 	Ingest    Ingest             `mapstructure:"ingest"`
@@ -195,6 +198,9 @@ type Session struct {
 	// Labels: important or audit keep the session's records beyond the namespace's retention
 	// (exported to data_dir/archive).
 	Labels []string `mapstructure:"labels"`
+	// Host is the machine whose worker serves the session (its pane, history and hooks);
+	// empty: this worker's host.
+	Host string `mapstructure:"host"`
 }
 
 // Escalation is how hard reminders push by how long a message has gone unanswered (SPEC N1).

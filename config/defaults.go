@@ -12,6 +12,7 @@ import (
 func defaults() map[string]any {
 	return map[string]any{
 		"data_dir":   "~/.intentq",
+		"host":       "",
 		"log.level":  "info",
 		"log.format": "auto",
 

@@ -184,6 +184,9 @@ func (c *Config) finish() error {
 		}
 	}
 	c.DataDir = expandHome(c.DataDir)
+	if c.Host == "" {
+		c.Host = DefaultHost()
+	}
 	c.Claude.Home = expandHome(c.Claude.Home)
 	c.Claude.Settings = expandHome(c.Claude.Settings)
 	c.Claude.Bun = expandHome(c.Claude.Bun)

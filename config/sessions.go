@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -33,6 +34,27 @@ func (c *Config) SessionFor(chatID string) (string, error) {
 
 // SessionNames lists the configured sessions in name order.
 func (c *Config) SessionNames() []string { return slices.Sorted(maps.Keys(c.Sessions)) }
+
+// DefaultHost is the host a worker serves unless host says otherwise: the machine's name.
+func DefaultHost() string {
+	name, err := os.Hostname()
+	if err != nil || name == "" {
+		return "localhost"
+	}
+	return name
+}
+
+// HostOf is the host whose worker serves session name: sessions.<name>.host, else this
+// worker's host.
+func (c *Config) HostOf(name string) string {
+	if h := c.Sessions[name].Host; h != "" {
+		return h
+	}
+	return c.Host
+}
+
+// Local reports whether session name is served by this worker's host.
+func (c *Config) Local(name string) bool { return c.HostOf(name) == c.Host }
 
 // NtfyTopicFor is the topic a session's pushes go to, empty when ntfy is not configured.
 func (c *Config) NtfyTopicFor(session string) string {

@@ -182,6 +182,9 @@ func (c *Config) Validate() error {
 }
 
 func (c *Config) validateSessions(bad func(key, format string, args ...any)) {
+	if strings.ContainsAny(c.Host, "/@ \t") {
+		bad("host", "a host name may not contain '/', '@' or spaces")
+	}
 	var defaults []string
 	chatOwner := map[int64]string{}
 	for _, name := range c.SessionNames() {
@@ -189,6 +192,9 @@ func (c *Config) validateSessions(bad func(key, format string, args ...any)) {
 		key := "sessions." + name
 		if strings.ContainsAny(name, "/ ") || name == "" {
 			bad(key, "a session name may not contain '/' or spaces")
+		}
+		if strings.ContainsAny(s.Host, "/@ \t") {
+			bad(key+".host", "a host name may not contain '/', '@' or spaces")
 		}
 		if !oneOf(s.Mode, modes) {
 			bad(key+".mode", "%q is not one of %s", s.Mode, strings.Join(modes, ", "))

@@ -329,7 +329,8 @@ func TestRepeatWaitsForTheTypedBlock(t *testing.T) {
 		h.take(t, 3*time.Second, EventPostToolUse, "post-tool-use/a", time.Time{}, func(r *TakeResult) { took = r })
 		h.send(4*time.Second, SignalHookWords, said(AgentEvent{Event: EventUserPromptSubmit, Receipt: []string{"intent/42/1"}}))
 		h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
-		h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion - 1, Config: hookSession()})
+		// A run of version 2, below the rule: it decides it by its marker.
+		h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: sessionTypingHoldsRepeats - 1, Config: hookSession()})
 		require.NotNil(t, took)
 		return h, took
 	}

@@ -23,14 +23,32 @@ func IntentID(chatID, messageID string) string {
 // sessionQueueSuffix ends the name of the task queue the typing sessions run on.
 const sessionQueueSuffix = "-sessions"
 
-// SessionTaskQueue is the task queue of the typing sessions beside the worker's task queue
-// `queue`: a worker of its own polls it, so a hook's take never waits behind the intents' tasks
-// of a burst (issue 26).
+// SessionTaskQueue is the task queue the typing sessions ran on before they had hosts, beside
+// the worker's task queue `queue` (issue 26); a session still there moves to its host's queue
+// (SessionHostQueue) at its next continue-as-new.
 func SessionTaskQueue(queue string) string {
+	queue, _, _ = strings.Cut(queue, "@")
 	if strings.HasSuffix(queue, sessionQueueSuffix) {
 		return queue
 	}
 	return queue + sessionQueueSuffix
+}
+
+// TelegramTaskQueue is the task queue of the Telegram activities (answers, reactions) beside
+// the worker's task queue `queue`: only a worker that has the bot token polls it, so a send
+// never runs, and fails for good, on a worker without the token; it waits for one that has it
+// (issue 38).
+func TelegramTaskQueue(queue string) string {
+	queue, _, _ = strings.Cut(queue, "@")
+	return strings.TrimSuffix(queue, sessionQueueSuffix) + "-telegram"
+}
+
+// SessionHostQueue is the task queue of the typing sessions that live on host, beside the
+// worker's task queue `queue` (e.g. intentq-sessions@laptop): only that host's worker polls it,
+// so a session's workflow tasks and its activities (the pane, the history file, the hook desk)
+// all run on its machine (issue 38).
+func SessionHostQueue(queue, host string) string {
+	return SessionTaskQueue(queue) + "@" + host
 }
 
 // SessionWorkflowID is the workflow ID of a session: `session/<name>`.

@@ -43,7 +43,7 @@ func (w *intent) answerHeadless(ctx workflow.Context) {
 		w.failed(ctx, 1, "run", errors.New(done.Error))
 		return
 	}
-	actx := workflow.WithActivityOptions(ctx, telegramSendOptions)
+	actx := withTelegram(ctx, telegramSendOptions)
 	if err := workflow.ExecuteActivity(actx, activities.TelegramSendName, activities.SendRequest{ChatID: w.in.ChatID, ReplyTo: w.in.MessageID, Text: done.Result, Key: w.id + "/headless-result"}).Get(ctx, nil); err != nil {
 		w.failed(ctx, 1, "answer", err)
 		return

@@ -83,11 +83,16 @@ func TestLedgerChecker(t *testing.T) {
 // ledgerWorld is one schedule: the ledger as the session drives it, the desk, the hooks and the
 // intents, and what entered the agent's context.
 type ledgerWorld struct {
-	rng  *rand.Rand
-	l    *Ledger
-	now  time.Time
-	t0   time.Time
-	desk *modelDesk
+	rng *rand.Rand
+	l   *Ledger
+	now time.Time
+	t0  time.Time
+	// desks are two workers' hook desks: the hooks reach desks[0], on the agents' machine. The
+	// session's desk activities run where its workflow task runs (on worker `on`): with hosts,
+	// always the host's worker; before them (topology.sharedQueue) on either.
+	desks    [2]*modelDesk
+	on       int
+	topology ledgerTopology
 	// admits and words are signals that reached the server and the session has not read yet.
 	admits []DeliveryRequest
 	words  []HookWords
@@ -120,6 +125,13 @@ type ledgerWorld struct {
 	// violations are broken promises; the counters say what the schedule exercised.
 	violations                          []string
 	steps, cans, deskTakes, lateCommits int
+}
+
+// ledgerTopology is where the session's tasks run: sharedQueue, on either of two workers (the
+// session task queue before hosts, issue 38), else on its host's worker only; unknownWithdrawn,
+// a desk answers the withdrawal of an offer it never got "withdrawn" (before issue 38).
+type ledgerTopology struct {
+	sharedQueue, unknownWithdrawn bool
 }
 
 type ledgerEvent struct {
@@ -203,12 +215,22 @@ func (w *ledgerWorld) answer(reqs []DeliveryRequest, ok bool, how string) {
 	}
 }
 
-// playLedger plays seed's schedule; verbose keeps its log.
+// playLedger plays seed's schedule in the topology of this build; verbose keeps its log.
 func playLedger(seed uint64, verbose bool) *ledgerWorld {
+	return playLedgerOn(seed, verbose, ledgerTopology{})
+}
+
+// playLedgerOn plays seed's schedule in topology.
+func playLedgerOn(seed uint64, verbose bool, topology ledgerTopology) *ledgerWorld {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	w := &ledgerWorld{rng: rand.New(rand.NewPCG(seed, 0x1ed9e7)), l: &Ledger{}, now: t0, t0: t0, desk: newModelDesk(),
+	w := &ledgerWorld{rng: rand.New(rand.NewPCG(seed, 0x1ed9e7)), l: &Ledger{}, now: t0, t0: t0, topology: topology,
 		entered: map[string]int{}, counted: map[string]int{}, verbose: verbose,
 		hungKeys: map[string][]string{}, read: map[string]bool{}, extra: map[string]int{}}
+	for i := range w.desks {
+		w.desks[i] = newModelDesk()
+		w.desks[i].now = func() time.Time { return w.now }
+		w.desks[i].unknownWithdrawn = topology.unknownWithdrawn
+	}
 	w.deskOff = w.rng.IntN(6) == 0
 	n := 3 + w.rng.IntN(25)
 	for i := 1; i <= n; i++ {
@@ -442,7 +464,7 @@ func (w *ledgerWorld) deskTake() {
 		return
 	}
 	w.takes++
-	taken, msgs := w.desk.take(fmt.Sprintf("stop/%d", w.takes), EventStop, w.now)
+	taken, msgs := w.desks[0].take(fmt.Sprintf("stop/%d", w.takes), EventStop, w.now)
 	if taken == nil {
 		return
 	}
@@ -479,7 +501,17 @@ func (w *ledgerWorld) standOffer() {
 	}
 	offer := w.l.Stand(msgs, "run-1")
 	w.note("standing offer %s: %d", offer.Key, len(msgs))
-	_ = w.desk.publish(DeskPublishRequest{Session: "s", Key: offer.Key, Messages: msgs})
+	_ = w.desk().publish(DeskPublishRequest{Session: "s", Key: offer.Key, Messages: msgs})
+}
+
+// desk is the desk of the worker the session's task runs on: with a shared queue, its tasks
+// move between the two workers now and then (a restart, the sticky timeout, an eviction).
+func (w *ledgerWorld) desk() *modelDesk {
+	if w.topology.sharedQueue && w.rng.IntN(5) == 0 {
+		w.on = 1 - w.on
+		w.note("the session's tasks now run on worker %d", w.on)
+	}
+	return w.desks[w.on]
 }
 
 // withdraw takes the standing offer back, as session.withdrawStanding does.
@@ -487,7 +519,7 @@ func (w *ledgerWorld) withdraw() {
 	if w.l.Standing == nil {
 		return
 	}
-	res, _ := w.desk.withdraw(DeskWithdrawRequest{Session: "s", Key: w.l.Standing.Key})
+	res, _ := w.desk().withdraw(DeskWithdrawRequest{Session: "s", Key: w.l.Standing.Key})
 	if res.Taken != nil {
 		w.l.StandingTaken(*res.Taken, w.now)
 		return
@@ -603,4 +635,24 @@ func (w *ledgerWorld) continueAsNew() {
 	w.l = next
 	w.cans++
 	w.note("continued as new")
+}
+
+// Issue 38: in the topology before hosts (the session's tasks on either of two workers, each
+// with its own desk), the checker finds the wrong-desk duplicate: a hook at one desk printed an
+// offer, the other desk answered the withdrawal, and the session typed it. It does whether that
+// desk answers "withdrawn" (as before) or "taken" (the rule now): one arbiter per session, its
+// host's worker, is the fix.
+func TestLedgerCheckerFindsTheWrongDesk(t *testing.T) {
+	for _, top := range []ledgerTopology{{sharedQueue: true, unknownWithdrawn: true}, {sharedQueue: true}} {
+		found := false
+		for seed := uint64(1); seed <= 2000 && !found; seed++ {
+			if w := playLedgerOn(seed, false, top); len(w.violations) > 0 {
+				t.Logf("%+v: seed %d: %s", top, seed, w.violations[0])
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("%+v: 2000 schedules with two desks and no host found no duplicate", top)
+		}
+	}
 }

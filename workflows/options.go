@@ -51,6 +51,13 @@ var historyActivityOptions = workflow.ActivityOptions{
 	},
 }
 
+// withTelegram is ctx with opts for a Telegram activity, on the task queue only workers with
+// the bot token poll (TelegramTaskQueue).
+func withTelegram(ctx workflow.Context, opts workflow.ActivityOptions) workflow.Context {
+	opts.TaskQueue = TelegramTaskQueue(workflow.GetInfo(ctx).TaskQueueName)
+	return workflow.WithActivityOptions(ctx, opts)
+}
+
 // telegramReactOptions set a reaction: a few tries, then it is not worth more.
 var telegramReactOptions = workflow.ActivityOptions{
 	StartToCloseTimeout: 15 * time.Second,

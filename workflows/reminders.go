@@ -115,6 +115,6 @@ func (w *intent) react(ctx workflow.Context, emoji string) workflow.Future {
 		set.Set(nil, nil)
 		return f
 	}
-	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, telegramReactOptions), activities.TelegramReactName,
+	return workflow.ExecuteActivity(withTelegram(ctx, telegramReactOptions), activities.TelegramReactName,
 		activities.ReactRequest{ChatID: w.in.ChatID, MessageID: w.in.MessageID, Emoji: emoji})
 }

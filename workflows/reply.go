@@ -57,7 +57,7 @@ func (w *intent) replyHandler(ctx workflow.Context, r ReplyRequest) (ReplyRecord
 	w.replying = true
 	defer func() { w.replying = false }()
 	var ids []int
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, telegramSendOptions), activities.TelegramSendName,
+	err := workflow.ExecuteActivity(withTelegram(ctx, telegramSendOptions), activities.TelegramSendName,
 		activities.SendRequest{ChatID: w.in.ChatID, ReplyTo: w.in.MessageID, Text: r.Text, Key: w.id + "/reply/" + r.Key}).Get(ctx, &ids)
 	if err != nil {
 		return ReplyRecord{}, err

@@ -52,6 +52,9 @@ type SessionConfig struct {
 	// SessionStartAtPrompt: the CLI's SessionStart for a reset comes with the next prompt (Codex
 	// after /new), not at the reset command.
 	SessionStartAtPrompt bool `json:"session_start_at_prompt,omitempty"`
+	// Host is the machine whose worker serves the session: its runs continue as new on that
+	// host's task queue (SessionHostQueue). Empty from workers before hosts.
+	Host string `json:"host,omitempty"`
 }
 
 // pushes reports whether the session pushes to ntfy.
@@ -116,11 +119,14 @@ const ErrTypeUnknownKind = "UnknownKind"
 // version marker. A run started before (Version below it) continues as new at its next quiet
 // point after a worker's configure signal, so every open session reaches the current version
 // within one worker start (docs/design.md, "Changes to running workflows").
-const SessionVersion = 3
+const SessionVersion = 4
 
 // SessionFloor is the oldest session run this code replays: every rule of an older version has
 // gone with its branch (docs/design.md). `starter doctor` names any open run below it.
 const SessionFloor = 2
+
+// SessionVersion 4 adds no branch: every open run continues as new at the next worker start,
+// and so moves to its host's task queue (issue 38).
 
 // sessionTypingHoldsRepeats (SessionVersion 3, change ID typing-holds-repeats): a request for
 // what the typed block in flight carries (its intent's wait timed out meanwhile) waits for the
@@ -334,8 +340,13 @@ func (s *session) continueAsNew(ctx workflow.Context) error {
 			s.answerRepeats(ctx)
 			continue
 		}
-		// A session started on the worker's task queue moves to the sessions' own.
-		ctx = workflow.WithWorkflowTaskQueue(ctx, SessionTaskQueue(workflow.GetInfo(ctx).TaskQueueName))
+		// The next run takes its host's task queue (a session from before hosts, or started on
+		// the worker's task queue, moves there).
+		queue := SessionTaskQueue(workflow.GetInfo(ctx).TaskQueueName)
+		if s.Config.Host != "" {
+			queue = SessionHostQueue(queue, s.Config.Host)
+		}
+		ctx = workflow.WithWorkflowTaskQueue(ctx, queue)
 		next := s.SessionInput
 		next.Version = SessionVersion // the new run follows every rule without markers
 		return workflow.NewContinueAsNewError(ctx, SessionWorkflowName, next)

@@ -74,6 +74,17 @@ type StandingTaken struct {
 	IDs []string `json:"ids,omitempty"`
 }
 
+// HookUnknown names the hook of a standing offer a desk was asked to withdraw and never saw.
+const HookUnknown = "unknown"
+
+// UnknownOfferTaken is a desk's answer to the withdrawal of a standing offer it never got
+// (issue 38): the offer may be at another worker's desk, handed to a hook there, so it counts
+// as taken now, with the usual lease. Its messages then reach the agent once, late (the lease's
+// end, or the commit of the hook that has them), never twice.
+func UnknownOfferTaken(key string, now time.Time) DeskWithdrawResult {
+	return DeskWithdrawResult{Taken: &StandingTaken{Key: key, Hook: HookUnknown, Event: HookUnknown, At: now}}
+}
+
 // HookWords is what the desk passes on to a session at once: its hooks' reports, the standing
 // offers they took and their commits (each list in the order it came).
 type HookWords struct {

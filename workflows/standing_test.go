@@ -39,6 +39,10 @@ type modelDesk struct {
 	published int
 	// away, when it says so, fails the activities (the worker is away).
 	away func() bool
+	// now is the desk's clock (nil: the wall clock); unknownWithdrawn answers the withdrawal of
+	// an offer the desk never got "withdrawn", as desks did before issue 38.
+	now              func() time.Time
+	unknownWithdrawn bool
 }
 
 type modelOffer struct {
@@ -77,6 +81,12 @@ func (d *modelDesk) withdraw(req DeskWithdrawRequest) (DeskWithdrawResult, error
 	}
 	o := d.offers[req.Key]
 	switch {
+	case o == nil && !d.unknownWithdrawn:
+		now := time.Now()
+		if d.now != nil {
+			now = d.now()
+		}
+		return UnknownOfferTaken(req.Key, now), nil
 	case o == nil || o.withdrawn:
 		return DeskWithdrawResult{Withdrawn: true}, nil
 	case o.taken != nil:

@@ -971,6 +971,7 @@ func TestP2TwoWorkersGlobalLimit(t *testing.T) {
 	// it off.
 	second.Temporal.Encryption.Mode = config.EncryptionOff
 	second.Ingest.Listen = fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	second.DataDir = t.TempDir() // one worker per data_dir (issue 38)
 	startService(t, &second)
 
 	ctx := context.Background()

@@ -22,6 +22,7 @@ import (
 	"github.com/intentq/intentq/activities"
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/base/encryption"
+	"github.com/intentq/intentq/internal/base/instance"
 	"github.com/intentq/intentq/internal/base/logging"
 	"github.com/intentq/intentq/internal/base/metrics"
 	"github.com/intentq/intentq/internal/base/private"
@@ -46,15 +47,22 @@ import (
 
 // Service is a running intentq process.
 type Service struct {
-	cfg    *config.Config
-	log    *zap.Logger
-	server *embedded.Server
-	client client.Client
-	// worker runs everything but the typing sessions, which sessionWorker runs on their own
-	// task queue.
-	worker        worker.Worker
-	sessionWorker worker.Worker
-	ingest        *ingest.Server
+	cfg *config.Config
+	log *zap.Logger
+	// lock holds data_dir for this worker; hostLock the serving of its host's typing sessions
+	// (nil: another worker on this machine serves them).
+	lock     *instance.Lock
+	hostLock *instance.Lock
+	server   *embedded.Server
+	client   client.Client
+	// worker runs everything but the typing sessions, which sessionWorker runs on their host's
+	// task queue; legacySessions serves the sessions' queue from before hosts for one release.
+	worker         worker.Worker
+	sessionWorker  worker.Worker
+	legacySessions worker.Worker
+	// telegramWorker sends answers and reactions: only a worker with the bot token has one.
+	telegramWorker worker.Worker
+	ingest         *ingest.Server
 	// desk serves the hook desk's socket (nil when it could not); stopDesk ends the desk's
 	// sender, deskDone closes when it has.
 	desk     *hookdesk.Server
@@ -103,6 +111,11 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger, opts ...
 		}
 	}()
 
+	// One worker per data_dir, decided before anything in it is opened: a second worker would
+	// answer hooks from its own copy of the desk's journals and type from its own markers.
+	if s.lock, err = instance.Acquire(cfg.DataDir); err != nil {
+		return nil, err
+	}
 	// Process-wide, and fixed by the first SDK worker of the process: the embedded server's own
 	// system workers start before intentq's, so the size is set before the server starts (set
 	// later, the SDK's default of 10,000 held every pending intent of a big backlog in memory).
@@ -177,6 +190,17 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger, opts ...
 	if err := telegramSender.PruneSent(48 * time.Hour); err != nil {
 		logger.Warn("sent records", zap.Error(err))
 	}
+	// One worker serves a host's typing sessions (their workflow tasks, panes and hook desk):
+	// a second one naming the same host serves only the shared task queue (issue 38).
+	var hostErr error
+	s.hostLock, hostErr = instance.AcquireHost(instance.HostKey{Address: cfg.TemporalAddress(), Namespace: cfg.Temporal.Namespace, TaskQueue: cfg.Temporal.TaskQueue, Host: cfg.Host})
+	if hostErr != nil {
+		var inUse *instance.HostInUseError
+		if !errors.As(hostErr, &inUse) {
+			return nil, hostErr
+		}
+		logger.Warn("this worker serves only the shared task queue (intents, headless runs, Telegram); its hooks take through Temporal", zap.String("host", cfg.Host), zap.Error(hostErr))
+	}
 	// The hook desk: the agents' hooks take, commit and report through the worker itself.
 	desk, err := hookdesk.Open(hookdesk.Dir(cfg.DataDir), func(ctx context.Context, id, signal string, arg any) error {
 		return s.client.SignalWorkflow(ctx, id, "", signal, arg)
@@ -184,7 +208,9 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger, opts ...
 	if err != nil {
 		return nil, err
 	}
-	if s.desk, err = hookdesk.Listen(hookdesk.SocketPath(cfg.DataDir), desk, deskReader{s}, s.token, logger.Named("desk")); err != nil {
+	if s.hostLock == nil {
+		desk.Refuse()
+	} else if s.desk, err = hookdesk.Listen(hookdesk.SocketPath(cfg.DataDir), desk, deskReader{s}, s.token, logger.Named("desk")); err != nil {
 		logger.Warn("hook desk not served; hooks take through Temporal", zap.Error(err))
 		desk.Refuse()
 	}
@@ -220,17 +246,34 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger, opts ...
 			push(ctx, cfg, activities.Push{Title: title, Message: message, Priority: 5, Tags: []string{"rotating_light"}})
 		}),
 	}
-	// Two workers: the typing sessions (and their activities) on a task queue of their own, so
-	// a hook's take is answered at once while a burst's intents keep the other busy (issue 26).
+	// The typing sessions (and their activities: the pane, the history file, the hook desk) on
+	// their host's task queue, which only this host's worker polls (issue 38), apart from the
+	// shared one, so a hook's take is answered at once while a burst's intents keep the other
+	// busy (issue 26). The queue the sessions shared before hosts is still served for one
+	// release: a session there moves to its host's queue at the configure signal below.
 	s.worker = worker.New(s.client, cfg.Temporal.TaskQueue, options)
-	s.sessionWorker = worker.New(s.client, workflows.SessionTaskQueue(cfg.Temporal.TaskQueue), options)
-	for queue, w := range map[string]worker.Worker{cfg.Temporal.TaskQueue: s.worker, workflows.SessionTaskQueue(cfg.Temporal.TaskQueue): s.sessionWorker} {
+	workers := map[string]worker.Worker{cfg.Temporal.TaskQueue: s.worker}
+	if s.hostLock != nil {
+		s.sessionWorker = worker.New(s.client, workflows.SessionHostQueue(cfg.Temporal.TaskQueue, cfg.Host), options)
+		s.legacySessions = worker.New(s.client, workflows.SessionTaskQueue(cfg.Temporal.TaskQueue), options)
+		workers[workflows.SessionHostQueue(cfg.Temporal.TaskQueue, cfg.Host)] = s.sessionWorker
+		workers[workflows.SessionTaskQueue(cfg.Temporal.TaskQueue)] = s.legacySessions
+	}
+	if cfg.Telegram.Token.IsSet() {
+		// Answers and reactions run only where the bot token is (issue 38).
+		s.telegramWorker = worker.New(s.client, workflows.TelegramTaskQueue(cfg.Temporal.TaskQueue), options)
+		RegisterTelegram(s.telegramWorker, deps)
+		if err := s.telegramWorker.Start(); err != nil {
+			return nil, fmt.Errorf("start worker on task queue %q: %w", workflows.TelegramTaskQueue(cfg.Temporal.TaskQueue), err)
+		}
+	}
+	for queue, w := range workers {
 		Register(w, deps)
 		if err := w.Start(); err != nil {
 			return nil, fmt.Errorf("start worker on task queue %q: %w", queue, err)
 		}
 	}
-	if err := session.Ensure(ctx, s.client, cfg); err != nil {
+	if err := session.Ensure(ctx, s.client, cfg, s.hostLock != nil); err != nil {
 		return nil, err
 	}
 
@@ -356,7 +399,7 @@ func (s *Service) startWatchdog(cfg *config.Config, failures *watchdog.FailureWi
 	s.watchdog = &watchdog.Watchdog{
 		Checks: []watchdog.Check{
 			{Name: "worker", Run: func(ctx context.Context) (string, error) {
-				for _, queue := range []string{cfg.Temporal.TaskQueue, workflows.SessionTaskQueue(cfg.Temporal.TaskQueue)} {
+				for _, queue := range []string{cfg.Temporal.TaskQueue, workflows.SessionHostQueue(cfg.Temporal.TaskQueue, cfg.Host)} {
 					if r := doctor.WorkerPolling(ctx, s.client, queue); !r.OK {
 						return r.Detail, nil
 					}
@@ -457,8 +500,6 @@ func Register(r worker.Registry, deps Deps) {
 		runner = &activities.AgentRunner{}
 	}
 	r.RegisterActivityWithOptions(runner.Run, activity.RegisterOptions{Name: activities.AgentRunName})
-	r.RegisterActivityWithOptions(deps.Telegram.Send, activity.RegisterOptions{Name: activities.TelegramSendName})
-	r.RegisterActivityWithOptions(deps.Telegram.React, activity.RegisterOptions{Name: activities.TelegramReactName})
 	r.RegisterActivityWithOptions(deps.Ntfy.Publish, activity.RegisterOptions{Name: activities.NtfyPublishName})
 	r.RegisterActivityWithOptions(deps.Signals.SignalAll, activity.RegisterOptions{Name: activities.SignalAllName})
 	if deps.Desk != nil {
@@ -468,6 +509,13 @@ func Register(r worker.Registry, deps Deps) {
 		r.RegisterActivityWithOptions(workflows.NoDeskPublish, activity.RegisterOptions{Name: workflows.DeskPublishName})
 		r.RegisterActivityWithOptions(workflows.NoDeskWithdraw, activity.RegisterOptions{Name: workflows.DeskWithdrawName})
 	}
+}
+
+// RegisterTelegram adds the Telegram activities (answers, reactions) to a worker of the task
+// queue only workers with the bot token poll (workflows.TelegramTaskQueue).
+func RegisterTelegram(r worker.Registry, deps Deps) {
+	r.RegisterActivityWithOptions(deps.Telegram.Send, activity.RegisterOptions{Name: activities.TelegramSendName})
+	r.RegisterActivityWithOptions(deps.Telegram.React, activity.RegisterOptions{Name: activities.TelegramReactName})
 }
 
 // Fields describe where the service can be reached, for the `ready` log line.
@@ -557,6 +605,14 @@ func (s *Service) Stop(ctx context.Context) {
 		s.sessionWorker.Stop()
 		s.sessionWorker = nil
 	}
+	if s.legacySessions != nil {
+		s.legacySessions.Stop()
+		s.legacySessions = nil
+	}
+	if s.telegramWorker != nil {
+		s.telegramWorker.Stop()
+		s.telegramWorker = nil
+	}
 	if s.worker != nil {
 		s.worker.Stop()
 		s.worker = nil
@@ -579,6 +635,14 @@ func (s *Service) Stop(ctx context.Context) {
 			s.log.Warn("embedded server shutdown", zap.Error(err))
 		}
 		s.server = nil
+	}
+	if s.hostLock != nil {
+		_ = s.hostLock.Release()
+		s.hostLock = nil
+	}
+	if s.lock != nil {
+		_ = s.lock.Release()
+		s.lock = nil
 	}
 }
 

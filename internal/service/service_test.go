@@ -3,6 +3,7 @@ package service_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/base/encryption"
+	"github.com/intentq/intentq/internal/base/instance"
 	"github.com/intentq/intentq/internal/base/trust"
 	"github.com/intentq/intentq/internal/platform/doctor"
 	"github.com/intentq/intentq/internal/service"
@@ -39,6 +41,23 @@ func TestEmbeddedDefault(t *testing.T) {
 		if !hasCheck(report, name) {
 			t.Errorf("doctor did not pass %s:\n%s", name, out.String())
 		}
+	}
+
+	// Issue 38: a second worker on this data_dir is refused at once, naming the first, before
+	// it opens anything (its ports stay free).
+	second := *cfg
+	second.Temporal.Embedded.Port = testenv.FreePort(t)
+	second.Temporal.Embedded.UIPort = testenv.FreePort(t)
+	second.Ingest.Listen = fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	_, err := service.Start(ctx, &second, zaptest.NewLogger(t))
+	var inUse *instance.InUseError
+	if !errors.As(err, &inUse) || inUse.Holder.PID != os.Getpid() || !strings.Contains(err.Error(), cfg.DataDir) {
+		t.Errorf("a second worker on the same data_dir: %v, want it refused naming pid %d", err, os.Getpid())
+	}
+	if l, lerr := net.Listen("tcp", second.Ingest.Listen); lerr != nil {
+		t.Errorf("the refused worker opened its ingest port: %v", lerr)
+	} else {
+		l.Close()
 	}
 
 	// The Web UI answers the holder of the access token (the browser: through the login URL).

@@ -84,6 +84,7 @@ func TmuxConfig(cfg *config.Config, name string) workflows.SessionConfig {
 		InputPlaceholders: cli.InputPlaceholders,
 		// Codex fires its SessionStart after /new only with the next prompt.
 		SessionStartAtPrompt: cli.SessionStartAtPrompt,
+		Host:                 cfg.HostOf(name),
 	}
 }
 
@@ -126,9 +127,11 @@ func HeadlessConfig(cfg *config.Config, name string) workflows.HeadlessConfig {
 		BaseArgs: cli.HeadlessBaseArgs()}
 }
 
-// Ensure starts the workflow `session/<name>` of every configured session (a typing session,
-// or a headless one), and the global run semaphore, or hands running ones the current config.
-func Ensure(ctx context.Context, c client.Client, cfg *config.Config) error {
+// Ensure starts the workflow `session/<name>` of every configured session (a typing session on
+// this worker's host, or a headless one), and the global run semaphore, or hands running ones
+// the current config. A typing session of another host is its host's worker's to start; typing
+// false: this worker serves no typing session (another serves this host).
+func Ensure(ctx context.Context, c client.Client, cfg *config.Config, typing bool) error {
 	opts := client.StartWorkflowOptions{TaskQueue: cfg.Temporal.TaskQueue}
 	if _, err := c.SignalWithStartWorkflow(ctx, workflows.SemaphoreID, workflows.SignalPermits, cfg.Scheduler.MaxConcurrentSessions,
 		opts, workflows.SemaphoreWorkflowName, workflows.SemaphoreState{Permits: cfg.Scheduler.MaxConcurrentSessions}); err != nil {
@@ -144,11 +147,14 @@ func Ensure(ctx context.Context, c client.Client, cfg *config.Config) error {
 			}
 			continue
 		}
+		if !typing || !cfg.Local(name) {
+			continue
+		}
 		conf := TmuxConfig(cfg, name)
-		// Typing sessions run on their own task queue (a session that runs already moves there
-		// when it continues as new).
+		// Typing sessions run on their host's task queue (a session that runs already moves
+		// there when it continues as new: the configure signal makes an older run do so).
 		sopts := opts
-		sopts.TaskQueue = workflows.SessionTaskQueue(cfg.Temporal.TaskQueue)
+		sopts.TaskQueue = workflows.SessionHostQueue(cfg.Temporal.TaskQueue, cfg.Host)
 		if _, err := c.SignalWithStartWorkflow(ctx, id, workflows.SignalConfigure, conf,
 			sopts, workflows.SessionWorkflowName, workflows.SessionInput{Version: workflows.SessionVersion, Config: conf}); err != nil {
 			return fmt.Errorf("start session workflow %s: %w", id, err)

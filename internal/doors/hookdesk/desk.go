@@ -250,14 +250,17 @@ func (d *Desk) Publish(_ context.Context, req workflows.DeskPublishRequest) erro
 
 // Withdraw takes a standing offer back for its session (the activity
 // workflows.DeskWithdrawName): withdrawn when no hook took it (none can now), else who took it.
-// An offer the desk never got is withdrawn.
+// An offer this desk never got may be at another worker's desk, in a hook's hands: it counts
+// as taken (workflows.UnknownOfferTaken), so the worst case is a late delivery, never a second.
 func (d *Desk) Withdraw(_ context.Context, req workflows.DeskWithdrawRequest) (workflows.DeskWithdrawResult, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	j := d.journal(req.Session)
 	o := j.find(req.Key)
 	switch {
-	case o == nil || o.State == stateWithdrawn:
+	case o == nil:
+		return workflows.UnknownOfferTaken(req.Key, d.now()), nil
+	case o.State == stateWithdrawn:
 		return workflows.DeskWithdrawResult{Withdrawn: true}, nil
 	case o.State == stateTaken:
 		t := *o.Taken

@@ -146,15 +146,20 @@ func indexOf(list []string, s string) int {
 	return -1
 }
 
-// Issue 26: a withdrawn offer is no hook's; an offer the desk never got is withdrawn; only hook
-// events that deliver take.
+// Issue 26: a withdrawn offer is no hook's; only hook events that deliver take. Issue 38: an
+// offer the desk never got may be at another worker's desk, in a hook's hands: it counts as
+// taken (its lease then runs), never as withdrawn.
 func TestDeskWithdrawnOfferIsNoHooks(t *testing.T) {
 	d, err := Open(t.TempDir(), (&signals{}).send, nil)
 	require.NoError(t, err)
 	ctx := context.Background()
 	w, err := d.Withdraw(ctx, workflows.DeskWithdrawRequest{Session: "s", Key: "standing/r/9"})
 	require.NoError(t, err)
-	require.True(t, w.Withdrawn)
+	require.False(t, w.Withdrawn)
+	require.NotNil(t, w.Taken)
+	require.Equal(t, "standing/r/9", w.Taken.Key)
+	require.Equal(t, workflows.HookUnknown, w.Taken.Hook)
+	require.False(t, w.Taken.At.IsZero())
 	require.NoError(t, d.Publish(ctx, workflows.DeskPublishRequest{Session: "s", Key: "standing/r/1", Messages: msgs("1")}))
 	res, err := d.Take("s", workflows.TakeRequest{Key: "pre-tool-use/a", Event: workflows.EventPreToolUse})
 	require.NoError(t, err)

@@ -136,8 +136,8 @@ func Run(ctx context.Context, cfg *config.Config, logger *zap.Logger) Report {
 		r = append(r, VersionFloor(fctx, c, cfg.Temporal.Namespace))
 		cancel()
 		worker := WorkerPolling(ctx, c, cfg.Temporal.TaskQueue)
-		if sessions := WorkerPolling(ctx, c, workflows.SessionTaskQueue(cfg.Temporal.TaskQueue)); worker.OK && !sessions.OK {
-			worker = sessions // the typing sessions' own task queue
+		if sessions := WorkerPolling(ctx, c, workflows.SessionHostQueue(cfg.Temporal.TaskQueue, cfg.Host)); worker.OK && !sessions.OK {
+			worker = sessions // the typing sessions' task queue on this host
 		}
 		r = append(r, worker)
 		if worker.OK {
