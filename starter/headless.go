@@ -11,6 +11,7 @@ import (
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/base/tclient"
 	"github.com/intentq/intentq/internal/headless"
+	"github.com/intentq/intentq/internal/platform/doctor"
 	sessionapi "github.com/intentq/intentq/internal/session"
 	"github.com/intentq/intentq/workflows"
 )
@@ -242,6 +243,14 @@ func newSessionShow() *cobra.Command {
 				}
 				state, since, last := agentColumns(v.Agent)
 				fmt.Fprintf(cmd.OutOrStdout(), "session %s (%s, %s): agent %s since %s, last hook %s\n", a[0], v.Config.TmuxTarget, v.Config.CLI, state, since, last)
+				host := cfg.HostOf(a[0])
+				served := "no worker polls its task queue: its messages wait"
+				if machines, identities, err := doctor.HostPollers(cmd.Context(), c, workflows.SessionHostQueue(cfg.Temporal.TaskQueue, host)); err != nil {
+					served = err.Error()
+				} else if len(machines) > 0 {
+					served = "served by " + strings.Join(identities, ", ")
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "host %s: %s\n", host, served)
 				fmt.Fprintf(cmd.OutOrStdout(), "waiting %d, handed over and not committed %d, delivered %d, failed %d\n", len(v.Queued), len(v.Offered), v.Delivered, v.Failed)
 				if v.BusySince != nil {
 					fmt.Fprintf(cmd.OutOrStdout(), "not typing since %s\n", v.BusySince.Local().Format(time.RFC3339))

@@ -107,6 +107,13 @@ func TestTwoHostsEachServeTheirOwnSessions(t *testing.T) {
 		}
 	}
 
+	// Each session names its host and the worker that serves it.
+	for name, host := range map[string]string{"alpha": "a", "beta": "b"} {
+		if out := starterRun(t, envA, 0, "session", "show", name); !strings.Contains(out, "host "+host+": served by intentq@") {
+			t.Errorf("starter session show %s:\n%s", name, out)
+		}
+	}
+
 	// Answers from the host without the bot token: sent by the one that has it.
 	for i := 1; i <= 10; i++ {
 		starterRun(t, envB, 0, "reply", fmt.Sprintf("42/%d", i), fmt.Sprintf("answer %d from beta", i))

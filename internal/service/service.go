@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -200,6 +202,14 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger, opts ...
 			return nil, hostErr
 		}
 		logger.Warn("this worker serves only the shared task queue (intents, headless runs, Telegram); its hooks take through Temporal", zap.String("host", cfg.Host), zap.Error(hostErr))
+	} else if machines, _, err := doctor.HostPollers(ctx, s.client, workflows.SessionHostQueue(cfg.Temporal.TaskQueue, cfg.Host)); err == nil {
+		// A worker on another machine that gave itself this host name serves it already.
+		if i := slices.IndexFunc(machines, func(m string) bool { return m != workerMachine() }); i >= 0 {
+			logger.Error("a worker on another machine serves this host's sessions; this one serves only the shared task queue: give each machine its own host name",
+				zap.String("host", cfg.Host), zap.String("other_machine", machines[i]))
+			_ = s.hostLock.Release()
+			s.hostLock = nil
+		}
 	}
 	// The hook desk: the agents' hooks take, commit and report through the worker itself.
 	desk, err := hookdesk.Open(hookdesk.Dir(cfg.DataDir), func(ctx context.Context, id, signal string, arg any) error {
@@ -405,6 +415,17 @@ func (s *Service) startWatchdog(cfg *config.Config, failures *watchdog.FailureWi
 					}
 				}
 				return "", nil
+			}},
+			// A host whose worker is gone: its sessions' messages wait (told once, and again
+			// when it is back).
+			{Name: "hosts", Run: func(ctx context.Context) (string, error) {
+				var down []string
+				for _, r := range doctor.Hosts(ctx, s.client, cfg) {
+					if !r.OK {
+						down = append(down, r.Detail)
+					}
+				}
+				return strings.Join(down, "; "), nil
 			}},
 			// Typing failures only (AlarmingFailures).
 			failures.Check("reminders", "reminder deliveries"),
@@ -647,11 +668,16 @@ func (s *Service) Stop(ctx context.Context) {
 }
 
 func workerIdentity() string {
+	return fmt.Sprintf("intentq@%s/%d", workerMachine(), os.Getpid())
+}
+
+// workerMachine is this machine's name as worker identities carry it.
+func workerMachine() string {
 	host, err := os.Hostname()
 	if err != nil {
-		host = "unknown"
+		return "unknown"
 	}
-	return fmt.Sprintf("intentq@%s/%d", host, os.Getpid())
+	return host
 }
 
 // pluginErrorAlert tells the person, once per batch, that the patched plugin block failed for

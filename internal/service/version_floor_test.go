@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/platform/doctor"
 	"github.com/intentq/intentq/internal/testkit/testenv"
 	"github.com/intentq/intentq/workflows"
@@ -115,5 +116,42 @@ func TestSessionUpgradesToTheVersionFloorAtConfigure(t *testing.T) {
 		if err := os.WriteFile("../../workflows/testdata/session_upgrade.json", data, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// Issue 38: the doctor names each host's worker, and a host no worker serves (its sessions'
+// messages wait); this worker starts only its own host's sessions.
+func TestDoctorNamesEachHostsWorker(t *testing.T) {
+	cfg := testenv.Config(t)
+	cfg.Sessions["far"] = config.Session{TmuxTarget: "far:0", CLI: "claude", Mode: config.ModeTmux, Host: "elsewhere"}
+	svc, _ := startService(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var report doctor.Report
+	waitUntil(t, "the doctor to see this host's worker", 30*time.Second, func() bool {
+		report = doctor.Hosts(ctx, svc.Client(), cfg)
+		for _, r := range report {
+			if r.Name == "host "+cfg.Host && r.OK {
+				return true
+			}
+		}
+		return false
+	})
+	for _, r := range report {
+		switch r.Name {
+		case "host elsewhere":
+			if r.OK || !strings.Contains(r.Detail, "far wait") {
+				t.Errorf("a host nobody serves: %+v", r)
+			}
+		case "host " + cfg.Host:
+			if !r.OK || !strings.Contains(r.Detail, config.DefaultSessionName+" served by intentq@") {
+				t.Errorf("this host: %+v", r)
+			}
+		default:
+			t.Errorf("unexpected check %+v", r)
+		}
+	}
+	if _, err := svc.Client().DescribeWorkflowExecution(ctx, workflows.SessionWorkflowID("far"), ""); err == nil {
+		t.Error("this worker started a session of another host")
 	}
 }

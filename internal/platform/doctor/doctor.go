@@ -140,6 +140,7 @@ func Run(ctx context.Context, cfg *config.Config, logger *zap.Logger) Report {
 			worker = sessions // the typing sessions' task queue on this host
 		}
 		r = append(r, worker)
+		r = append(r, Hosts(ctx, c, cfg)...)
 		if worker.OK {
 			r = append(r, checkProbe(ctx, c, cfg.Temporal.TaskQueue))
 		} else {

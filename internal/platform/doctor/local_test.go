@@ -121,3 +121,18 @@ func peersTmuxSession(t *testing.T, name, shell string) {
 	}
 	t.Cleanup(func() { _ = exec.Command("tmux", "kill-server").Run() })
 }
+
+// A worker identity names its machine (intentq@<machine>/<pid>); another program's identity
+// is its own machine.
+func TestMachineOfAWorkerIdentity(t *testing.T) {
+	for identity, want := range map[string]string{
+		"intentq@laptop/4242":     "laptop",
+		"intentq@build.example/1": "build.example",
+		"1234@other-sdk-worker":   "1234@other-sdk-worker",
+		"intentq@no-pid-at-all":   "no-pid-at-all",
+	} {
+		if got := doctor.Machine(identity); got != want {
+			t.Errorf("Machine(%q) = %q, want %q", identity, got, want)
+		}
+	}
+}
