@@ -117,6 +117,7 @@ type paneInfo struct {
 // non-retryable ErrTypeTmuxTargetMissing error naming the target. Other tmux failures are
 // retryable. A retry after a failure between the text and the Enter types the text again.
 func (t *Tmux) Inject(ctx context.Context, req InjectRequest) (InjectResult, error) {
+	defer keepAlive(ctx)()
 	ep, err := t.endpoint(req.Session, req.Target)
 	if err != nil {
 		return InjectResult{}, err
@@ -405,6 +406,7 @@ type CaptureRequest struct {
 // ErrTypeNotAgent error: what the session reads there says nothing about its agent, and it must
 // not type there.
 func (t *Tmux) Capture(ctx context.Context, req CaptureRequest) (string, error) {
+	defer keepAlive(ctx)()
 	ep, err := t.endpoint(req.Session, req.Target)
 	if err != nil {
 		return "", err
@@ -633,6 +635,7 @@ type KeysRequest struct {
 
 // SendKeys presses req.Keys in the pane, in order.
 func (t *Tmux) SendKeys(ctx context.Context, req KeysRequest) error {
+	defer keepAlive(ctx)()
 	ep, err := t.endpoint(req.Session, req.Target)
 	if err != nil {
 		return err

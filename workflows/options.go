@@ -13,6 +13,10 @@ import (
 
 var tmuxActivityOptions = workflow.ActivityOptions{
 	StartToCloseTimeout: 30 * time.Second,
+	// The pane's activities heartbeat every second (activities.HeartbeatEvery): a worker that
+	// died while typing is noticed within this, and the typing resumes on its restart after
+	// what its markers say went in (issue 38).
+	HeartbeatTimeout: 10 * time.Second,
 	RetryPolicy: &temporal.RetryPolicy{
 		InitialInterval:    time.Second,
 		BackoffCoefficient: 2,
