@@ -15,18 +15,19 @@ import (
 func TestInjectHeartbeatsWhileItTypes(t *testing.T) {
 	srv := newTmuxServer(t)
 	out := srv.reader("reader", "-echo")
-	tm := &Tmux{Socket: srv.socket, EnterDelay: 2500 * time.Millisecond}
+	tm := &Tmux{Socket: srv.socket, EnterDelay: 4 * time.Second}
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
+	env.SetTestTimeout(time.Minute) // the activity takes real time
 	env.RegisterActivityWithOptions(tm.Inject, activity.RegisterOptions{Name: TmuxInjectName})
 	typing := func(ctx workflow.Context) error {
-		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second, HeartbeatTimeout: time.Second})
+		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second, HeartbeatTimeout: 2 * time.Second})
 		return workflow.ExecuteActivity(ctx, TmuxInjectName, InjectRequest{Target: "reader", Text: "slow enter"}).Get(ctx, nil)
 	}
 	env.RegisterWorkflowWithOptions(typing, workflow.RegisterOptions{Name: "typing"})
 	env.ExecuteWorkflow("typing")
 	if err := env.GetWorkflowError(); err != nil {
-		t.Fatalf("a typing of 2.5 s under a heartbeat timeout of 1 s: %v", err)
+		t.Fatalf("a typing of 4 s under a heartbeat timeout of 2 s: %v", err)
 	}
 	waitFile(t, out, "slow enter\n")
 }

@@ -69,6 +69,10 @@ type Ledger struct {
 	// queueWhileTyping: such requests are queued as any other (runs before SessionVersion 3,
 	// rule typing-holds-repeats), so a hook could print what was being typed.
 	queueWhileTyping bool
+	// keepEmptyExpired: an offer whose lease ended with nothing left to queue again stays open
+	// (runs before SessionVersion 4, rule drop-empty-expired-offers): its lease timer then fired
+	// at once, again and again (an offer a late commit had emptied).
+	keepEmptyExpired bool
 }
 
 // recentDelivered bounds Ledger.RecentlyDelivered.
@@ -308,6 +312,9 @@ func (l *Ledger) Settle(now time.Time) Settlement {
 		offers = append(offers, o)
 	}
 	if len(back) == 0 {
+		if !l.keepEmptyExpired {
+			l.Offers = offers
+		}
 		return st
 	}
 	l.Offers = offers

@@ -37,8 +37,9 @@ var (
 // hands over what the agent has and a repeat queued instead of answered (issue 24); 15, a late
 // commit dropped instead of reconciled; 509, a take that does not see a late commit the session
 // has not settled yet (issue 26); 5808, a request for what the typed block in flight carries
-// queued again, and a hook printing it (SessionVersion 3).
-var ledgerRegressions = []uint64{10, 15, 509, 5808}
+// queued again, and a hook printing it (SessionVersion 3); 592, an offer a late commit emptied
+// left open after its lease (its timer then fired at once, forever: SessionVersion 4).
+var ledgerRegressions = []uint64{10, 15, 509, 592, 5808}
 
 // TestLedgerChecker runs the regression seeds, then seeds 1, 2, ... for the budget.
 func TestLedgerChecker(t *testing.T) {
@@ -539,6 +540,12 @@ func (w *ledgerWorld) settle() {
 		}
 		for _, o := range st.Expired {
 			w.note("lease of %s ended: %d queued again", o.Key, len(o.Requests))
+		}
+		// Settled means no open offer's lease has ended (else its timer fires at once, forever).
+		for _, o := range w.l.Offers {
+			if w.now.Sub(o.At) >= policy.OfferLease {
+				w.fail("offer %s still open %s after its lease ended (%d requests)", o.Key, w.now.Sub(o.At)-policy.OfferLease, len(o.Requests))
+			}
 		}
 		if !st.Withdraw {
 			break

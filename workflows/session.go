@@ -125,8 +125,12 @@ const SessionVersion = 4
 // gone with its branch (docs/design.md). `starter doctor` names any open run below it.
 const SessionFloor = 2
 
-// SessionVersion 4 adds no branch: every open run continues as new at the next worker start,
-// and so moves to its host's task queue (issue 38).
+// sessionDropsEmptyOffers (SessionVersion 4, change ID drop-empty-expired-offers): an offer
+// whose lease ended with nothing left to queue again (a late commit had emptied it) is dropped;
+// before, it stayed open and its lease timer fired at once, again and again. Version 4 also
+// moves every open run, at its continue-as-new at the next worker start, to its host's task
+// queue (issue 38).
+const sessionDropsEmptyOffers = 4
 
 // sessionTypingHoldsRepeats (SessionVersion 3, change ID typing-holds-repeats): a request for
 // what the typed block in flight carries (its intent's wait timed out meanwhile) waits for the
@@ -156,6 +160,8 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	}
 	s.Ledger.queueWhileTyping = s.Version < sessionTypingHoldsRepeats &&
 		workflow.GetVersion(ctx, "typing-holds-repeats", workflow.DefaultVersion, 1) == workflow.DefaultVersion
+	s.Ledger.keepEmptyExpired = s.Version < sessionDropsEmptyOffers &&
+		workflow.GetVersion(ctx, "drop-empty-expired-offers", workflow.DefaultVersion, 1) == workflow.DefaultVersion
 	workflow.Go(ctx, s.takeAlerts)
 	workflow.Go(ctx, s.pushAlerts)
 	workflow.Go(ctx, s.takePushes)
