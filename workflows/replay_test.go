@@ -49,12 +49,14 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 		// rule (typing-holds-repeats), which they decide by its marker.
 		"testdata/intent_reminded_v14.json", "testdata/session_reminders_v14.json",
 		"testdata/intent_delivered_closed_v14.json", "testdata/session_v14.json",
-		// The upgrade step: a run of the version before the current one (2) takes a worker's
-		// configure signal and continues as new at SessionVersion (3). Regenerate with
+		// The upgrade step: a run at the floor (version 2, as the build before started them)
+		// takes a worker's configure signal and continues as new at SessionVersion (4), on its
+		// host's task queue. Regenerate with
 		// WRITE_REPLAY_HISTORY=1 go test -run TestSessionUpgradesToTheVersionFloorAtConfigure
 		// ./internal/service/.
 		"testdata/session_upgrade.json",
-		// Current: sessions and intents started at SessionVersion and IntentVersion, no markers.
+		// Current: sessions and intents started at SessionVersion (4) and IntentVersion (2), no
+		// markers.
 		"testdata/intent_reminded.json", "testdata/session_reminders.json",
 		"testdata/intent_delivered_closed.json", "testdata/session.json",
 		// A headless session (a success, a retried network error, a denied tool) from when runs

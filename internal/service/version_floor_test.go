@@ -33,9 +33,9 @@ func TestSessionUpgradesToTheVersionFloorAtConfigure(t *testing.T) {
 	c := svc.Client()
 	id := workflows.SessionWorkflowID("old-run")
 	conf := workflows.SessionConfig{Name: "old-run", TmuxTarget: "old-run:0", Push: true}
-	// As the build before the current one started sessions: its version in the input.
+	// As the build before started sessions: the oldest version this build replays.
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.SessionTaskQueue(cfg.Temporal.TaskQueue)},
-		workflows.SessionWorkflowName, workflows.SessionInput{Version: workflows.SessionVersion - 1, Config: conf})
+		workflows.SessionWorkflowName, workflows.SessionInput{Version: workflows.SessionFloor, Config: conf})
 	if err != nil {
 		t.Fatal(err)
 	}
