@@ -1,0 +1,227 @@
+package main_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/intentq/intentq/internal/testkit/fakebot"
+	"github.com/intentq/intentq/internal/testkit/testenv"
+)
+
+var (
+	manySessions = flag.Int("sessions.n", 50, "sessions in BenchmarkN38ManySessions")
+	manyBurst    = flag.Int("sessions.burst", 100, "messages to each session in BenchmarkN38ManySessions")
+)
+
+// benchDeadline is how long BenchmarkN38ManySessions waits for every message (10 minutes;
+// SESSIONS_BENCH_DEADLINE overrides it, for a quick look).
+func benchDeadline() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("SESSIONS_BENCH_DEADLINE")); err == nil {
+		return d
+	}
+	return 10 * time.Minute
+}
+
+// anyMarker is a delivered message as a pane or a hook shows it: its ID and chat.
+var anyMarker = regexp.MustCompile(`【新着メッセージ】msg_id=(\d+) chat=(\d+)`)
+
+// BenchmarkN38ManySessions (issue 38) measures one worker serving 50 sessions on one machine,
+// each with a stand-in agent that uses intentq's hooks (it confirms each prompt with its
+// UserPromptSubmit hook and ends its turn at once), when 100 messages reach each of them at
+// once through the ingest endpoint: every message reaches its agent once (typed, or handed over
+// by the hooks run during the burst); when each session got its first and last message (no
+// session starves: the slowest session's first and last); each hook's wall time during the
+// burst (p50 and max, Claude Code's way: a new process each time, for sessions spread over the
+// 50); the worker's CPU and peak RSS during the burst; and its CPU and RSS over 30 s at rest
+// afterwards, 50 sessions waiting. Goals (issue 38): hooks p50 < 50 ms and max < 250 ms during
+// the burst, the last session's last message within 60 s, idle CPU < 2 % and RSS < 800 MB.
+func BenchmarkN38ManySessions(b *testing.B) {
+	sessions, burst := *manySessions, *manyBurst
+	bin := binaries(b)
+	for range b.N {
+		bot := fakebot.New("38:many")
+		env, home, _ := ingestEnv(b, "INTENTQ_REMINDERS_FIRST_AFTER=1h",
+			"INTENTQ_TELEGRAM_TOKEN=38:many", "INTENTQ_TELEGRAM_API_ENDPOINT="+bot.Endpoint())
+		var cfg, chats strings.Builder
+		for s := 1; s <= sessions; s++ {
+			if s > 1 {
+				chats.WriteString(", ")
+			}
+			fmt.Fprint(&chats, 1000+s)
+		}
+		fmt.Fprintf(&cfg, "telegram:\n  allowed_chat_ids: [%s]\n  allowed_user_ids: [%s]\nsessions:\n", chats.String(), chats.String())
+		for s := 1; s <= sessions; s++ {
+			fmt.Fprintf(&cfg, "  s%d: {tmux_target: \"s%d:0\", chats: [%d], default: %v}\n", s, s, 1000+s, s == 1)
+		}
+		env = append(env, "INTENTQ_CONFIG="+writeConfig(b, env, home, cfg.String()),
+			"INTENTQ_CLIS_CLAUDE_PROCESS_NAMES="+testenv.StandInProcessNames+","+standInProcess)
+		panes := make([]string, sessions+1)
+		for s := 1; s <= sessions; s++ {
+			panes[s] = filepath.Join(home, fmt.Sprintf("pane-%d.out", s))
+			// Each pane's agent is its own session's (-e: one tmux server serves all 50).
+			tmux := exec.Command("tmux", "new-session", "-d", "-s", fmt.Sprintf("s%d", s), "-x", "250", "-y", "50",
+				"-e", fmt.Sprintf("INTENTQ_AGENT_ID=s%d", s), standInAgentCommand(b, panes[s], filepath.Join(bin, "starter")))
+			tmux.Env = env
+			if out, err := tmux.CombinedOutput(); err != nil {
+				b.Fatalf("tmux: %v %s", err, out)
+			}
+		}
+		b.Cleanup(func() { k := exec.Command("tmux", "kill-server"); k.Env = env; _ = k.Run() })
+		b.Cleanup(bot.Close)
+		w, lines := startWorker(b, bin, env)
+		waitFor(b, lines, "ready", 90*time.Second)
+		go func() {
+			for range lines {
+			}
+		}()
+
+		// The hooks during the burst: Claude Code's, as new processes, for sessions spread
+		// over all of them; what they print counts as reaching the agent.
+		var hookMu sync.Mutex
+		hookTimes := map[string][]time.Duration{}
+		var printed strings.Builder
+		hook := func(session int, event, input string, i int) {
+			if strings.Contains(input, "%d") {
+				input = fmt.Sprintf(input, i)
+			}
+			cmd := exec.Command(filepath.Join(bin, "starter"), "hook", event)
+			cmd.Env, cmd.Stdin = append(env, fmt.Sprintf("INTENTQ_AGENT_ID=s%d", session)), strings.NewReader(input)
+			start := time.Now()
+			out, err := cmd.CombinedOutput()
+			d := time.Since(start)
+			if err != nil {
+				b.Errorf("hook %s for s%d: %v %s", event, session, err, out)
+			}
+			hookMu.Lock()
+			hookTimes[event] = append(hookTimes[event], d)
+			printed.Write(out)
+			hookMu.Unlock()
+		}
+
+		_, cpuBefore := procStat(b, w.Process.Pid)
+		began := time.Now()
+		first := make([]time.Duration, sessions+1)
+		last := make([]time.Duration, sessions+1)
+		// The burst: 100 messages to each session at once, as the bot API hands them out.
+		var lastUpdate int
+		for i := 1; i <= burst; i++ {
+			for s := 1; s <= sessions; s++ {
+				lastUpdate = bot.AddMessage(int64(1000+s), int64(1000+s), i, fmt.Sprintf("to s%d: %d", s, i))
+			}
+		}
+		hooksDone := make(chan struct{})
+		go func() {
+			defer close(hooksDone)
+			for r := 0; time.Since(began) < 20*time.Second; r++ {
+				for i, h := range burstHooks {
+					hook(1+(r*len(burstHooks)+i)%sessions, h.event, h.input, r)
+				}
+			}
+		}()
+		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		err := bot.WaitConfirmed(wctx, lastUpdate)
+		cancel()
+		if err != nil {
+			b.Fatalf("the burst was not taken in: %v", err)
+		}
+		recorded := time.Since(began)
+		var peakRSS int64
+		counts := func() (per []int, twice []string) {
+			hookMu.Lock()
+			all := printed.String()
+			hookMu.Unlock()
+			per = make([]int, sessions+1)
+			for s := 1; s <= sessions; s++ {
+				data, _ := os.ReadFile(panes[s])
+				seen := map[string]int{}
+				for _, m := range anyMarker.FindAllStringSubmatch(string(data)+all, -1) {
+					if m[2] == strconv.Itoa(1000+s) {
+						seen[m[1]]++
+					}
+				}
+				per[s] = len(seen)
+				for id, c := range seen {
+					if c != 1 {
+						twice = append(twice, fmt.Sprintf("s%d message %s %d times", s, id, c))
+					}
+				}
+			}
+			return per, twice
+		}
+		for deadline := time.Now().Add(benchDeadline()); ; time.Sleep(250 * time.Millisecond) {
+			if rss, _ := procStat(b, w.Process.Pid); rss > peakRSS {
+				peakRSS = rss
+			}
+			per, twice := counts()
+			if len(twice) > 0 {
+				b.Fatalf("reached an agent more than once: %v", twice)
+			}
+			done := 0
+			for s := 1; s <= sessions; s++ {
+				if per[s] > 0 && first[s] == 0 {
+					first[s] = time.Since(began)
+				}
+				if per[s] == burst {
+					if last[s] == 0 {
+						last[s] = time.Since(began)
+					}
+					done++
+				}
+			}
+			if done == sessions {
+				break
+			}
+			if time.Now().After(deadline) {
+				out, _ := run(b, filepath.Join(bin, "starter"), env, "", "sessions")
+				pending, _ := run(b, filepath.Join(bin, "starter"), env, "", "pending")
+				out += "\n" + pending
+				list := exec.Command("tmux", "list-panes", "-a", "-F", "#{session_name} #{pane_current_command}")
+				list.Env = env
+				panesNow, _ := list.CombinedOutput()
+				b.Fatalf("after 10 minutes %d of %d sessions have all %d messages: %v\n%s\n%s", done, sessions, burst, per[1:], out, panesNow)
+			}
+		}
+		<-hooksDone
+		busy := time.Since(began)
+		_, cpuAfter := procStat(b, w.Process.Pid)
+		if _, twice := counts(); len(twice) > 0 {
+			b.Fatalf("reached an agent more than once: %v", twice)
+		}
+
+		// At rest: 50 sessions waiting, nothing due.
+		time.Sleep(10 * time.Second)
+		_, restFrom := procStat(b, w.Process.Pid)
+		time.Sleep(30 * time.Second)
+		restRSS, restTo := procStat(b, w.Process.Pid)
+
+		slowestFirst, slowestLast := slices.Max(first[1:]), slices.Max(last[1:])
+		b.ReportMetric(recorded.Seconds(), "recorded-s")
+		b.ReportMetric(slowestFirst.Seconds(), "slowest-first-s")
+		b.ReportMetric(slowestLast.Seconds(), "last-session-last-message-s")
+		b.ReportMetric((cpuAfter-cpuBefore).Seconds()/busy.Seconds()*100, "burst-cpu-%")
+		b.ReportMetric(float64(peakRSS)/(1<<20), "burst-peak-rss-MB")
+		b.ReportMetric((restTo-restFrom).Seconds()/30*100, "idle-cpu-%")
+		b.ReportMetric(float64(restRSS)/(1<<20), "idle-rss-MB")
+		for _, h := range burstHooks {
+			t := hookTimes[h.event]
+			if len(t) == 0 {
+				continue
+			}
+			slices.Sort(t)
+			b.ReportMetric(float64(t[len(t)/2].Microseconds())/1000, h.event+"-p50-ms")
+			b.ReportMetric(float64(t[len(t)-1].Microseconds())/1000, h.event+"-max-ms")
+		}
+		b.Logf("%d sessions x %d messages: recorded in %.1fs; first message of the slowest session at %.1fs, its last at %.1fs", sessions, burst, recorded.Seconds(), slowestFirst.Seconds(), slowestLast.Seconds())
+	}
+}
