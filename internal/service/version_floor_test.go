@@ -41,24 +41,18 @@ func TestSessionUpgradesToTheVersionFloorAtConfigure(t *testing.T) {
 	}
 	oldRun := run.GetRunID()
 	events := func(runID string) []*historypb.HistoryEvent { return runHistoryEvents(t, c, id, runID) }
-	markers := func(evs []*historypb.HistoryEvent) int {
-		n := 0
-		for _, ev := range evs {
-			if ev.GetEventType() == enumspb.EVENT_TYPE_MARKER_RECORDED {
-				n++
+	counter := func(typ enumspb.EventType) func([]*historypb.HistoryEvent) int {
+		return func(evs []*historypb.HistoryEvent) int {
+			n := 0
+			for _, ev := range evs {
+				if ev.GetEventType() == typ {
+					n++
+				}
 			}
+			return n
 		}
-		return n
 	}
-	tasks := func(evs []*historypb.HistoryEvent) int {
-		n := 0
-		for _, ev := range evs {
-			if ev.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED {
-				n++
-			}
-		}
-		return n
-	}
+	markers, tasks := counter(enumspb.EVENT_TYPE_MARKER_RECORDED), counter(enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)
 	waitUntil(t, "the old run's first task", 30*time.Second, func() bool { return tasks(events(oldRun)) > 0 })
 	// A run below the floor (this build does not replay it) is named by the doctor until it
 	// has ended; the run at the floor is not.
