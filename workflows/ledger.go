@@ -90,10 +90,6 @@ func (l *Ledger) inContext(req DeliveryRequest) bool {
 	return key != "" && slices.Contains(l.RecentlyDelivered, key)
 }
 
-// typedBefore reports whether what req types reached the agent lately: a message (its intent),
-// or a reminder with the same tick.
-func (l *Ledger) typedBefore(req DeliveryRequest) bool { return l.inContext(req) }
-
 // remember records that what req hands over reached the agent.
 func (l *Ledger) remember(req DeliveryRequest) {
 	key := req.typedKey()
@@ -485,7 +481,7 @@ func (l *Ledger) NextBatch() (batch, again []DeliveryRequest) {
 		switch {
 		case !typedKind(r.Kind) || l.reserved(r.ID):
 			rest = append(rest, r)
-		case l.typedBefore(r):
+		case l.inContext(r): // typed (or handed over) before
 			again = append(again, r)
 		case r.Kind == KindReminder && messages[r.ReplyTo]:
 			l.repeats = append(l.repeats, r) // answered, not typed and not counted

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -178,7 +177,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger, opts ...
 		return nil, err
 	}
 
-	identity := workerIdentity()
+	identity := doctor.WorkerIdentity()
 	// A delivery typed by a worker that died before reporting it is not typed again by the next.
 	// The activities act only on what this config names for a session (its pane, keys, history
 	// file, topic), never on what a workflow's input says.
@@ -204,7 +203,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger, opts ...
 		logger.Warn("this worker serves only the shared task queue (intents, headless runs, Telegram); its hooks take through Temporal", zap.String("host", cfg.Host), zap.Error(hostErr))
 	} else if machines, _, err := doctor.HostPollers(ctx, s.client, workflows.SessionHostQueue(cfg.Temporal.TaskQueue, cfg.Host)); err == nil {
 		// A worker on another machine that gave itself this host name serves it already.
-		if i := slices.IndexFunc(machines, func(m string) bool { return m != workerMachine() }); i >= 0 {
+		if i := slices.IndexFunc(machines, func(m string) bool { return m != doctor.ThisMachine() }); i >= 0 {
 			logger.Error("a worker on another machine serves this host's sessions; this one serves only the shared task queue: give each machine its own host name",
 				zap.String("host", cfg.Host), zap.String("other_machine", machines[i]))
 			_ = s.hostLock.Release()
@@ -665,19 +664,6 @@ func (s *Service) Stop(ctx context.Context) {
 		_ = s.lock.Release()
 		s.lock = nil
 	}
-}
-
-func workerIdentity() string {
-	return fmt.Sprintf("intentq@%s/%d", workerMachine(), os.Getpid())
-}
-
-// workerMachine is this machine's name as worker identities carry it.
-func workerMachine() string {
-	host, err := os.Hostname()
-	if err != nil {
-		return "unknown"
-	}
-	return host
 }
 
 // pluginErrorAlert tells the person, once per batch, that the patched plugin block failed for

@@ -229,15 +229,9 @@ func WorkerPolling(ctx context.Context, c client.Client, taskQueue string) Resul
 func describePollers(ctx context.Context, c client.Client, taskQueue string) Result {
 	var identities []string
 	for _, kind := range []enumspb.TaskQueueType{enumspb.TASK_QUEUE_TYPE_WORKFLOW, enumspb.TASK_QUEUE_TYPE_ACTIVITY} {
-		resp, err := c.DescribeTaskQueue(ctx, taskQueue, kind)
+		fresh, err := freshPollers(ctx, c, taskQueue, kind)
 		if err != nil {
-			return Result{Name: "worker", Detail: fmt.Sprintf("describe task queue %s: %v", taskQueue, err)}
-		}
-		var fresh []string
-		for _, p := range resp.GetPollers() {
-			if time.Since(p.GetLastAccessTime().AsTime()) < PollerFreshness {
-				fresh = append(fresh, p.GetIdentity())
-			}
+			return Result{Name: "worker", Detail: err.Error()}
 		}
 		if len(fresh) == 0 {
 			return Result{Name: "worker", Detail: fmt.Sprintf("no worker polls %s tasks on task queue %q", kindName(kind), taskQueue),
@@ -248,6 +242,22 @@ func describePollers(ctx context.Context, c client.Client, taskQueue string) Res
 		}
 	}
 	return Result{Name: "worker", OK: true, Detail: fmt.Sprintf("%d polling %q: %s", len(identities), taskQueue, strings.Join(identities, ", "))}
+}
+
+// freshPollers are the identities of the workers that polled taskQueue's tasks of kind within
+// PollerFreshness.
+func freshPollers(ctx context.Context, c client.Client, taskQueue string, kind enumspb.TaskQueueType) ([]string, error) {
+	resp, err := c.DescribeTaskQueue(ctx, taskQueue, kind)
+	if err != nil {
+		return nil, fmt.Errorf("describe task queue %s: %w", taskQueue, err)
+	}
+	var fresh []string
+	for _, p := range resp.GetPollers() {
+		if time.Since(p.GetLastAccessTime().AsTime()) < PollerFreshness {
+			fresh = append(fresh, p.GetIdentity())
+		}
+	}
+	return fresh, nil
 }
 
 func kindName(k enumspb.TaskQueueType) string {

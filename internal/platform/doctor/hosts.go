@@ -3,6 +3,8 @@ package doctor
 import (
 	"context"
 	"fmt"
+	"maps"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -17,24 +19,31 @@ import (
 // HostPollers are the machines whose workers polled a host's session task queue within
 // PollerFreshness (a worker's identity is intentq@<machine>/<pid>), and the identities.
 func HostPollers(ctx context.Context, c client.Client, queue string) (machines, identities []string, err error) {
-	resp, err := c.DescribeTaskQueue(ctx, queue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
-	if err != nil {
-		return nil, nil, fmt.Errorf("describe task queue %s: %w", queue, err)
+	if identities, err = freshPollers(ctx, c, queue, enumspb.TASK_QUEUE_TYPE_WORKFLOW); err != nil {
+		return nil, nil, err
 	}
-	for _, p := range resp.GetPollers() {
-		if time.Since(p.GetLastAccessTime().AsTime()) >= PollerFreshness {
-			continue
-		}
-		identities = append(identities, p.GetIdentity())
-		if m := Machine(p.GetIdentity()); !slices.Contains(machines, m) {
+	for _, id := range identities {
+		if m := Machine(id); !slices.Contains(machines, m) {
 			machines = append(machines, m)
 		}
 	}
 	return machines, identities, nil
 }
 
-// Machine is the machine part of a worker identity (intentq@<machine>/<pid>; the identity
-// itself when it is not one of intentq's).
+// WorkerIdentity is this process's identity as a worker: intentq@<machine>/<pid>.
+func WorkerIdentity() string { return fmt.Sprintf("intentq@%s/%d", ThisMachine(), os.Getpid()) }
+
+// ThisMachine is this machine's name as worker identities carry it.
+func ThisMachine() string {
+	host, err := os.Hostname()
+	if err != nil {
+		return "unknown"
+	}
+	return host
+}
+
+// Machine is the machine part of a worker identity (WorkerIdentity; the identity itself when it
+// is not one of intentq's).
 func Machine(identity string) string {
 	rest, ok := strings.CutPrefix(identity, "intentq@")
 	if !ok {
@@ -58,7 +67,7 @@ func Hosts(ctx context.Context, c client.Client, cfg *config.Config) Report {
 		}
 	}
 	var r Report
-	for _, host := range sortedKeys(sessions) {
+	for _, host := range slices.Sorted(maps.Keys(sessions)) {
 		queue := workflows.SessionHostQueue(cfg.Temporal.TaskQueue, host)
 		check := "host " + host
 		machines, identities, err := HostPollers(ctx, c, queue)
@@ -76,13 +85,4 @@ func Hosts(ctx context.Context, c client.Client, cfg *config.Config) Report {
 		}
 	}
 	return r
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
