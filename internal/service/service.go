@@ -7,10 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"path/filepath"
 	"slices"
-	"strings"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -415,17 +416,6 @@ func (s *Service) startWatchdog(cfg *config.Config, failures *watchdog.FailureWi
 				}
 				return "", nil
 			}},
-			// A host whose worker is gone: its sessions' messages wait (told once, and again
-			// when it is back).
-			{Name: "hosts", Run: func(ctx context.Context) (string, error) {
-				var down []string
-				for _, r := range doctor.Hosts(ctx, s.client, cfg) {
-					if !r.OK {
-						down = append(down, r.Detail)
-					}
-				}
-				return strings.Join(down, "; "), nil
-			}},
 			// Typing failures only (AlarmingFailures).
 			failures.Check("reminders", "reminder deliveries"),
 		},
@@ -445,6 +435,7 @@ func (s *Service) startWatchdog(cfg *config.Config, failures *watchdog.FailureWi
 			return repatch(cfg)
 		}})
 	}
+	s.watchdog.Checks = append(s.watchdog.Checks, s.hostChecks(cfg)...)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopWatchdog, s.watchdogDone = cancel, make(chan struct{})
 	go func() {
@@ -457,6 +448,50 @@ func (s *Service) startWatchdog(cfg *config.Config, failures *watchdog.FailureWi
 		}
 		s.watchdog.Run(ctx)
 	}()
+}
+
+// hostChecks are the watchdog's checks of the hosts that serve typing sessions, one per host
+// (issue 38): a host whose worker is gone is told once, naming the sessions whose messages
+// wait, and again when it is back, by the one worker that speaks for all
+// (doctor.SpeaksForHosts); the checks share one reading of the task queues per round.
+func (s *Service) hostChecks(cfg *config.Config) []watchdog.Check {
+	var mu sync.Mutex
+	var read time.Time
+	var states []doctor.HostState
+	look := func(ctx context.Context) []doctor.HostState {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(read) > 10*time.Second {
+			states, read = doctor.HostStates(ctx, s.client, cfg), time.Now()
+		}
+		return states
+	}
+	hosts := map[string]bool{}
+	for _, name := range cfg.SessionNames() {
+		if cfg.Sessions[name].Mode == config.ModeTmux {
+			hosts[cfg.HostOf(name)] = true
+		}
+	}
+	var checks []watchdog.Check
+	for _, host := range slices.Sorted(maps.Keys(hosts)) {
+		checks = append(checks, watchdog.Check{Name: "host " + host, Run: func(ctx context.Context) (string, error) {
+			states := look(ctx)
+			if !doctor.SpeaksForHosts(states, cfg.Host, s.hostLock != nil) {
+				return "", watchdog.ErrNotMine
+			}
+			for _, h := range states {
+				switch {
+				case h.Host != host:
+				case h.Err != nil:
+					return "", fmt.Errorf("host %s: %w", host, h.Err)
+				case h.Down():
+					return doctor.HostDown(h) + "; " + doctor.HostDownHint(host), nil
+				}
+			}
+			return "", nil
+		}})
+	}
+	return checks
 }
 
 // repatch finds a vanished plugin patch (a plugin upgrade replaced server.ts) and applies it

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/platform/doctor"
+	"github.com/intentq/intentq/internal/service"
+	"github.com/intentq/intentq/internal/testkit/fakentfy"
 	"github.com/intentq/intentq/internal/testkit/testenv"
 	"github.com/intentq/intentq/workflows"
 )
@@ -147,5 +150,80 @@ func TestDoctorNamesEachHostsWorker(t *testing.T) {
 	}
 	if _, err := svc.Client().DescribeWorkflowExecution(ctx, workflows.SessionWorkflowID("far"), ""); err == nil {
 		t.Error("this worker started a session of another host")
+	}
+}
+
+// Issue 38: a host whose worker is gone is told to the person once, by one worker of the two that
+// notice, naming the sessions whose messages wait; when its worker comes, it is told once that
+// the host is back.
+func TestHostDownIsToldOnce(t *testing.T) {
+	ntfy := fakentfy.New()
+	t.Cleanup(ntfy.Close)
+	cfg := testenv.Config(t)
+	cfg.Ntfy.URL, cfg.Ntfy.Topic = ntfy.URL(), "ops"
+	cfg.Host = "a"
+	def := cfg.Sessions[config.DefaultSessionName]
+	def.Host = "a"
+	cfg.Sessions[config.DefaultSessionName] = def
+	cfg.Sessions["far"] = config.Session{TmuxTarget: "far:0", CLI: "claude", Mode: config.ModeTmux, Host: "b"}
+	cfg.Sessions["near"] = config.Session{TmuxTarget: "near:0", CLI: "claude", Mode: config.ModeTmux, Host: "c"}
+	first, _ := startService(t, cfg)
+	// Another host's worker against the first's server, and later the missing host's.
+	worker := func(host string) *service.Service {
+		other := *cfg
+		other.Host = host
+		other.Temporal.Address = cfg.TemporalAddress()
+		other.Temporal.APIKey = config.Secret(first.Token())
+		other.Temporal.Encryption.Mode = config.EncryptionOff
+		other.Ingest.Listen = fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+		other.DataDir = t.TempDir()
+		svc, _ := startService(t, &other)
+		return svc
+	}
+	workers := []*service.Service{first, worker("c")}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	served := func(hosts ...string) bool {
+		for _, h := range doctor.HostStates(ctx, first.Client(), cfg) {
+			if slices.Contains(hosts, h.Host) && !h.Served() {
+				return false
+			}
+		}
+		return true
+	}
+	about := func(host string) []fakentfy.Message {
+		var got []fakentfy.Message
+		for _, m := range ntfy.Messages() {
+			if strings.Contains(m.Title, "host "+host) {
+				got = append(got, m)
+			}
+		}
+		return got
+	}
+	round := func() {
+		for _, w := range workers {
+			w.Watchdog().RunOnce(ctx)
+		}
+	}
+	waitUntil(t, "hosts a and c served", 30*time.Second, func() bool { return served("a", "c") })
+	for range 3 {
+		round()
+	}
+	if down := about("b"); len(down) != 1 || !strings.Contains(down[0].Message, "no worker serves host b: the messages of far wait") {
+		t.Errorf("host b down, told %d times, want once naming far: %+v", len(down), down)
+	}
+	if n := len(about("a")) + len(about("c")); n != 0 {
+		t.Errorf("hosts that are served were told about %d times: %+v", n, ntfy.Messages())
+	}
+
+	workers = append(workers, worker("b"))
+	waitUntil(t, "host b served", 30*time.Second, func() bool { return served("b") })
+	// The checks read the task queues at most every 10 s.
+	for deadline := time.Now().Add(30 * time.Second); len(about("b")) < 2 && time.Now().Before(deadline); time.Sleep(time.Second) {
+		round()
+	}
+	round()
+	if back := about("b"); len(back) != 2 || !strings.Contains(back[1].Title, "ok again") {
+		t.Errorf("host b back: told %+v, want once that it is ok again", back)
 	}
 }

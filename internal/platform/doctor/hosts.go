@@ -53,11 +53,26 @@ func Machine(identity string) string {
 	return m
 }
 
-// Hosts says, for every host that serves a typing session of cfg, whether its worker polls the
-// host's session task queue (issue 38): none, and its sessions' messages wait until it is back;
-// workers on more than one machine, and two machines use one host name (their sessions would be
-// split between two hook desks).
-func Hosts(ctx context.Context, c client.Client, cfg *config.Config) Report {
+// HostState is what the doctor found for one host that serves typing sessions: its sessions,
+// the machines (and worker identities) that polled its session task queue within
+// PollerFreshness, or why it could not tell.
+type HostState struct {
+	Host       string
+	Sessions   []string
+	Machines   []string
+	Identities []string
+	Err        error
+}
+
+// Served: exactly one machine's worker polls the host's queue.
+func (h HostState) Served() bool { return h.Err == nil && len(h.Machines) == 1 }
+
+// Down: no worker polls the host's queue; its sessions' messages wait.
+func (h HostState) Down() bool { return h.Err == nil && len(h.Machines) == 0 }
+
+// HostStates reads, for every host that serves a typing session of cfg, which workers poll its
+// session task queue, sorted by host.
+func HostStates(ctx context.Context, c client.Client, cfg *config.Config) []HostState {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	sessions := map[string][]string{}
@@ -66,23 +81,60 @@ func Hosts(ctx context.Context, c client.Client, cfg *config.Config) Report {
 			sessions[cfg.HostOf(name)] = append(sessions[cfg.HostOf(name)], name)
 		}
 	}
-	var r Report
+	var states []HostState
 	for _, host := range slices.Sorted(maps.Keys(sessions)) {
-		queue := workflows.SessionHostQueue(cfg.Temporal.TaskQueue, host)
-		check := "host " + host
-		machines, identities, err := HostPollers(ctx, c, queue)
+		h := HostState{Host: host, Sessions: sessions[host]}
+		h.Machines, h.Identities, h.Err = HostPollers(ctx, c, workflows.SessionHostQueue(cfg.Temporal.TaskQueue, host))
+		states = append(states, h)
+	}
+	return states
+}
+
+// Hosts says, for every host that serves a typing session of cfg, whether its worker polls the
+// host's session task queue (issue 38): none, and its sessions' messages wait until it is back;
+// workers on more than one machine, and two machines use one host name (their sessions would be
+// split between two hook desks).
+func Hosts(ctx context.Context, c client.Client, cfg *config.Config) Report {
+	var r Report
+	for _, h := range HostStates(ctx, c, cfg) {
+		check := "host " + h.Host
 		switch {
-		case err != nil:
-			r = append(r, Result{Name: check, Detail: err.Error()})
-		case len(machines) == 0:
-			r = append(r, Result{Name: check, Detail: fmt.Sprintf("no worker serves host %s: the messages of %s wait until one does", host, strings.Join(sessions[host], ", ")),
-				Hint: fmt.Sprintf("start the worker on %s (its config says host: %s)", host, host)})
-		case len(machines) > 1:
-			r = append(r, Result{Name: check, Detail: fmt.Sprintf("workers on %d machines serve host %s (%s)", len(machines), host, strings.Join(identities, ", ")),
+		case h.Err != nil:
+			r = append(r, Result{Name: check, Detail: h.Err.Error()})
+		case h.Down():
+			r = append(r, Result{Name: check, Detail: HostDown(h), Hint: HostDownHint(h.Host)})
+		case !h.Served():
+			r = append(r, Result{Name: check, Detail: fmt.Sprintf("workers on %d machines serve host %s (%s)", len(h.Machines), h.Host, strings.Join(h.Identities, ", ")),
 				Hint: "give each machine's worker its own host name (host:, and sessions.<name>.host)"})
 		default:
-			r = append(r, Result{Name: check, OK: true, Detail: fmt.Sprintf("%s served by %s", strings.Join(sessions[host], ", "), strings.Join(identities, ", "))})
+			r = append(r, Result{Name: check, OK: true, Detail: fmt.Sprintf("%s served by %s", strings.Join(h.Sessions, ", "), strings.Join(h.Identities, ", "))})
 		}
 	}
 	return r
+}
+
+// HostDown says that no worker serves a host and what waits for it.
+func HostDown(h HostState) string {
+	return fmt.Sprintf("no worker serves host %s: the messages of %s wait until one does", h.Host, strings.Join(h.Sessions, ", "))
+}
+
+// HostDownHint says what to do about a host no worker serves.
+func HostDownHint(host string) string {
+	return fmt.Sprintf("start the worker on %s (its config says host: %s)", host, host)
+}
+
+// SpeaksForHosts says whether the worker that serves host (serving: it does) is the one that
+// tells the person about hosts whose worker is gone, so that they hear it once, not from every
+// worker that notices: the worker of the first host, by name, that is served; when no session's
+// host is, every worker that serves its own.
+func SpeaksForHosts(states []HostState, host string, serving bool) bool {
+	if !serving {
+		return false
+	}
+	for _, h := range states {
+		if h.Served() {
+			return h.Host == host
+		}
+	}
+	return true
 }

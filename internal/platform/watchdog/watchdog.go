@@ -6,6 +6,7 @@ package watchdog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -23,6 +24,10 @@ type Check struct {
 	Name string
 	Run  func(ctx context.Context) (problem string, err error)
 }
+
+// ErrNotMine is what a check returns when another worker speaks for it: it has no opinion
+// this time, and what it said before stands.
+var ErrNotMine = errors.New("another worker speaks for this check")
 
 // Publisher sends an alert; *activities.Ntfy is the real one.
 type Publisher interface {
@@ -68,6 +73,9 @@ func (w *Watchdog) RunOnce(ctx context.Context) {
 	defer w.flushHeld(ctx)
 	for _, c := range w.Checks {
 		problem, err := c.Run(ctx)
+		if errors.Is(err, ErrNotMine) {
+			continue
+		}
 		if err != nil {
 			w.logger().Warn("watchdog check failed", zap.String("check", c.Name), zap.Error(err))
 			continue
