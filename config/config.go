@@ -159,6 +159,9 @@ type Telegram struct {
 	// (empty: none); DoneReaction once its intent closes (empty: none).
 	AckReaction  string `mapstructure:"ack_reaction"`
 	DoneReaction string `mapstructure:"done_reaction"`
+	// CancelReaction replaces the reaction on a message the person took back (ignored or
+	// cancelled) before it reached the agent (empty: none).
+	CancelReaction string `mapstructure:"cancel_reaction"`
 }
 
 // Ntfy configures push notifications to the person's phone.

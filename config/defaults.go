@@ -52,6 +52,7 @@ func defaults() map[string]any {
 		"telegram.allowed_chat_ids": []int64{},
 		"telegram.allowed_user_ids": []int64{},
 		"telegram.ack_reaction":     "👀",
+		"telegram.cancel_reaction":  "🕊",
 		"telegram.done_reaction":    "",
 
 		"ntfy.url":        "",

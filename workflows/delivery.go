@@ -26,8 +26,11 @@ const (
 	SignalDeliveryResult = "delivery-result"
 	SignalConfigure      = "configure"
 	// SignalAlert hands the session an Alert to push, coalesced with others.
-	SignalAlert  = "alert"
-	QuerySession = "session"
+	SignalAlert = "alert"
+	// SignalWithdraw takes back an intent the person ignored or cancelled before it reached
+	// the agent (WithdrawRequest): nothing hands it over afterwards.
+	SignalWithdraw = "withdraw"
+	QuerySession   = "session"
 )
 
 // Kinds of delivery.
@@ -67,6 +70,11 @@ func (r DeliveryRequest) typedKey() string {
 		return fmt.Sprintf("%s#reminder-%d", r.ReplyTo, r.Tick)
 	}
 	return ""
+}
+
+// WithdrawRequest names the intent a SignalWithdraw takes back.
+type WithdrawRequest struct {
+	Intent string `json:"intent"`
 }
 
 // DeliveryResult answers a DeliveryRequest.

@@ -22,6 +22,11 @@ type intent struct {
 	remindNow bool
 	// replying: a reply is being sent (one at a time).
 	replying bool
+	// takesBack: an ignored intent takes its undelivered message back from the session
+	// (intentTakesBack); tookBack: it did; stopDelivery ends the wait for a delivery in flight.
+	takesBack    bool
+	tookBack     bool
+	stopDelivery workflow.CancelFunc
 }
 
 // open refuses an action on an intent that has ended.
@@ -55,6 +60,8 @@ func IntentWorkflow(ctx workflow.Context, in IntentInput) (IntentState, error) {
 		// replay it.
 		w.st.Pushes, w.st.LastPushedAt = w.st.Reminders, w.st.LastRemindedAt
 	}
+	w.takesBack = w.in.Version >= intentTakesBack ||
+		workflow.GetVersion(ctx, "take-back-ignored", workflow.DefaultVersion, 1) == 1
 	if err := w.registerHandlers(ctx); err != nil {
 		return w.st, err
 	}
@@ -121,6 +128,9 @@ func IntentWorkflow(ctx workflow.Context, in IntentInput) (IntentState, error) {
 	if w.st.Status == StatusClosed && w.in.DoneReaction != "" {
 		_ = w.react(ctx, w.in.DoneReaction).Get(ctx, nil) // best effort, retried by its options
 	}
+	if w.st.Status == StatusIgnored && w.takeBack(ctx) && w.in.CancelReaction != "" {
+		_ = w.react(ctx, w.in.CancelReaction).Get(ctx, nil) // the person sees it was let go
+	}
 	// Let in-flight updates answer before the workflow completes.
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return w.st, err
@@ -175,6 +185,7 @@ func (w *intent) registerHandlers(ctx workflow.Context) error {
 				reason = ReasonManual
 			}
 			w.transition(ctx, StatusIgnored, reason)
+			w.takeBack(ctx) // at once: a hook or the typing may be about to hand it over
 			return w.st, nil
 		}, func(r IgnoreRequest) error { return open("ignore") }},
 		{UpdateRemindNow, func(ctx workflow.Context) (IntentState, error) {
@@ -217,6 +228,27 @@ func (w *intent) registerHandlers(ctx workflow.Context) error {
 		}
 	}
 	return nil
+}
+
+// takeBack takes an ignored intent's requests back from its session (intentTakesBack): the
+// session drops what of it still waits (the message, when it has not reached the agent; its
+// reminders), and a delivery this intent waits for ends. It reports whether the message itself
+// was taken back before it reached the agent.
+func (w *intent) takeBack(ctx workflow.Context) bool {
+	if !w.takesBack || !w.in.Deliver {
+		return false
+	}
+	if !w.tookBack {
+		w.tookBack = true
+		if w.stopDelivery != nil {
+			w.stopDelivery()
+		}
+		err := workflow.SignalExternalWorkflow(ctx, SessionWorkflowID(w.in.Session), "", SignalWithdraw, WithdrawRequest{Intent: w.id}).Get(ctx, nil)
+		if err != nil {
+			workflow.GetLogger(ctx).Warn("take back from the session", "intent", w.id, "session", w.in.Session, "error", err)
+		}
+	}
+	return w.st.Delivered == nil
 }
 
 // transition records a status change and publishes it.
@@ -315,7 +347,18 @@ func (w *intent) deliveryPending() bool { return w.in.Deliver && w.st.Delivered 
 
 // deliver types the message itself into the session.
 func (w *intent) deliver(ctx workflow.Context) {
-	err := w.askSession(ctx, KindMessage, DeliveryText(w.in), w.in.DeliveryQueued && w.st.Attempts == 0, false)
+	dctx := ctx
+	if w.takesBack {
+		// Taken back meanwhile (ignored): the wait ends, and nothing failed.
+		var cancel workflow.CancelFunc
+		dctx, cancel = workflow.WithCancel(ctx)
+		w.stopDelivery = cancel
+		defer func() { w.stopDelivery = nil }()
+	}
+	err := w.askSession(dctx, KindMessage, DeliveryText(w.in), w.in.DeliveryQueued && w.st.Attempts == 0, false)
+	if w.tookBack {
+		return
+	}
 	now := workflow.Now(ctx)
 	w.st.LastDeliveryAttemptAt = &now
 	if err != nil {

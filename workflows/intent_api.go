@@ -69,7 +69,13 @@ type ReminderPolicy struct {
 
 // IntentVersion is the intent workflow's current behaviour: an intent started with it records
 // no version marker.
-const IntentVersion = 2
+const IntentVersion = 3
+
+// intentTakesBack (IntentVersion 3, change ID take-back-ignored): an intent ignored or
+// cancelled before its message reached the agent takes it back from its session (and stops
+// waiting for its delivery), so it is never handed over afterwards; before, the session still
+// typed it.
+const intentTakesBack = 3
 
 // IntentFloor is the oldest intent this code replays: every rule of an older version has gone
 // with its branch (docs/design.md). An intent lives until it is answered; `starter doctor`
@@ -119,6 +125,9 @@ type IntentInput struct {
 	// closes (Telegram door; empty: none).
 	AckReaction  string `json:"ack_reaction,omitempty"`
 	DoneReaction string `json:"done_reaction,omitempty"`
+	// CancelReaction replaces AckReaction when the person takes the message back before it
+	// reached the agent.
+	CancelReaction string `json:"cancel_reaction,omitempty"`
 	// DeliveryQueued: the door already asked the session to deliver the message (request
 	// DoorDeliveryID), in the order messages arrived; the intent only waits for the result.
 	DeliveryQueued bool           `json:"delivery_queued,omitempty"`

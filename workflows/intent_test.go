@@ -35,6 +35,10 @@ type fakeSession struct {
 	alerts []Alert
 	// ntfy takes the reminder pushes intents hand over, as the session's digest would.
 	ntfy *fakeNtfy
+	// hold: deliveries are never answered (a pane that stays busy); withdrawn are the intents
+	// taken back.
+	hold      bool
+	withdrawn []string
 }
 
 func (f *fakeSession) install(t *testing.T) {
@@ -56,6 +60,13 @@ func (f *fakeSession) install(t *testing.T) {
 			f.env.RegisterDelayedCallback(func() { f.env.SignalWorkflow(SignalPushResult, res) }, 100*time.Millisecond)
 			return nil
 		})
+	f.env.OnSignalExternalWorkflow(mock.Anything, SessionWorkflowID("secretary"), "", SignalWithdraw, mock.Anything).Return(
+		func(_, _, _, _ string, arg interface{}) error {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.withdrawn = append(f.withdrawn, arg.(WithdrawRequest).Intent)
+			return nil
+		})
 	f.env.OnSignalExternalWorkflow(mock.Anything, SessionWorkflowID("secretary"), "", SignalDeliver, mock.Anything).Return(
 		func(_, _, _, _ string, arg interface{}) error {
 			req := arg.(DeliveryRequest)
@@ -63,6 +74,10 @@ func (f *fakeSession) install(t *testing.T) {
 			n := len(f.reqs)
 			f.reqs = append(f.reqs, req)
 			f.at = append(f.at, f.env.Now().Sub(f.start))
+			if f.hold {
+				f.mu.Unlock()
+				return nil
+			}
 			failure := ""
 			if f.fail != nil {
 				failure = f.fail(n, req)
@@ -335,6 +350,46 @@ func TestI5IgnoreByHand(t *testing.T) {
 	require.Equal(t, StatusIgnored, st.Status)
 	require.Equal(t, ReasonManual, st.Transitions[1].Reason)
 	require.Empty(t, h.session.times(KindReminder))
+}
+
+// Issue 35: a message ignored while it waits for its session (a pane that stays busy) is taken
+// back from the session at once, its wait for the delivery ends without a failure or an alert,
+// and the person's message shows it was let go; one ignored after it reached the agent only
+// takes its reminders back.
+func TestIgnoredMessageIsTakenBack(t *testing.T) {
+	h := newHarness(t)
+	h.session.hold = true
+	var mu sync.Mutex
+	var reactions []string
+	h.env.RegisterActivityWithOptions(func(_ context.Context, r activities.ReactRequest) error {
+		mu.Lock()
+		defer mu.Unlock()
+		reactions = append(reactions, r.Emoji)
+		return nil
+	}, activity.RegisterOptions{Name: activities.TelegramReactName})
+	var ignoreErr error
+	h.update(20*time.Second, UpdateIgnore, IgnoreRequest{}, &ignoreErr)
+	in := h.input("never mind")
+	in.Deliver, in.AckReaction, in.CancelReaction = true, "👀", "🕊"
+	h.env.ExecuteWorkflow(IntentWorkflowName, in)
+	st := h.result(t)
+	require.NoError(t, ignoreErr)
+	require.Equal(t, StatusIgnored, st.Status)
+	require.Nil(t, st.Delivered)
+	require.Equal(t, []string{IntentID("42", "7")}, h.session.withdrawn)
+	require.Empty(t, h.session.alerts, "a delivery taken back did not fail")
+	require.Zero(t, st.DeliveryFailures)
+	require.Equal(t, []string{"👀", "🕊"}, reactions)
+	require.Equal(t, 20*time.Second, h.env.Now().Sub(h.session.start).Round(time.Second), "the wait ended at once")
+
+	h = newHarness(t)
+	h.update(time.Minute, UpdateIgnore, IgnoreRequest{}, &ignoreErr)
+	in = h.input("done already")
+	in.Deliver, in.CancelReaction = true, "🕊"
+	h.env.ExecuteWorkflow(IntentWorkflowName, in)
+	st = h.result(t)
+	require.NotNil(t, st.Delivered)
+	require.Equal(t, []string{IntentID("42", "7")}, h.session.withdrawn, "its reminders are taken back")
 }
 
 func TestRemindNow(t *testing.T) {

@@ -54,6 +54,9 @@ type Ledger struct {
 	Standing      *StandingOffer `json:"standing,omitempty"`
 	StandingEpoch string         `json:"standing_epoch,omitempty"`
 	StandingSeq   int64          `json:"standing_seq,omitempty"`
+	// Withdrawn are the intents the person took back (ignored, cancelled) before they reached
+	// the agent, newest last (at most recentDelivered): nothing hands them over afterwards.
+	Withdrawn []string `json:"withdrawn,omitempty"`
 
 	// commits are the keys of offers hooks have committed, not yet settled; repeats requests
 	// for what is in the agent's context already, not yet answered; typing the request being
@@ -161,10 +164,38 @@ func (l *Ledger) inBlock(req DeliveryRequest) bool {
 	return key != "" && slices.ContainsFunc(l.block, func(b DeliveryRequest) bool { return b.typedKey() == key })
 }
 
+// Withdraw takes intent back (the person ignored or cancelled it): its requests leave the queue
+// and none is admitted again. One the standing offer names stays queued until the desk has
+// said what became of the offer (standing: the session must withdraw it now; a hook that took
+// it first delivered it). What a hook holds or the agent has is not taken back.
+func (l *Ledger) Withdraw(intent string) (standing bool) {
+	if !slices.Contains(l.Withdrawn, intent) {
+		l.Withdrawn = append(l.Withdrawn, intent)
+		if n := len(l.Withdrawn); n > recentDelivered {
+			l.Withdrawn = append([]string(nil), l.Withdrawn[n-recentDelivered:]...)
+		}
+	}
+	l.dropWithdrawn()
+	return l.Standing != nil && slices.ContainsFunc(l.Queue, func(q DeliveryRequest) bool { return l.withdrawn(q) })
+}
+
+// withdrawn reports whether req is for an intent the person took back.
+func (l *Ledger) withdrawn(req DeliveryRequest) bool {
+	return req.ReplyTo != "" && slices.Contains(l.Withdrawn, req.ReplyTo)
+}
+
+// dropWithdrawn removes from the queue the requests of withdrawn intents that no standing offer
+// reserves.
+func (l *Ledger) dropWithdrawn() {
+	l.Queue = slices.DeleteFunc(l.Queue, func(q DeliveryRequest) bool { return l.withdrawn(q) && !l.reserved(q.ID) })
+}
+
 // Admit takes a request that arrived: answered from the context when it is in it (a repeat),
 // waiting with the offer or the typed block that holds it, else queued.
 func (l *Ledger) Admit(req DeliveryRequest) {
 	switch i := l.heldIn(req); {
+	case l.withdrawn(req):
+		// Taken back by the person: never handed over.
 	case req.ReplyTo == "":
 		l.Queue = append(l.Queue, req) // a context block has no intent: never a repeat
 	case l.inContext(req):
@@ -343,7 +374,7 @@ func (l *Ledger) expire(o Offer) []DeliveryRequest {
 	if n := len(l.ExpiredOffers); n > maxExpiredOffers {
 		l.ExpiredOffers = append([]Offer(nil), l.ExpiredOffers[n-maxExpiredOffers:]...)
 	}
-	return append(slices.Clone(o.Requests), o.Waiting...)
+	return slices.DeleteFunc(append(slices.Clone(o.Requests), o.Waiting...), l.withdrawn)
 }
 
 // reconcile applies a commit whose offer's lease had ended: the hook did print it, so what is
@@ -396,7 +427,7 @@ func (l *Ledger) Offerable() []DeliveryRequest {
 	var msgs []DeliveryRequest
 	size := 0
 	for _, q := range l.Queue {
-		if !typedKind(q.Kind) || q.ID == l.typing || l.inContext(q) || l.heldIn(q) >= 0 {
+		if !typedKind(q.Kind) || q.ID == l.typing || l.inContext(q) || l.heldIn(q) >= 0 || l.withdrawn(q) {
 			continue
 		}
 		if len(msgs) > 0 && (len(msgs) == policy.MaxBatch || size+len(q.Text) > policy.MaxBatchBytes) {
@@ -426,7 +457,10 @@ func (l *Ledger) Stand(msgs []DeliveryRequest, epoch string) *StandingOffer {
 
 // StandingWithdrawn: the desk says no hook can take the standing offer any more (withdrawn, or
 // no desk had it): its requests are the session's again.
-func (l *Ledger) StandingWithdrawn() { l.Standing = nil }
+func (l *Ledger) StandingWithdrawn() {
+	l.Standing = nil
+	l.dropWithdrawn()
+}
 
 // StandingTaken makes the standing offer a hook took an open offer: its requests leave the
 // queue, its lease starts when the hook took it (now when the desk did not say), and its commit

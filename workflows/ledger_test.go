@@ -191,3 +191,48 @@ func TestLedgerTravelsAsBefore(t *testing.T) {
 	require.Equal(t, in.Ledger.Queue, back.Queue)
 	require.Equal(t, in.Ledger.Standing, back.Standing)
 }
+
+// Issue 35: an intent the person took back (ignored, cancelled) before it reached the agent
+// leaves the queue, is never admitted again, and is offered, taken or typed by no path; one the
+// standing offer names waits until the desk says what became of the offer: withdrawn, it is
+// dropped; taken first, the hook delivered it. An expired offer does not queue it again.
+func TestLedgerWithdraw(t *testing.T) {
+	var l Ledger
+	l.Admit(msg(1, 1))
+	l.Admit(msg(2, 1))
+	l.Admit(msg(3, 1))
+	require.False(t, l.Withdraw("intent/1/2"), "no standing offer names it")
+	require.Equal(t, []string{"intent/1/1#1", "intent/1/3#1"}, ids(l.Queue))
+	l.Admit(msg(2, 2))
+	require.Equal(t, []string{"intent/1/1#1", "intent/1/3#1"}, ids(l.Queue), "asked again: not admitted")
+	reminder := msg(2, 3)
+	reminder.Kind, reminder.Tick = KindReminder, 1
+	l.Admit(reminder)
+	require.Equal(t, []string{"intent/1/1#1", "intent/1/3#1"}, ids(l.Queue), "nor its reminders")
+
+	// Reserved by the standing offer: it stays until the desk answers.
+	l.Stand(l.Offerable(), "run")
+	require.True(t, l.Withdraw("intent/1/3"))
+	require.Equal(t, []string{"intent/1/1#1"}, ids(l.Offerable()), "never offered again")
+	require.Equal(t, []string{"intent/1/1#1", "intent/1/3#1"}, ids(l.Queue))
+	l.StandingWithdrawn()
+	require.Equal(t, []string{"intent/1/1#1"}, ids(l.Queue))
+	batch, _ := l.NextBatch()
+	require.Equal(t, []string{"intent/1/1#1"}, ids(batch))
+
+	// Held by a hook whose lease ends: not queued again.
+	l.Admit(msg(4, 1))
+	l.Admit(msg(5, 1))
+	require.Len(t, l.Take("stop/a", EventStop, t0), 2)
+	l.Withdraw("intent/1/4")
+	st := l.Settle(t0.Add(policy.OfferLease))
+	require.Len(t, st.Expired, 1)
+	require.Equal(t, []string{"intent/1/5#1"}, ids(l.Queue))
+
+	// A standing offer a hook took before the withdrawal reached the desk: the hook has it.
+	l.Admit(msg(6, 1))
+	offer := l.Stand(l.Offerable(), "run")
+	require.True(t, l.Withdraw("intent/1/6"))
+	o := l.StandingTaken(StandingTaken{Key: offer.Key, Event: EventPostToolUse}, t0)
+	require.Equal(t, []string{"intent/1/5#1", "intent/1/6#1"}, ids(o.Requests))
+}

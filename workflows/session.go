@@ -150,6 +150,7 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 		configureCh: workflow.GetSignalChannel(ctx, SignalConfigure),
 		takenCh:     workflow.GetSignalChannel(ctx, SignalTaken),
 		wordsCh:     workflow.GetSignalChannel(ctx, SignalHookWords),
+		withdrawCh:  workflow.GetSignalChannel(ctx, SignalWithdraw),
 		wakeCh:      workflow.NewBufferedChannel(ctx, 1),
 	}
 	if err := workflow.SetQueryHandler(ctx, QuerySession, s.view); err != nil {
@@ -240,6 +241,10 @@ type session struct {
 	wordsCh workflow.ReceiveChannel
 	takenCh workflow.ReceiveChannel
 	wakeCh  workflow.Channel
+	// withdrawCh carries the intents the person took back (WithdrawRequest); restand: the
+	// standing offer names one of them and must be taken back from the desk.
+	withdrawCh workflow.ReceiveChannel
+	restand    bool
 	// deskOff: this run found no desk.
 	deskOff     bool
 	busySince   *time.Time
@@ -280,6 +285,14 @@ func (s *session) view() (SessionView, error) {
 
 // drain takes every signal that has arrived without blocking, and reports whether there was one.
 func (s *session) drain(ctx workflow.Context) (took bool) {
+	for {
+		var r WithdrawRequest
+		if !s.withdrawCh.ReceiveAsync(&r) {
+			break
+		}
+		s.withdraw(ctx, r)
+		took = true
+	}
 	for {
 		var raw json.RawMessage
 		if !s.configureCh.ReceiveAsync(&raw) {
@@ -413,6 +426,11 @@ func (s *session) waitForSignal(ctx workflow.Context, timer workflow.Future) (ag
 		s.hear(ctx, w)
 		agent = true
 	})
+	sel.AddReceive(s.withdrawCh, func(c workflow.ReceiveChannel, _ bool) {
+		var r WithdrawRequest
+		c.Receive(ctx, &r)
+		s.withdraw(ctx, r)
+	})
 	sel.AddReceive(s.wakeCh, func(c workflow.ReceiveChannel, _ bool) {
 		c.Receive(ctx, nil)
 		agent = true
@@ -426,6 +444,14 @@ func (s *session) waitForSignal(ctx workflow.Context, timer workflow.Future) (ag
 
 func (s *SessionInput) historyTooLong(ctx workflow.Context) bool {
 	return historyTooLong(ctx, policy.Or(s.MaxHistoryEvents, policy.MaxHistoryEvents))
+}
+
+// withdraw takes back an intent the person ignored or cancelled (Ledger.Withdraw).
+func (s *session) withdraw(ctx workflow.Context, r WithdrawRequest) {
+	standing := s.Withdraw(r.Intent)
+	// A standing offer that names it is taken back from the desk at once (the wait wakes).
+	s.restand = s.restand || standing
+	workflow.GetLogger(ctx).Info("taken back by the person", "session", s.Config.Name, "intent", r.Intent, "standing", standing)
 }
 
 // result is the answer to req after err.

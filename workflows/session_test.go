@@ -271,6 +271,23 @@ func TestN2BusyPaneWaits(t *testing.T) {
 	require.Empty(t, h.pushes, "no alert for a short busy spell")
 }
 
+// Issue 35: a message the person takes back while it waits for a busy pane is never typed; the
+// one behind it still is.
+func TestWithdrawnMessageNeverTyped(t *testing.T) {
+	h := newSessionHarness(t)
+	h.busyTill = 25 * time.Second
+	h.send(time.Second, SignalDeliver, DeliveryRequest{ID: "a#1", ReplyTo: "intent/1/a", Kind: KindMessage, Text: "oops"})
+	h.send(2*time.Second, SignalDeliver, DeliveryRequest{ID: "b#1", ReplyTo: "intent/1/b", Kind: KindMessage, Text: "real"})
+	h.send(10*time.Second, SignalWithdraw, WithdrawRequest{Intent: "intent/1/a"})
+	// The intent asks again after its wait timed out (a build before that did not take back).
+	h.send(15*time.Second, SignalDeliver, DeliveryRequest{ID: "a#2", ReplyTo: "intent/1/a", Kind: KindMessage, Text: "oops"})
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: claudeSession()})
+	require.Equal(t, []string{"real"}, h.typed)
+	require.NotContains(t, h.results, "a#1")
+	require.NotContains(t, h.results, "a#2")
+}
+
 // N2: a pane busy for longer than the limit with deliveries waiting is reported to ntfy once,
 // with IDs and counts only; the delivery still waits and goes in afterwards.
 func TestN2LongBusyAlertsOnce(t *testing.T) {

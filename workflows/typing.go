@@ -105,11 +105,12 @@ func (s *session) waitUntilIdle(ctx workflow.Context, req DeliveryRequest) error
 		timerCtx, cancel := workflow.WithCancel(ctx)
 		timer := workflow.NewTimer(timerCtx, busy.BusyWait)
 		for !timer.IsReady() {
-			if s.waitForSignal(ctx, timer) && s.Agent != nil {
+			if s.waitForSignal(ctx, timer) && s.Agent != nil || s.restand {
 				break
 			}
 		}
 		cancel()
+		s.restand = false
 	}
 }
 

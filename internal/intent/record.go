@@ -199,7 +199,8 @@ func (r *Recorder) QueueDelivery(ctx context.Context, res *Result) {
 }
 
 // QueueDeliveries queues the first deliveries of newly started intents, in the order given,
-// with one signal per session: a door's batch reaches each session at once and in order.
+// with one signal per session: a door's batch reaches each session at once and in order. The
+// sessions are signalled side by side (QueueParallel at once), each session's signals in order.
 func (r *Recorder) QueueDeliveries(ctx context.Context, results []*Result) {
 	var sessions []string
 	bySession := map[string][]*Result{}
@@ -212,26 +213,39 @@ func (r *Recorder) QueueDeliveries(ctx context.Context, results []*Result) {
 		}
 		bySession[res.Session] = append(bySession[res.Session], res)
 	}
+	var g errgroup.Group
+	g.SetLimit(QueueParallel)
 	for _, name := range sessions {
-		// In order, in signals well under Temporal's payload limit (long texts escape to more).
-		batch := bySession[name]
-		for len(batch) > 0 {
-			n, size := 0, 0
-			for n < len(batch) && (n == 0 || size+len(batch[n].delivery.Text) <= maxSignalText) {
-				size += len(batch[n].delivery.Text)
-				n++
-			}
-			reqs := make([]workflows.DeliveryRequest, n)
-			for i, res := range batch[:n] {
-				reqs[i] = *res.delivery
-			}
-			// Not queued: each intent asks its session itself once its wait runs out.
-			queued := session.QueueAll(ctx, r.client, name, reqs) == nil
-			for _, res := range batch[:n] {
-				res.DeliveryQueued = queued
-			}
-			batch = batch[n:]
+		g.Go(func() error {
+			r.queueSession(ctx, name, bySession[name])
+			return nil
+		})
+	}
+	_ = g.Wait()
+}
+
+// QueueParallel bounds the sessions QueueDeliveries signals at once.
+const QueueParallel = 16
+
+// queueSession queues one session's part of a batch, in order, in signals well under Temporal's
+// payload limit (long texts escape to more).
+func (r *Recorder) queueSession(ctx context.Context, name string, batch []*Result) {
+	for len(batch) > 0 {
+		n, size := 0, 0
+		for n < len(batch) && (n == 0 || size+len(batch[n].delivery.Text) <= maxSignalText) {
+			size += len(batch[n].delivery.Text)
+			n++
 		}
+		reqs := make([]workflows.DeliveryRequest, n)
+		for i, res := range batch[:n] {
+			reqs[i] = *res.delivery
+		}
+		// Not queued: each intent asks its session itself once its wait runs out.
+		queued := session.QueueAll(ctx, r.client, name, reqs) == nil
+		for _, res := range batch[:n] {
+			res.DeliveryQueued = queued
+		}
+		batch = batch[n:]
 	}
 }
 
@@ -247,10 +261,10 @@ func receivedAt(m Message, now func() time.Time) time.Time {
 
 // input builds the workflow input: message, session and the reminder policy from config.
 func (r *Recorder) input(m Message, session string) workflows.IntentInput {
-	var hint, ack, done string
+	var hint, ack, done, cancel string
 	if m.Source == workflows.SourceTelegram {
 		hint = r.cfg.ReplyHintFor(session, m.ChatID, m.MessageID)
-		ack, done = r.cfg.Telegram.AckReaction, r.cfg.Telegram.DoneReaction
+		ack, done, cancel = r.cfg.Telegram.AckReaction, r.cfg.Telegram.DoneReaction, r.cfg.Telegram.CancelReaction
 	}
 	deliver := m.Source == workflows.SourceTelegram && r.cfg.Sessions[session].Mode == config.ModeTmux
 	var sender *workflows.Sender
@@ -278,6 +292,7 @@ func (r *Recorder) input(m Message, session string) workflows.IntentInput {
 		ReplyHint:      hint,
 		AckReaction:    ack,
 		DoneReaction:   done,
+		CancelReaction: cancel,
 		Policy: workflows.ReminderPolicy{
 			Reminders:       r.cfg.Reminders,
 			Push:            r.cfg.NtfyTopicFor(session) != "",
