@@ -196,7 +196,8 @@ type Session struct {
 	ReplyHint string `mapstructure:"reply_hint"`
 	// Escalation is the session's nudge ladder (SPEC N1).
 	Escalation Escalation `mapstructure:"escalation"`
-	// ProtectContext turns the reset phase off unless escalation.reset says otherwise.
+	// ProtectContext keeps the reset phase off unless escalation.reset says otherwise (the
+	// default since issue 35; kept for configs that name it).
 	ProtectContext bool `mapstructure:"protect_context"`
 	// Labels: important or audit keep the session's records beyond the namespace's retention
 	// (exported to data_dir/archive).
@@ -214,7 +215,7 @@ type Escalation struct {
 	ResetAfter time.Duration `mapstructure:"reset_after"`
 	// ResetCooldown allows one reset per this long; otherwise phase 2; default 5m.
 	ResetCooldown time.Duration `mapstructure:"reset_cooldown"`
-	// Interrupt and Reset switch phases 2 and 3 (default on; Reset off with protect_context).
+	// Interrupt and Reset switch phases 2 and 3 (Interrupt default on, Reset default off).
 	Interrupt *bool `mapstructure:"interrupt"`
 	Reset     *bool `mapstructure:"reset"`
 	// StepEvery allows one interrupt or reset per this long for the whole session, whatever

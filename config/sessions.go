@@ -77,14 +77,14 @@ func (c *Config) HistoryPath(session string) string {
 }
 
 // EscalationFor resolves a session's ladder: thresholds as configured (zero: the workflow's
-// defaults of 2m, 4m and 5m), both phases on unless switched off, and the reset phase off for a
-// protect_context session unless escalation.reset turns it on explicitly.
+// defaults of 2m, 4m and 5m), the interrupt phase on unless switched off, and the reset phase
+// (which wipes the agent's conversation) off unless escalation.reset turns it on (issue 35:
+// until the person can say yes from the phone, a reset is theirs to opt into).
 func (c *Config) EscalationFor(session string) (interruptAfter, resetAfter, cooldown time.Duration, interrupt, reset bool) {
 	s := c.Sessions[session]
 	e := s.Escalation
 	interruptAfter, resetAfter, cooldown = e.InterruptAfter, e.ResetAfter, e.ResetCooldown
 	interrupt = e.Interrupt == nil || *e.Interrupt
-	reset = !s.ProtectContext
 	if e.Reset != nil {
 		reset = *e.Reset
 	}

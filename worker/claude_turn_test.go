@@ -3,6 +3,7 @@ package main_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,6 +32,22 @@ func claudeEnv(t testing.TB, bot *fakebot.Server, token string, extra ...string)
 		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_UI_PORT=%d", testenv.FreePort(t)),
 	}
 	return append(env, extra...), home
+}
+
+// receivedByItself records message msg of chat 42 through the ingest endpoint, as the Telegram
+// plugin inside the agent posts what it received itself: intentq types nothing, only reminders,
+// and nothing confirms the agent has it, so its reminders escalate (issue 35). The worker's env
+// must carry INTENTQ_INGEST_TOKEN=tok.
+func receivedByItself(t testing.TB, env []string, msg int, text string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+envValue(t, env, "INTENTQ_INGEST_LISTEN")+"/v1/intents",
+		strings.NewReader(fmt.Sprintf(`{"chat_id":"42","message_id":%d,"text":%q}`, msg, text)))
+	req.Header.Set("Authorization", "Bearer tok")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("record %d: %v %v", msg, err, resp)
+	}
+	resp.Body.Close()
 }
 
 // allowTools adds tools to the permissions the secretary's settings allow (after setup).
@@ -256,9 +273,11 @@ func watchPane(t testing.TB, capture func() string, bad ...string) func() string
 }
 
 // Issue 10, tests 4 and 5: escalation on an idle Claude Code reaches the model and opens no
-// menu (phase 2 clears the input with C-u, never Escape), and the reset (`/clear`, at most once
-// per cooldown) is followed by the SessionStart hook presenting the pending intent exactly once;
-// so is a restart of Claude Code.
+// menu (phase 2 clears the input with C-u, never Escape), and the reset (`/clear`, opted into,
+// at most once per cooldown) is followed by the SessionStart hook presenting the pending intent
+// exactly once; so is a restart of Claude Code. The message is one the agent received by itself
+// (the plugin's door): a message intentq typed with the agent's receipt only gets nudges
+// (issue 35, TestOwedAnswerOnlyNudges).
 func TestClaudeCodeEscalationOpensNoMenuAndClearOrRestartPresentsPendingOnce(t *testing.T) {
 	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	if testing.Short() {
@@ -274,7 +293,8 @@ func TestClaudeCodeEscalationOpensNoMenuAndClearOrRestartPresentsPendingOnce(t *
 		// A session named in the environment is the whole session: its target, CLI and default too.
 		"INTENTQ_SESSIONS_SECRETARY_TMUX_TARGET=secretary:0", "INTENTQ_SESSIONS_SECRETARY_CLI=claude", "INTENTQ_SESSIONS_SECRETARY_DEFAULT=true",
 		"INTENTQ_SESSIONS_SECRETARY_ESCALATION_INTERRUPT_AFTER=3s", "INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET_AFTER=12s",
-		"INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET_COOLDOWN=10m", "INTENTQ_SESSIONS_SECRETARY_ESCALATION_STEP_EVERY=1s")
+		"INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET_COOLDOWN=10m", "INTENTQ_SESSIONS_SECRETARY_ESCALATION_STEP_EVERY=1s",
+		"INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET=true", "INTENTQ_INGEST_TOKEN=tok")
 	_, lines := startWorker(t, bin, env)
 	waitFor(t, lines, "ready", 60*time.Second)
 	starterRun(t, env, 0, "setup")
@@ -282,7 +302,7 @@ func TestClaudeCodeEscalationOpensNoMenuAndClearOrRestartPresentsPendingOnce(t *
 	waitPane(t, capture, "Claude Code's input line", 60*time.Second, func(p string) bool { return strings.Contains(p, "❯") })
 	menu := watchPane(t, capture, "Rewind", "Restore the code")
 
-	bot.AddMessage(42, 42, 7, "are you there?")
+	receivedByItself(t, env, 7, "are you there?")
 	// The reset: a new conversation (after /clear) whose first request carries the pending intent.
 	var cleared []fakeanthropic.Request
 	deadline := time.Now().Add(90 * time.Second)

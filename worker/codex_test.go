@@ -749,7 +749,8 @@ func codexThread(r fakeopenai.Request) string {
 }
 
 // Issue 25: escalation against the real Codex never quits it nor opens a menu: a message left
-// unanswered is reminded, the reminders escalate (phase 2 presses C-u, never Escape or C-c: C-c
+// unanswered (one the agent received by itself: receivedByItself; one intentq typed with the
+// agent's receipt only gets nudges, issue 35) is reminded, the reminders escalate (phase 2 presses C-u, never Escape or C-c: C-c
 // on an empty input quits Codex, Escape twice opens its transcript browser), and the reset
 // types /new, at most once per cooldown. Codex stays the pane's foreground program throughout.
 // /new fires no hook; the next prompt's SessionStart (a new thread) confirms the reset, and
@@ -762,7 +763,8 @@ func TestCodexEscalationNeverQuitsAndNewIsConfirmedBySessionStart(t *testing.T) 
 	run, api, lines := codexIdleStart(t, "321:codexesc",
 		"INTENTQ_REMINDERS_FIRST_AFTER=5s", "INTENTQ_REMINDERS_REPEAT_EVERY=8s", "INTENTQ_DELIVERY_BUSY_WAIT=1s",
 		"INTENTQ_SESSIONS_SECRETARY_ESCALATION_INTERRUPT_AFTER=3s", "INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET_AFTER=12s",
-		"INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET_COOLDOWN=10m", "INTENTQ_SESSIONS_SECRETARY_ESCALATION_STEP_EVERY=1s")
+		"INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET_COOLDOWN=10m", "INTENTQ_SESSIONS_SECRETARY_ESCALATION_STEP_EVERY=1s",
+		"INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET=true", "INTENTQ_INGEST_TOKEN=tok")
 	var logMu sync.Mutex
 	var logged []map[string]any
 	go func() {
@@ -786,7 +788,7 @@ func TestCodexEscalationNeverQuitsAndNewIsConfirmedBySessionStart(t *testing.T) 
 	const pending = "pending message(s) for session secretary"
 	const reminder = pendingHeader + "msg_id=7 chat=42"
 
-	run.bot.AddMessage(42, 42, 7, "are you there?")
+	receivedByItself(t, run.env, 7, "are you there?")
 	first := ""
 	// The reset: a new thread whose first request carries the pending intent and the reminder.
 	var reset fakeopenai.Request

@@ -343,3 +343,49 @@ func TestRepeatWaitsForTheTypedBlock(t *testing.T) {
 	_, took = run(true)
 	require.Equal(t, []DeliveryRequest{again}, took.Messages, "the rule before: queued, and a hook prints it")
 }
+
+// Issue 35 (SessionVersion 5): a message the agent's hooks confirmed it has (typed with its
+// receipt) and that it has not answered is reminded with plain nudges however long it waits,
+// never an interrupt or a reset; a reminder of a message the agent never took in still climbs
+// the ladder, and a reset is told to the person.
+func TestOwedAnswerOnlyNudges(t *testing.T) {
+	h := newSessionHarness(t)
+	cfg := hookSession()
+	cfg.Escalation = EscalationPolicy{Interrupt: true, Reset: true, StepEvery: time.Minute}
+	cfg.Reset = ResetSteps{Command: "/clear"}
+	h.send(0, SignalDeliver, message("1"))
+	h.send(2*time.Second, SignalHookWords, said(AgentEvent{Event: EventUserPromptSubmit, Receipt: []string{"intent/42/1"}}))
+	h.send(3*time.Second, SignalHookWords, said(AgentEvent{Event: EventStop}))
+	remind := func(at time.Duration, intent, id string) {
+		h.send(at, SignalDeliver, DeliveryRequest{ID: id, ReplyTo: "intent/42/" + intent, Kind: KindReminder, Text: "nudge " + id, Since: h.start, Tick: int(at / time.Minute)})
+	}
+	remind(30*time.Second, "1", "a")
+	remind(3*time.Minute, "1", "b")
+	remind(5*time.Minute, "1", "c")
+	remind(15*time.Minute, "1", "d")
+	// Intent 2's message never reached the agent (no receipt, nothing in its context).
+	remind(17*time.Minute, "2", "e")
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 20*time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
+	var typed []string
+	for _, e := range h.events {
+		if !strings.HasPrefix(e, "history ") {
+			typed = append(typed, e)
+		}
+	}
+	require.Equal(t, []string{
+		"typed " + message("1").Text,
+		"typed nudge a", "typed nudge b", "typed nudge c", "typed nudge d",
+		"typed /clear", "typed nudge e",
+	}, typed)
+	for _, id := range []string{"a", "b", "c", "d"} {
+		require.Equal(t, PhaseNudge, h.results[id].Phase, "phase of %s", id)
+		require.False(t, h.results[id].Reset)
+	}
+	require.True(t, h.results["e"].Reset)
+	var told []string
+	for _, p := range h.pushes {
+		told = append(told, p.Title)
+	}
+	require.Contains(t, told, "intentq: secretary was reset")
+}

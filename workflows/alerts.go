@@ -109,6 +109,20 @@ func wrapErr(what string, err error) error {
 
 // alertBusy tells the person that deliveries have waited long on a busy pane: IDs and counts
 // only, never message text.
+// alertReset tells the person that intentq reset the session's agent (sessionOwedNeverEscalates):
+// what it cost and how to turn it off.
+func (s *session) alertReset(ctx workflow.Context, unanswered time.Duration) {
+	if !s.Config.pushes() {
+		return
+	}
+	s.HeldAlerts = append(s.HeldAlerts, Alert{
+		Title: "intentq: " + s.Config.Name + " was reset",
+		Message: fmt.Sprintf("session=%s: a message had not reached its agent for %s; intentq reset the agent (its conversation is gone) and typed it again. escalation.reset: false turns this off",
+			s.Config.Name, unanswered.Round(time.Second)),
+		At: workflow.Now(ctx),
+	})
+}
+
 func (s *session) alertBusy(ctx workflow.Context, busyFor time.Duration, pattern string) {
 	workflow.GetLogger(ctx).Warn("pane busy for long with deliveries waiting", "session", s.Config.Name, "busy_for", busyFor, "queued", len(s.Queue))
 	if !s.Config.pushes() {

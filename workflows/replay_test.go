@@ -50,12 +50,17 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 		"testdata/intent_reminded_v14.json", "testdata/session_reminders_v14.json",
 		"testdata/intent_delivered_closed_v14.json", "testdata/session_v14.json",
 		// The upgrade step: a run at the floor (version 2, as the build before started them)
-		// takes a worker's configure signal and continues as new at SessionVersion (4), on its
+		// takes a worker's configure signal and continues as new at SessionVersion (5), on its
 		// host's task queue. Regenerate with
 		// WRITE_REPLAY_HISTORY=1 go test -run TestSessionUpgradesToTheVersionFloorAtConfigure
 		// ./internal/service/.
 		"testdata/session_upgrade.json",
-		// Current: sessions and intents started at SessionVersion (4) and IntentVersion (2), no
+		// Started at SessionVersion 4 and IntentVersion 2 (the build before issue 35): they
+		// replay across version 5's rule (owed-answers-nudge-only) and the intent's version 3
+		// (take-back-ignored), which they decide by their markers.
+		"testdata/intent_reminded_v4.json", "testdata/session_reminders_v4.json",
+		"testdata/intent_delivered_closed_v4.json", "testdata/session_v4.json",
+		// Current: sessions and intents started at SessionVersion (5) and IntentVersion (3), no
 		// markers.
 		"testdata/intent_reminded.json", "testdata/session_reminders.json",
 		"testdata/intent_delivered_closed.json", "testdata/session.json",

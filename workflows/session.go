@@ -119,7 +119,7 @@ const ErrTypeUnknownKind = "UnknownKind"
 // version marker. A run started before (Version below it) continues as new at its next quiet
 // point after a worker's configure signal, so every open session reaches the current version
 // within one worker start (docs/design.md, "Changes to running workflows").
-const SessionVersion = 4
+const SessionVersion = 5
 
 // SessionFloor is the oldest session run this code replays: every rule of an older version has
 // gone with its branch (docs/design.md). `starter doctor` names any open run below it.
@@ -131,6 +131,14 @@ const SessionFloor = 2
 // moves every open run, at its continue-as-new at the next worker start, to its host's task
 // queue (issue 38).
 const sessionDropsEmptyOffers = 4
+
+// sessionOwedNeverEscalates (SessionVersion 5, change ID owed-answers-nudge-only): a reminder of
+// a message the agent's own hooks confirmed it has (typed with its receipt, or handed over by a
+// hook) is only a nudge: an agent that has a message and has not answered is not stuck, and an
+// interrupt or a reset (which wipes its context) is for deliveries the agent did not take in.
+// A reset that does happen is told to the person. Before, every overdue reminder climbed the
+// ladder by its age.
+const sessionOwedNeverEscalates = 5
 
 // sessionTypingHoldsRepeats (SessionVersion 3, change ID typing-holds-repeats): a request for
 // what the typed block in flight carries (its intent's wait timed out meanwhile) waits for the
@@ -163,6 +171,8 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 		workflow.GetVersion(ctx, "typing-holds-repeats", workflow.DefaultVersion, 1) == workflow.DefaultVersion
 	s.Ledger.keepEmptyExpired = s.Version < sessionDropsEmptyOffers &&
 		workflow.GetVersion(ctx, "drop-empty-expired-offers", workflow.DefaultVersion, 1) == workflow.DefaultVersion
+	s.owedNudgeOnly = s.Version >= sessionOwedNeverEscalates ||
+		workflow.GetVersion(ctx, "owed-answers-nudge-only", workflow.DefaultVersion, 1) == 1
 	workflow.Go(ctx, s.takeAlerts)
 	workflow.Go(ctx, s.pushAlerts)
 	workflow.Go(ctx, s.takePushes)
@@ -245,6 +255,9 @@ type session struct {
 	// standing offer names one of them and must be taken back from the desk.
 	withdrawCh workflow.ReceiveChannel
 	restand    bool
+	// owedNudgeOnly: reminders of what the agent has only nudge, and a reset is told
+	// (sessionOwedNeverEscalates).
+	owedNudgeOnly bool
 	// deskOff: this run found no desk.
 	deskOff     bool
 	busySince   *time.Time

@@ -122,6 +122,9 @@ func (s *session) escalate(ctx workflow.Context, req DeliveryRequest) (phase int
 		return PhaseNudge, false, nil
 	}
 	now := workflow.Now(ctx)
+	if s.owedNudgeOnly && s.agentHas(req) {
+		return PhaseNudge, false, nil // not stuck: it owes an answer, and is reminded
+	}
 	esc := s.Config.Escalation
 	phase = esc.Effective(esc.PhaseFor(now.Sub(req.Since)), now, s.LastResetAt, s.Config.Reset.Possible())
 	// Escalation is the session's, not each reminder's: one step per session per tick at most,
@@ -170,11 +173,21 @@ func (s *session) escalate(ctx workflow.Context, req DeliveryRequest) (phase int
 			s.LastResetAt = &now
 			reset = true
 			workflow.GetLogger(ctx).Warn("session reset", "session", s.Config.Name, "request", req.ID)
+			if s.owedNudgeOnly {
+				s.alertReset(ctx, now.Sub(req.Since))
+			}
 			_ = workflow.Sleep(ctx, 2*time.Second)
 			err = s.waitUntilIdle(ctx, req)
 		}
 	}
 	return phase, reset, err
+}
+
+// agentHas reports whether the agent's own hooks confirmed it has the message req reminds of:
+// its hooks report (an agent that confirms what it takes in), and the message is in its context
+// (typed and receipted, or handed over by a hook).
+func (s *session) agentHas(req DeliveryRequest) bool {
+	return s.Agent != nil && s.inContext(DeliveryRequest{Kind: KindMessage, ReplyTo: req.ReplyTo})
 }
 
 // confirmReset, after the prompt typed after a reset whose SessionStart comes with the next

@@ -26,9 +26,12 @@ import (
 // never gives one to another socket, and each is reserved by a lock file for the test's life,
 // so test processes running side by side (go test runs packages in parallel) never pick the
 // same one. A port picked by binding :0 and closing could be taken by a neighbour before the
-// service binds it, and the Web UI server exits the process on a bind error.
+// service binds it, and the Web UI server exits the process on a bind error. They also lie
+// below the ports an embedded server picks for its internal services (from 20000 up to the
+// ephemeral range): a port a test reserved for a worker that has not bound it yet could
+// otherwise be picked by another worker's server starting meanwhile ("address already in use").
 const (
-	portLow, portHigh = 12000, 32000
+	portLow, portHigh = 12000, 20000
 )
 
 // FreePort returns a loopback TCP port that is free and reserved for this test.
