@@ -706,7 +706,12 @@ func TestMCPServerOverStdio(t *testing.T) {
 		return strings.Join(parts, " ")
 	}
 
+	// The list is read from visibility, which is eventually consistent: all four show soon.
 	res, pending := call("pending", map[string]any{})
+	for deadline := time.Now().Add(30 * time.Second); !res.IsError && len(pending["intents"].([]any)) < 4 && time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+		res, pending = call("pending", map[string]any{})
+	}
 	if res.IsError || len(pending["intents"].([]any)) != 4 || !strings.Contains(text(res), "question 7") {
 		t.Fatalf("pending = %s", text(res))
 	}
