@@ -12,6 +12,7 @@ import (
 	"github.com/intentq/intentq/internal/base/tclient"
 	"github.com/intentq/intentq/internal/headless"
 	"github.com/intentq/intentq/internal/platform/doctor"
+	"github.com/intentq/intentq/internal/policy"
 	sessionapi "github.com/intentq/intentq/internal/session"
 	"github.com/intentq/intentq/workflows"
 )
@@ -139,6 +140,9 @@ func newSessionsCmd() *cobra.Command {
 					header = true
 				}
 				state, since, last := agentColumns(v.Agent)
+				if strings.HasPrefix(v.WaitsFor, "no agent") {
+					state = "no agent" // its pane is gone or shows a shell, whatever its hooks said last
+				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", name, state, since, last, len(v.Queued), len(v.Offered), v.Delivered, v.Failed)
 			}
 			return tw.Flush()
@@ -154,7 +158,11 @@ func agentColumns(a *workflows.AgentState) (state, since, last string) {
 		return "unknown (no hook yet)", "-", "-"
 	}
 	ago := func(t time.Time) string { return time.Since(t).Round(time.Second).String() + " ago" }
-	return a.State, ago(a.Since), a.Event + " " + ago(a.At)
+	state = a.State
+	if state == workflows.AgentGone {
+		state = "no agent (it exited)"
+	}
+	return state, ago(a.Since), a.Event + " " + ago(a.At)
 }
 
 func newCost() *cobra.Command {
@@ -253,7 +261,7 @@ func newSessionShow() *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "host %s: %s\n", host, served)
 				fmt.Fprintf(cmd.OutOrStdout(), "waiting %d, handed over and not committed %d, delivered %d, failed %d\n", len(v.Queued), len(v.Offered), v.Delivered, v.Failed)
 				if v.BusySince != nil {
-					fmt.Fprintf(cmd.OutOrStdout(), "not typing since %s\n", v.BusySince.Local().Format(time.RFC3339))
+					fmt.Fprintf(cmd.OutOrStdout(), "not typing since %s: %s\n", v.BusySince.Local().Format(time.RFC3339), policy.Or(v.WaitsFor, "the pane is busy"))
 				}
 				return nil
 			}

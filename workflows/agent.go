@@ -37,7 +37,13 @@ const (
 	EventPostToolUse      = "post-tool-use"
 	EventStop             = "stop"
 	EventNotification     = "notification"
+	// EventSessionEnd: the agent's CLI is ending (Claude Code's SessionEnd, reason in Detail).
+	EventSessionEnd = "session-end"
 )
+
+// SessionEndClear is the reason of the SessionEnd that a /clear fires (a new context follows at
+// once: the agent does not go).
+const SessionEndClear = "clear"
 
 // Agent states, from its hooks.
 const (
@@ -47,6 +53,9 @@ const (
 	AgentIdle = "idle"
 	// AgentWaiting: the agent waits for the person (a permission prompt is open).
 	AgentWaiting = "waiting"
+	// AgentGone: the agent's CLI ended (its SessionEnd hook): nothing is typed until an agent
+	// starts there again.
+	AgentGone = "gone"
 )
 
 // AgentEvent is one hook's report.
@@ -80,6 +89,10 @@ func StateAfter(event, detail string) string {
 		return AgentWorking
 	case EventStop, EventSessionStart:
 		return AgentIdle
+	case EventSessionEnd:
+		if detail != SessionEndClear {
+			return AgentGone
+		}
 	case EventNotification:
 		switch detail {
 		case "permission_prompt", "elicitation_dialog":
@@ -219,6 +232,11 @@ func (s *session) noteEventQuietly(ctx workflow.Context, ev AgentEvent) (changed
 		return false
 	}
 	s.Agent.State, s.Agent.Since = state, ev.At
+	if state == AgentGone && s.noAgentWaits {
+		s.alertNoAgent(ctx, "it exited ("+policy.Or(ev.Detail, "no reason given")+")")
+	} else if prev == AgentGone {
+		s.toldNoAgent = false
+	}
 	return true
 }
 
@@ -241,6 +259,10 @@ func (s *session) agentBusy(now time.Time) (string, bool) {
 		return "", false
 	}
 	switch s.Agent.State {
+	case AgentGone:
+		if s.noAgentWaits {
+			return noAgentPattern + ": it exited", true // until its hooks or the screen say it is back
+		}
 	case AgentWorking:
 		return "the agent is working (hook " + s.Agent.Event + ")", true
 	case AgentWaiting:

@@ -33,12 +33,41 @@ func (w *intent) failed(ctx workflow.Context, streak int, what string, err error
 	if streak != 1 || !w.pushes() {
 		return
 	}
-	a := Alert{Title: "intentq: " + what + " failed", Message: fmt.Sprintf("intent=%s session=%s: %s", w.id, w.in.Session, err.Error()), At: workflow.Now(ctx)}
+	a := Alert{Title: "intentq: " + what + " failed",
+		Message: fmt.Sprintf("intent=%s session=%s: %s; tried again in %s (starter show %s)", w.id, w.in.Session, ShortCause(err), w.in.Policy.RetryAfter, w.id),
+		At:      workflow.Now(ctx)}
 	if w.alertBySession(ctx, a) {
 		return
 	}
 	// Best effort: if ntfy itself is down, the next attempt tries again anyway.
 	_ = workflow.ExecuteActivity(withNtfyOptions(ctx), activities.NtfyPublishName, alertPush(w.in.Session, w.in.Policy.NtfyTopic, a)).Get(ctx, nil)
+}
+
+// ShortCause is what a person is told of err: a sentence for the failures intentq knows, else
+// the failure's own message without the chain of wrappers around it (at most 160 characters);
+// the whole error stays in the worker's log and `starter show`.
+func ShortCause(err error) string {
+	appErr, ok := asApplicationError(err)
+	if !ok {
+		return "an internal error (the worker's log has it)"
+	}
+	switch appErr.Type() {
+	case activities.ErrTypeTmuxTargetMissing:
+		return "the agent's tmux pane is gone (start it: starter run-agent)"
+	case activities.ErrTypeNotAgent:
+		return "no agent runs in the pane (a shell is in front)"
+	case ErrTypeNotSubmitted:
+		return "the text stayed on the agent's input line"
+	case ErrTypeHumanPane:
+		return "the pane is marked as yours (human: true); nothing is typed there"
+	case activities.ErrTypeNtfyRejected:
+		return "ntfy refused the push"
+	}
+	msg := appErr.Message()
+	if r := []rune(msg); len(r) > 160 {
+		msg = string(r[:159]) + "…"
+	}
+	return msg
 }
 
 // alertPush is the push of an alert to the session's topic (topic: only sessions and intents of
@@ -109,6 +138,26 @@ func wrapErr(what string, err error) error {
 
 // alertBusy tells the person that deliveries have waited long on a busy pane: IDs and counts
 // only, never message text.
+// alertNoAgent tells the person, once until an agent is back, that the session has no agent
+// (why: it exited, its pane is gone, a shell shows), that its messages wait, and the fix
+// (sessionNoAgentWaits).
+func (s *session) alertNoAgent(ctx workflow.Context, why string) {
+	workflow.GetLogger(ctx).Warn("no agent", "session", s.Config.Name, "why", why, "queued", len(s.Queue))
+	if s.toldNoAgent || !s.Config.pushes() {
+		return
+	}
+	s.toldNoAgent = true
+	waiting := "nothing waits for it now"
+	if n := len(s.Queue); n > 0 {
+		waiting = fmt.Sprintf("%d messages wait for it", n)
+	}
+	s.HeldAlerts = append(s.HeldAlerts, Alert{
+		Title:   "intentq: " + s.Config.Name + " has no agent running",
+		Message: fmt.Sprintf("session=%s: %s; %s and reach it once it runs again. Start it: starter run-agent %s", s.Config.Name, why, waiting, s.Config.Name),
+		At:      workflow.Now(ctx),
+	})
+}
+
 // alertReset tells the person that intentq reset the session's agent (sessionOwedNeverEscalates):
 // what it cost and how to turn it off.
 func (s *session) alertReset(ctx workflow.Context, unanswered time.Duration) {

@@ -97,8 +97,10 @@ type SessionView struct {
 	Queued    []string      `json:"queued"`
 	Delivered int64         `json:"delivered"`
 	Failed    int64         `json:"failed"`
-	// BusySince is set while the pane shows the CLI at work and deliveries wait.
+	// BusySince is set while the pane shows the CLI at work and deliveries wait; WaitsFor says
+	// why ("no agent: ..." when no agent runs there).
 	BusySince *time.Time `json:"busy_since,omitempty"`
+	WaitsFor  string     `json:"waits_for,omitempty"`
 	// Agent is the agent's state as its hooks report it; Offered the messages a hook took and
 	// has not committed yet.
 	Agent   *AgentState `json:"agent,omitempty"`
@@ -140,6 +142,13 @@ const sessionDropsEmptyOffers = 4
 // ladder by its age.
 const sessionOwedNeverEscalates = 5
 
+// sessionNoAgentWaits (SessionVersion 5, change ID no-agent-waits): a pane that is gone (tmux
+// closed it with the agent) waits like a shell in front instead of failing each delivery, and
+// an agent whose SessionEnd hook says it ended is not typed into; the person is told at once,
+// once, with the fix (starter run-agent), and the messages reach the agent once it is back.
+// Before, each delivery failed against the missing pane and pushed its error.
+const sessionNoAgentWaits = 5
+
 // sessionTypingHoldsRepeats (SessionVersion 3, change ID typing-holds-repeats): a request for
 // what the typed block in flight carries (its intent's wait timed out meanwhile) waits for the
 // block and is answered by it; before, it was queued, and a hook could take and print it while
@@ -173,6 +182,8 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 		workflow.GetVersion(ctx, "drop-empty-expired-offers", workflow.DefaultVersion, 1) == workflow.DefaultVersion
 	s.owedNudgeOnly = s.Version >= sessionOwedNeverEscalates ||
 		workflow.GetVersion(ctx, "owed-answers-nudge-only", workflow.DefaultVersion, 1) == 1
+	s.noAgentWaits = s.Version >= sessionNoAgentWaits ||
+		workflow.GetVersion(ctx, "no-agent-waits", workflow.DefaultVersion, 1) == 1
 	workflow.Go(ctx, s.takeAlerts)
 	workflow.Go(ctx, s.pushAlerts)
 	workflow.Go(ctx, s.takePushes)
@@ -258,6 +269,13 @@ type session struct {
 	// owedNudgeOnly: reminders of what the agent has only nudge, and a reset is told
 	// (sessionOwedNeverEscalates).
 	owedNudgeOnly bool
+	// noAgentWaits: a pane that is gone or an agent that ended waits like a shell in front, told
+	// once (sessionNoAgentWaits); toldNoAgent: the person was told, not again until an agent
+	// is back.
+	noAgentWaits bool
+	toldNoAgent  bool
+	// busyWhy is why the delivery at the head waits (the view's WaitsFor).
+	busyWhy string
 	// deskOff: this run found no desk.
 	deskOff     bool
 	busySince   *time.Time
@@ -284,7 +302,7 @@ type session struct {
 const maxReceipts = 100
 
 func (s *session) view() (SessionView, error) {
-	v := SessionView{Config: s.Config, Delivered: s.Delivered, Failed: s.Failed, BusySince: s.busySince, Agent: s.Agent}
+	v := SessionView{Config: s.Config, Delivered: s.Delivered, Failed: s.Failed, BusySince: s.busySince, WaitsFor: s.busyWhy, Agent: s.Agent}
 	for _, r := range s.Queue {
 		v.Queued = append(v.Queued, r.ID)
 	}

@@ -37,6 +37,7 @@ type sessionHarness struct {
 	screenTill time.Duration
 	captures   int
 	pushes     []activities.Push
+	pushTimes  []time.Duration // when each push went, since start
 	// pushFailed marks the pushes ntfy refused (ntfyFails said so).
 	pushFailed []bool
 	ntfyFails  func() bool
@@ -71,6 +72,9 @@ func newSessionHarness(t *testing.T) *sessionHarness {
 		}
 		if h.env.Now().Sub(h.start) < h.noAgentTill {
 			return "", temporal.NewNonRetryableApplicationError("session secretary: pane %1 (secretary:0) shows \"bash\", not claude", activities.ErrTypeNotAgent, nil)
+		}
+		if h.env.Now().Sub(h.start) < h.paneGoneTill {
+			return "", temporal.NewNonRetryableApplicationError("tmux target gone:0 not found", activities.ErrTypeTmuxTargetMissing, nil)
 		}
 		if h.env.Now().Sub(h.start) < h.busyTill {
 			return "> earlier prompt\n✻ Working… (esc to interrupt)", nil
@@ -114,6 +118,7 @@ func newSessionHarness(t *testing.T) *sessionHarness {
 			return errors.New("ntfy: connection refused")
 		}
 		h.pushes = append(h.pushes, p)
+		h.pushTimes = append(h.pushTimes, h.env.Now().Sub(h.start))
 		failed := h.ntfyFails != nil && h.ntfyFails()
 		h.pushFailed = append(h.pushFailed, failed)
 		if failed {
@@ -202,19 +207,59 @@ func TestSessionDeliversInOrderOneAtATime(t *testing.T) {
 	}
 }
 
-// A missing pane is a failed delivery with its type, reported to the intent; nothing is lost.
-func TestSessionReportsMissingTarget(t *testing.T) {
+// Issue 35 (SessionVersion 5): a pane that is gone (tmux closed it with the agent) is waited
+// for like a shell in front: nothing fails, the person is told once, with the fix, and the
+// messages reach the agent in order once its pane is back. A session before version 5 failed
+// each delivery with the missing target.
+func TestSessionWaitsForAMissingPane(t *testing.T) {
 	h := newSessionHarness(t)
-	h.paneGoneTill = time.Second
+	h.paneGoneTill = 3 * time.Minute
 	h.send(0, SignalDeliver, DeliveryRequest{ID: "a", ReplyTo: "intent/1/a", Kind: KindMessage, Text: "a"})
 	h.send(2*time.Second, SignalDeliver, DeliveryRequest{ID: "b", ReplyTo: "intent/1/b", Kind: KindMessage, Text: "b"})
-	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: SessionConfig{Name: "secretary", TmuxTarget: "secretary:0"}})
-	require.False(t, h.results["a"].OK)
-	require.Equal(t, activities.ErrTypeTmuxTargetMissing, h.results["a"].ErrorType)
-	require.Contains(t, h.results["a"].Error, "gone:0")
-	require.True(t, h.results["b"].OK, "once the pane is back, deliveries reach it")
-	require.Equal(t, []string{"b"}, h.typed)
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 10*time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: SessionConfig{Name: "secretary", TmuxTarget: "secretary:0", Push: true}})
+	require.True(t, h.results["a"].OK)
+	require.True(t, h.results["b"].OK)
+	require.Equal(t, []string{"a\nb"}, h.typed)
+	require.GreaterOrEqual(t, h.typedAt[0], 3*time.Minute)
+	var told []activities.Push
+	for _, p := range h.pushes {
+		if strings.Contains(p.Title, "has no agent running") {
+			told = append(told, p)
+		}
+	}
+	require.Len(t, told, 1, "told once: %+v", h.pushes)
+	require.Contains(t, told[0].Message, "pane secretary:0 is gone")
+	require.Contains(t, told[0].Message, "starter run-agent secretary")
+}
+
+// Issue 35: the agent's SessionEnd hook (it exited) is told at once, even with nothing waiting,
+// and nothing is typed while it is gone; its SessionStart brings it back and what waited is
+// typed once. A /clear's SessionEnd is no exit.
+func TestSessionEndTellsAtOnceAndWaits(t *testing.T) {
+	h := newSessionHarness(t)
+	h.noAgentTill = 150 * time.Second // a shell in front once the hooks' word is old
+	h.send(time.Second, SignalHookWords, said(AgentEvent{Event: EventSessionEnd, Detail: SessionEndClear}))
+	h.send(2*time.Second, SignalHookWords, said(AgentEvent{Event: EventSessionStart, Detail: "clear"}))
+	h.send(10*time.Second, SignalHookWords, said(AgentEvent{Event: EventSessionEnd, Detail: "prompt_input_exit"}))
+	h.send(20*time.Second, SignalDeliver, message("1"))
+	h.env.RegisterDelayedCallback(func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		require.Empty(t, h.typed, "nothing typed while the agent is gone")
+		require.Len(t, h.pushes, 1)
+		require.Less(t, h.pushTimes[0], 15*time.Second, "told at once")
+	}, 2*time.Minute)
+	h.send(150*time.Second, SignalHookWords, said(AgentEvent{Event: EventSessionStart, Detail: "startup"}))
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 5*time.Minute)
+	cfg := hookSession()
+	cfg.Push = true
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
+	require.Equal(t, []string{message("1").Text}, h.typed)
+	require.GreaterOrEqual(t, h.typedAt[0], 150*time.Second)
+	require.Len(t, h.pushes, 1, "told once: %+v", h.pushes)
+	require.Equal(t, "intentq: secretary has no agent running", h.pushes[0].Title)
+	require.Contains(t, h.pushes[0].Message, "it exited (prompt_input_exit)")
 }
 
 // The session continues as new when its history grows, carrying its counters and queue.

@@ -2,12 +2,17 @@ package workflows
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/intentq/intentq/activities"
 )
 
 // Intents started without the Telegram door's sender fields (other doors) keep the header
@@ -116,4 +121,15 @@ func TestIntentDeliversSenderHeader(t *testing.T) {
 	st := h.result(t)
 	require.Equal(t, StatusClosed, st.Status)
 	require.Equal(t, `【新着メッセージ】msg_id=7 chat=-1001 group=-1001 forwarded from=43 name="@owner": hi`, h.session.reqs[0].Text)
+}
+
+// Issue 35: what reaches the person of a failure is short and says what happened, never the
+// chain of wrappers around it.
+func TestShortCause(t *testing.T) {
+	wrapped := fmt.Errorf("activity error (type: TmuxInject, scheduledEventID: 22): %w",
+		temporal.NewNonRetryableApplicationError(`tmux target "secretary:0" not found`, activities.ErrTypeTmuxTargetMissing, errors.New("exit status 1")))
+	require.Equal(t, "the agent's tmux pane is gone (start it: starter run-agent)", ShortCause(wrapped))
+	other := fmt.Errorf("activity error: %w", temporal.NewApplicationError(strings.Repeat("x", 300), "Other"))
+	require.Len(t, []rune(ShortCause(other)), 160)
+	require.Equal(t, "an internal error (the worker's log has it)", ShortCause(errors.New("rpc error: code = Unavailable")))
 }

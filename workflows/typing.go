@@ -43,7 +43,7 @@ var errContinueAsNew = errors.New("continue as new")
 // and commit what they took; after BusyAlertAfter the person is told once through ntfy rather
 // than left to wonder why nothing arrives.
 func (s *session) waitUntilIdle(ctx workflow.Context, req DeliveryRequest) error {
-	defer func() { s.busySince, s.busyAlerted = nil, false }()
+	defer func() { s.busySince, s.busyAlerted, s.busyWhy = nil, false, "" }()
 	busy := s.Config.Busy.OrDefault()
 	for {
 		if err := ctx.Err(); err != nil {
@@ -69,6 +69,9 @@ func (s *session) waitUntilIdle(ctx workflow.Context, req DeliveryRequest) error
 				// The CLI is not in front (it exited and a shell shows): wait for it, as for
 				// a dialog, and tell the person at once.
 				pattern, working = noAgentPattern+": "+appErr.Message(), true
+			} else if ok && appErr.Type() == activities.ErrTypeTmuxTargetMissing && s.noAgentWaits {
+				// The pane is gone (tmux closed it with the agent): the same.
+				pattern, working = noAgentPattern+": its pane "+s.Config.TmuxTarget+" is gone", true
 			} else if err != nil {
 				return err
 			} else {
@@ -79,9 +82,11 @@ func (s *session) waitUntilIdle(ctx workflow.Context, req DeliveryRequest) error
 			}
 		}
 		if !working {
+			s.toldNoAgent = false // an agent is there: a later absence is told again
 			return nil
 		}
 		now := workflow.Now(ctx)
+		s.busyWhy = pattern
 		if s.busySince == nil {
 			s.busySince = &now
 			workflow.GetLogger(ctx).Info("pane busy, delivery waits", "session", s.Config.Name, "pattern", pattern, "queued", len(s.Queue))
@@ -96,7 +101,11 @@ func (s *session) waitUntilIdle(ctx workflow.Context, req DeliveryRequest) error
 		}
 		if !s.busyAlerted && now.Sub(*s.busySince) >= after {
 			s.busyAlerted = true
-			s.alertBusy(ctx, now.Sub(*s.busySince), pattern)
+			if strings.HasPrefix(pattern, noAgentPattern) && s.noAgentWaits {
+				s.alertNoAgent(ctx, strings.TrimPrefix(pattern, noAgentPattern+": "))
+			} else {
+				s.alertBusy(ctx, now.Sub(*s.busySince), pattern)
+			}
 		}
 		// What waits is offered to the agent's next hook through the desk, then the session
 		// waits for the next look, or for the agent's hooks to say something (a Stop is the
@@ -246,6 +255,12 @@ func (s *session) submit(ctx workflow.Context, dreq DeliveryRequest, content str
 		}
 		var res activities.InjectResult
 		if err := workflow.ExecuteActivity(ctx, activities.TmuxInjectName, req).Get(ctx, &res); err != nil {
+			if dreq.ReplyTo != "" && s.noAgentWaits && s.awaitReceipt(ctx, dreq.ReplyTo) {
+				// The agent's receipt says it took the prompt in, whatever failed in the pane
+				// after (its pane closed right after Enter): delivered, not to be typed again.
+				workflow.GetLogger(ctx).Warn("typing failed after the agent took the prompt in", "session", s.Config.Name, "request", dreq.ID, "error", err)
+				return nil
+			}
 			return err
 		}
 		if receipt {

@@ -49,6 +49,8 @@ type Input struct {
 	PromptID string `json:"prompt_id"`
 	// NotificationType says what a notification is about: permission_prompt, idle_prompt, ...
 	NotificationType string `json:"notification_type"`
+	// Reason is why a session ends (session-end): clear, logout, prompt_input_exit, other.
+	Reason string `json:"reason"`
 	// AgentID is set when the hook fires inside a subagent (Claude Code 2.1.330: "present only
 	// when the hook fires from within a subagent"): what it prints goes to the subagent, whose
 	// context ends with it, not to the agent the person talks to.
@@ -455,6 +457,28 @@ func Notification(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 		detail = "permission_prompt"
 	}
 	return Answer{}, report(ctx, b, s, workflows.AgentEvent{Event: workflows.EventNotification, Detail: detail})
+}
+
+// SessionEnd reports that the agent's CLI is ending (Claude Code's SessionEnd, with its reason):
+// the session types nothing more into the pane and tells the person at once, until an agent
+// starts there again; a /clear's (reason clear) is followed by a new context at once.
+func SessionEnd(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) {
+	return Answer{}, report(ctx, b, s, workflows.AgentEvent{Event: workflows.EventSessionEnd, Detail: reasonWord(in.Reason)})
+}
+
+// reasonWord is a CLI's reason as a short word (letters, digits, _ and -, at most 40): it is
+// shown to the person.
+func reasonWord(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r == '_' || r == '-' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9') {
+			return r
+		}
+		return -1
+	}, s)
+	if len(s) > 40 {
+		s = s[:40]
+	}
+	return s
 }
 
 // Stop hands the agent the messages waiting for it by blocking the stop (the turn goes on with

@@ -21,6 +21,7 @@ const (
 	EventPostToolUse      = workflows.EventPostToolUse
 	EventStop             = workflows.EventStop
 	EventNotification     = workflows.EventNotification
+	EventSessionEnd       = workflows.EventSessionEnd
 )
 
 // ClaudeEvent pairs Claude Code's name of a hook event with the starter's argument for it.
@@ -34,6 +35,7 @@ var ClaudeEvents = []ClaudeEvent{
 	{"PostToolUse", EventPostToolUse},
 	{"Stop", EventStop},
 	{"Notification", EventNotification},
+	{"SessionEnd", EventSessionEnd},
 }
 
 // Events are the starter's arguments, in ClaudeEvents' order.
@@ -53,6 +55,7 @@ var handlers = map[string]func(context.Context, Backend, Settings, Input) (Answe
 	EventPostToolUse:      PostToolUse,
 	EventStop:             Stop,
 	EventNotification:     Notification,
+	EventSessionEnd:       SessionEnd,
 }
 
 // MaxTimeout caps every hook's time (SPEC S4): Claude Code's own limit in the settings intentq

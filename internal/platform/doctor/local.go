@@ -43,8 +43,15 @@ func Local(ctx context.Context, cfg *config.Config) Report {
 				Hint: fmt.Sprintf("start the agent in tmux (starter run-agent, or tmux new -s %s), or fix sessions.%s.tmux_target", strings.Split(s.TmuxTarget, ":")[0], name)}
 			var appErr *temporal.ApplicationError
 			if errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeTmuxTargetMissing {
-				// No pane yet: a setup step, not a failure of what runs.
-				res.Status, res.Detail = StatusWarn, "no tmux pane yet: "+err.Error()
+				if st, serr := os.Stat(cfg.HistoryPath(name)); serr == nil && st.Size() > 0 {
+					// It ran here before (intentq typed or handed messages to it): its agent
+					// ended and tmux closed the pane; messages wait for it.
+					res.Detail = fmt.Sprintf("no agent: the pane %s is gone (the agent ran there before); its messages wait", s.TmuxTarget)
+					res.Hint = fmt.Sprintf("start it again: starter run-agent %s", name)
+				} else {
+					// No pane yet: a setup step, not a failure of what runs.
+					res.Status, res.Detail = StatusWarn, "no tmux pane yet: "+err.Error()
+				}
 			}
 			r = append(r, res)
 			continue

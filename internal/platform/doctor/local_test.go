@@ -89,7 +89,7 @@ func TestI10LocalChecks(t *testing.T) {
 	if err := os.WriteFile(cfg.Claude.Settings, []byte(`{"hooks":{"Stop":[{"hooks":[{"command":"starter hook stop"}]}]}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if res := doctor.Hooks(cfg.Claude.Settings); res.OK || res.Detail != "not installed yet: "+filepath.Clean(cfg.Claude.Settings)+" lacks Notification, PostToolUse, PreToolUse, SessionStart, UserPromptSubmit" {
+	if res := doctor.Hooks(cfg.Claude.Settings); res.OK || res.Detail != "not installed yet: "+filepath.Clean(cfg.Claude.Settings)+" lacks Notification, PostToolUse, PreToolUse, SessionEnd, SessionStart, UserPromptSubmit" {
 		t.Errorf("partial hooks: %+v", res)
 	}
 }
@@ -134,5 +134,26 @@ func TestMachineOfAWorkerIdentity(t *testing.T) {
 		if got := doctor.Machine(identity); got != want {
 			t.Errorf("Machine(%q) = %q, want %q", identity, got, want)
 		}
+	}
+}
+
+// Issue 35: a session whose pane is gone after its agent ran there (tmux closed the pane with
+// it: its history file has entries) is a failure naming the fix; one that never had a pane is
+// a setup step still to do (a warning).
+func TestLocalFailsForAPaneGoneAfterUse(t *testing.T) {
+	cfg := testenv.Config(t)
+	cfg.Sessions["secretary"] = config.Session{TmuxTarget: "nowhere:0", CLI: "claude", Mode: config.ModeTmux}
+	if res := find(doctor.Local(context.Background(), cfg), "tmux secretary"); res.Level() != doctor.StatusWarn || !strings.Contains(res.Detail, "no tmux pane yet") {
+		t.Errorf("never set up: %+v", res)
+	}
+	if err := os.MkdirAll(filepath.Dir(cfg.HistoryPath("secretary")), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg.HistoryPath("secretary"), []byte(`{"seq":1}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := find(doctor.Local(context.Background(), cfg), "tmux secretary")
+	if res.Level() != doctor.StatusFail || !strings.Contains(res.Detail, "no agent: the pane nowhere:0 is gone") || res.Hint != "start it again: starter run-agent secretary" {
+		t.Errorf("gone after use: %+v", res)
 	}
 }

@@ -137,7 +137,8 @@ const HooksSettings = `{
     "PreToolUse": [{"hooks": [{"type": "command", "command": "starter hook pre-tool-use", "timeout": 10}]}],
     "PostToolUse": [{"hooks": [{"type": "command", "command": "starter hook post-tool-use", "timeout": 10}]}],
     "Stop": [{"hooks": [{"type": "command", "command": "starter hook stop", "timeout": 10}]}],
-    "Notification": [{"hooks": [{"type": "command", "command": "starter hook notification", "timeout": 10}]}]
+    "Notification": [{"hooks": [{"type": "command", "command": "starter hook notification", "timeout": 10}]}],
+    "SessionEnd": [{"hooks": [{"type": "command", "command": "starter hook session-end", "timeout": 10}]}]
   }
 }`
 

@@ -1,0 +1,95 @@
+package main_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/intentq/intentq/internal/testkit/fakebot"
+	"github.com/intentq/intentq/internal/testkit/fakentfy"
+)
+
+// Issue 35: the agent exits and tmux closes its pane (as a `starter run-agent` pane does): the
+// next message waits instead of failing, the person is told once, within seconds, which
+// session has no agent and how to start it (no raw error), `starter sessions` says "no agent"
+// and the doctor fails; once the agent runs again, the waiting message reaches it once and
+// nothing is typed twice.
+func TestAgentGoneIsToldOnceAndItsMessagesWait(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; its own home, tmux server and ports
+	bin := binaries(t)
+	const token = "35:gone"
+	bot := fakebot.New(token)
+	t.Cleanup(bot.Close)
+	ntfy := fakentfy.New()
+	t.Cleanup(ntfy.Close)
+	env, _, pane := standInSecretary(t, bin, token, bot)
+	env = append(env, "INTENTQ_NTFY_URL="+ntfy.URL(), "INTENTQ_NTFY_TOPIC=phone")
+	_, lines := startWorker(t, bin, env)
+	waitFor(t, lines, "ready", 90*time.Second)
+	got := func() string { data, _ := os.ReadFile(pane); return string(data) }
+	until := func(what string, d time.Duration, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(d); !ok(); time.Sleep(200 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				out, _ := run(t, filepath.Join(bin, "starter"), env, "", "session", "show", "secretary")
+				t.Fatalf("timed out waiting for %s; pane:\n%s\npushes: %+v\n%s", what, got(), ntfy.Messages(), out)
+			}
+		}
+	}
+	told := func() (n int, last string) {
+		for _, m := range ntfy.Messages() {
+			if strings.Contains(m.Title, "secretary has no agent running") {
+				n, last = n+1, m.Message
+			}
+		}
+		return n, last
+	}
+
+	bot.AddMessage(42, 42, 1, "first, while it runs")
+	until("message 1 at the agent, confirmed", 60*time.Second, func() bool {
+		out, _ := run(t, filepath.Join(bin, "starter"), env, "", "session", "show", "secretary")
+		return strings.Contains(got(), "first, while it runs") && strings.Contains(out, "delivered 1,")
+	})
+
+	kill := exec.Command("tmux", "kill-session", "-t", "secretary")
+	kill.Env = env
+	if out, err := kill.CombinedOutput(); err != nil {
+		t.Fatalf("tmux kill-session: %v %s", err, out)
+	}
+	gone := time.Now()
+	bot.AddMessage(42, 42, 2, "second, while it is gone")
+	until("the person told", 60*time.Second, func() bool { n, _ := told(); return n > 0 })
+	t.Logf("told %s after the pane went", time.Since(gone).Round(time.Second))
+	if _, msg := told(); !strings.Contains(msg, "pane secretary:0 is gone") || !strings.Contains(msg, "starter run-agent secretary") || strings.Contains(msg, "second, while") {
+		t.Errorf("the push: %q", msg)
+	}
+	until("starter sessions to say no agent", 30*time.Second, func() bool {
+		out, _ := run(t, filepath.Join(bin, "starter"), env, "", "sessions")
+		return strings.Contains(out, "no agent")
+	})
+	if out, _ := run(t, filepath.Join(bin, "starter"), env, "", "doctor"); !strings.Contains(out, "the pane secretary:0 is gone") {
+		t.Errorf("doctor:\n%s", out)
+	}
+	for _, m := range ntfy.Messages() {
+		if strings.Contains(m.Title, "failed") || strings.Contains(m.Message, "rpc error") {
+			t.Errorf("a failure pushed: %+v", m)
+		}
+	}
+
+	// The agent comes back (run-agent would start it in a new pane).
+	tmuxSession(t, env, "secretary", standInAgentCommand(t, pane, filepath.Join(bin, "starter")))
+	until("message 2 at the agent", 90*time.Second, func() bool { return strings.Contains(got(), "second, while it is gone") })
+	time.Sleep(3 * time.Second) // anything typed twice would show by now
+	// Each delivery starts with its header (a Stop hook's list of owed answers quotes the text).
+	for _, msg := range []string{"msg_id=1 chat=42", "msg_id=2 chat=42"} {
+		if n := strings.Count(got(), "【新着メッセージ】"+msg); n != 1 {
+			t.Errorf("%s reached the agent %d times:\n%s", msg, n, got())
+		}
+	}
+	if n, _ := told(); n != 1 {
+		t.Errorf("told %d times, want once", n)
+	}
+}
