@@ -372,6 +372,11 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger, opts ...
 			Alert: func(ctx context.Context, title, message string) {
 				push(ctx, cfg, activities.Push{Title: title, Message: message, Priority: 5, Tags: []string{"warning"}})
 			},
+			Control: control{client: s.client, cfg: cfg, log: logger.Named("control"), now: time.Now},
+			Reply: func(ctx context.Context, chat, replyTo, text, key string) error {
+				_, err := telegramSender.Send(ctx, activities.SendRequest{ChatID: chat, ReplyTo: replyTo, Text: text, Key: key})
+				return err
+			},
 		})
 		pollCtx, cancel := context.WithCancel(context.Background())
 		s.stopPoller = cancel

@@ -60,6 +60,10 @@ type Options struct {
 	StatusFile string
 	// Alert, when set, is told once when another poller takes the bot token (409 Conflict).
 	Alert func(ctx context.Context, title, message string)
+	// Control, when set, answers the person's commands (/pending, /cancel, /status) at the
+	// door, through Reply (chat, the command's message, the answer, a key that sends it once).
+	Control Control
+	Reply   func(ctx context.Context, chat, replyTo, text, key string) error
 }
 
 // PollerStatus is what the poller keeps in Options.StatusFile.
@@ -201,6 +205,9 @@ func (e *HTTPError) Error() string {
 func (p *Poller) Run(ctx context.Context) error {
 	p.ctx = ctx
 	p.log.Info("telegram poller started", zap.Int("allowed_chats", len(p.chats)), zap.Int("allowed_users", len(p.users)))
+	if p.opts.Control != nil {
+		p.registerCommands()
+	}
 	failures := 0
 	for ctx.Err() == nil {
 		updates, err := p.getUpdates()
@@ -276,6 +283,7 @@ func (p *Poller) backoff(err error, failures int) time.Duration {
 type item struct {
 	updateID int
 	msg      *intent.Message // nil: nothing to record (skipped, logged)
+	cmd      *Command        // a command the door answers (nothing is recorded)
 	res      intent.Result
 	recorded bool
 }
@@ -333,6 +341,12 @@ func (p *Poller) handleBatch(ctx context.Context, updates []json.RawMessage) {
 		}
 	}
 	p.opts.Recorder.QueueDeliveries(ctx, started)
+	// Commands after the batch's messages are recorded: a /cancel may name one of them.
+	for _, it := range items[:done] {
+		if it.cmd != nil {
+			p.answer(ctx, *it.cmd)
+		}
+	}
 	if done > 0 {
 		p.offset = items[done-1].updateID + 1
 	}
@@ -362,6 +376,11 @@ func (p *Poller) parse(raw json.RawMessage) *item {
 		p.log.Warn("update fields of the wrong type passed over", zap.Int("update_id", it.updateID), zap.Strings("fields", dropped))
 	}
 	it.msg = p.message(u, raw)
+	if it.msg != nil && p.opts.Control != nil {
+		if c, ok := command(u.Message); ok {
+			it.msg, it.cmd = nil, c
+		}
+	}
 	return it
 }
 

@@ -1,0 +1,185 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+
+	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/doors/telegram"
+	"github.com/intentq/intentq/internal/intent"
+	"github.com/intentq/intentq/internal/redact"
+	"github.com/intentq/intentq/internal/session"
+	"github.com/intentq/intentq/workflows"
+)
+
+// ReasonCancelled is why an intent the person took back with /cancel ended.
+const ReasonCancelled = "cancelled by the person"
+
+// pendingListed bounds the intents /pending lists; the rest are counted.
+const pendingListed = 10
+
+// control answers the person's commands at the Telegram door (issue 36): what waits in their
+// chat, taking a message back, and what each of their sessions' agents is doing. Answers are
+// short and say what to do; errors reach the log, not the chat.
+type control struct {
+	client client.Client
+	cfg    *config.Config
+	log    *zap.Logger
+	now    func() time.Time
+}
+
+// Answer implements telegram.Control.
+func (c control) Answer(ctx context.Context, cmd telegram.Command) string {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	chat := strconv.FormatInt(cmd.ChatID, 10)
+	switch cmd.Name {
+	case "pending":
+		return c.pending(ctx, chat)
+	case "cancel":
+		return c.cancel(ctx, chat, cmd)
+	case "status":
+		return c.status(ctx, chat)
+	}
+	return "Unknown command. Try /pending, /status, or reply /cancel to a message."
+}
+
+// pending lists the chat's messages not answered yet, oldest first, with their age and where
+// each is (waiting for its agent, or with it and not answered yet).
+func (c control) pending(ctx context.Context, chat string) string {
+	list, err := intent.List(ctx, c.client, intent.Filter{Status: workflows.StatusPending, ChatID: chat})
+	if err != nil {
+		c.log.Warn("/pending: list", zap.String("chat", chat), zap.Error(err))
+		return "Could not read what waits right now; try again in a minute."
+	}
+	if len(list) == 0 {
+		return "Nothing waits: every message of this chat is answered."
+	}
+	slices.SortFunc(list, func(a, b intent.Summary) int { return a.ReceivedAt.Compare(b.ReceivedAt) })
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%d not answered yet, oldest first:", len(list))
+	for i, s := range list {
+		if i == pendingListed {
+			fmt.Fprintf(&sb, "\n…and %d more (starter pending on the machine lists all).", len(list)-pendingListed)
+			break
+		}
+		where := "waiting for " + s.Session
+		if s.Delivered != nil {
+			where = "with " + s.Session + ", no answer yet"
+		}
+		fmt.Fprintf(&sb, "\n#%s %s ago, %s: %s", s.MessageID, age(c.now().Sub(s.ReceivedAt)), where, redact.Snippet(s.Snippet, 60))
+	}
+	return sb.String()
+}
+
+// cancel takes back the message /cancel replies to (or names): it ends ignored, and one that
+// has not reached its agent never does.
+func (c control) cancel(ctx context.Context, chat string, cmd telegram.Command) string {
+	msg := cmd.ReplyTo
+	if msg == 0 {
+		n, err := strconv.Atoi(strings.TrimPrefix(cmd.Args, "#"))
+		if err != nil || n <= 0 {
+			return "Reply /cancel to the message you want to take back (or send /cancel 123 with its number from /pending)."
+		}
+		msg = n
+	}
+	id := workflows.IntentID(chat, strconv.Itoa(msg))
+	st, err := intent.Update(ctx, c.client, id, workflows.UpdateIgnore, workflows.IgnoreRequest{Reason: ReasonCancelled})
+	switch {
+	case errors.Is(err, intent.ErrNotFound):
+		return fmt.Sprintf("#%d is not a message intentq recorded in this chat.", msg)
+	case err != nil:
+		if status, serr := intent.Status(ctx, c.client, id); serr == nil && status != workflows.StatusPending && status != workflows.StatusLinked {
+			return fmt.Sprintf("#%d is already %s; nothing to cancel.", msg, status)
+		}
+		c.log.Warn("/cancel: ignore", zap.String("intent", id), zap.Error(err))
+		return fmt.Sprintf("Could not cancel #%d right now; try again in a minute.", msg)
+	case st.Delivered != nil:
+		return fmt.Sprintf("Cancelled #%d. Its agent already had it; it is not reminded of it any more.", msg)
+	}
+	return fmt.Sprintf("Cancelled #%d before it reached the agent: it never will.", msg)
+}
+
+// status says, for each session of this chat, what its agent is doing and what waits.
+func (c control) status(ctx context.Context, chat string) string {
+	var names []string
+	id, _ := strconv.ParseInt(chat, 10, 64)
+	for _, name := range c.cfg.SessionNames() {
+		if slices.Contains(c.cfg.Sessions[name].Chats, id) {
+			names = append(names, name)
+		}
+	}
+	if name, err := c.cfg.SessionFor(chat); err == nil && !slices.Contains(names, name) {
+		names = append(names, name)
+	}
+	if len(names) == 0 {
+		return "No session serves this chat."
+	}
+	var lines []string
+	for _, name := range names {
+		if c.cfg.Sessions[name].Mode != config.ModeTmux {
+			lines = append(lines, name+": headless (answers each message with a run)")
+			continue
+		}
+		v, err := session.View(ctx, c.client, name)
+		if err != nil {
+			c.log.Warn("/status: view", zap.String("session", name), zap.Error(err))
+			lines = append(lines, name+": could not be read right now")
+			continue
+		}
+		lines = append(lines, name+": "+agentDoing(v, c.now())+waiting(v, c.now()))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// agentDoing is what a session's agent is doing, in words.
+func agentDoing(v workflows.SessionView, now time.Time) string {
+	switch {
+	case strings.HasPrefix(v.WaitsFor, "no agent"):
+		return "no agent running (start it: starter run-agent " + v.Config.Name + ")"
+	case strings.HasPrefix(v.WaitsFor, "dialog") || strings.HasPrefix(v.WaitsFor, "a draft"):
+		return "waits for you at the terminal (" + v.WaitsFor + ")"
+	case v.Agent == nil:
+		return "agent state unknown (no hook yet)"
+	}
+	switch v.Agent.State {
+	case workflows.AgentWorking:
+		return "working for " + age(now.Sub(v.Agent.Since))
+	case workflows.AgentWaiting:
+		return "waits for you at the terminal (" + v.Agent.Detail + ")"
+	case workflows.AgentGone:
+		return "no agent running (start it: starter run-agent " + v.Config.Name + ")"
+	}
+	return "idle"
+}
+
+// waiting is what waits for a session's agent, if anything.
+func waiting(v workflows.SessionView, now time.Time) string {
+	n := len(v.Queued) + len(v.Offered)
+	switch {
+	case n == 0:
+		return ""
+	case v.BusySince != nil:
+		return fmt.Sprintf("; %d waiting for it, for %s", n, age(now.Sub(*v.BusySince)))
+	}
+	return fmt.Sprintf("; %d on their way to it", n)
+}
+
+// age is a duration as a person reads it: 45s, 12m, 3h.
+func age(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return d.Round(time.Second).String()
+	case d < time.Hour:
+		return strconv.Itoa(int(d/time.Minute)) + "m"
+	}
+	return strconv.Itoa(int(d/time.Hour)) + "h"
+}

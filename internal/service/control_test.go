@@ -1,0 +1,114 @@
+package service_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/intent"
+	"github.com/intentq/intentq/internal/testkit/fakebot"
+	"github.com/intentq/intentq/internal/testkit/testenv"
+	"github.com/intentq/intentq/workflows"
+)
+
+// Issue 36, the control lane: commands from the person are answered in the chat at the door,
+// never recorded as messages: /pending lists what is not answered yet, oldest first, and where
+// each is; /cancel as a reply takes a message back before it reaches the agent (the agent's
+// pane is not there, so they wait); /status says what the session's agent is doing; a slash
+// word that is not a command is a message like any other; a stranger's command gets nothing.
+func TestControlCommandsAtTheDoor(t *testing.T) {
+	bot := fakebot.New(botToken)
+	defer bot.Close()
+	cfg := testenv.Config(t)
+	cfg.Telegram.Token = botToken
+	cfg.Telegram.APIEndpoint = bot.Endpoint()
+	cfg.Telegram.AllowedChatIDs = []int64{allowedChat}
+	cfg.Reminders.FirstAfter = time.Hour
+	svc, _ := startService(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	bot.AddMessage(allowedChat, allowedUser, 1, "first question")
+	bot.AddMessage(allowedChat, allowedUser, 2, "sent by mistake")
+	bot.AddMessage(allowedChat, allowedUser, 3, "/compact please")
+	waitUntil(t, "three messages listed", 30*time.Second, func() bool {
+		l, _ := intent.List(ctx, svc.Client(), intent.Filter{Status: workflows.StatusPending})
+		return len(l) == 3
+	})
+	answer := func(to int) string {
+		t.Helper()
+		var got string
+		waitUntil(t, fmt.Sprintf("the answer to message %d", to), 30*time.Second, func() bool {
+			for _, m := range bot.Sent() {
+				if m.ChatID == allowedChat && m.ReplyTo == to {
+					got = m.Text
+					return true
+				}
+			}
+			return false
+		})
+		return got
+	}
+
+	bot.AddMessage(allowedChat, allowedUser, 4, "/pending")
+	pending := answer(4)
+	for _, want := range []string{"3 not answered yet, oldest first", "#1 ", "#2 ", "#3 ", "waiting for " + config.DefaultSessionName, "first question"} {
+		if !strings.Contains(pending, want) {
+			t.Errorf("/pending lacks %q:\n%s", want, pending)
+		}
+	}
+	if strings.Index(pending, "#1 ") > strings.Index(pending, "#3 ") {
+		t.Errorf("/pending is not oldest first:\n%s", pending)
+	}
+
+	cancelMsg := fakebot.TextMessage(allowedChat, allowedUser, 5, "/cancel")
+	replied := fakebot.TextMessage(allowedChat, allowedUser, 2, "sent by mistake")
+	cancelMsg.ReplyToMessage = &replied
+	bot.AddUpdate(fakebot.MessageUpdate(cancelMsg))
+	if got := answer(5); !strings.Contains(got, "Cancelled #2 before it reached the agent") {
+		t.Errorf("/cancel: %s", got)
+	}
+	if st, err := intent.Status(ctx, svc.Client(), workflows.IntentID("1001", "2")); err != nil || st != workflows.StatusIgnored {
+		t.Errorf("message 2 after /cancel: %s %v", st, err)
+	}
+	bot.AddMessage(allowedChat, allowedUser, 6, "/cancel 2")
+	if got := answer(6); !strings.Contains(got, "#2 is already ignored") {
+		t.Errorf("/cancel again: %s", got)
+	}
+	bot.AddMessage(allowedChat, allowedUser, 7, "/cancel")
+	if got := answer(7); !strings.Contains(got, "Reply /cancel to the message") {
+		t.Errorf("/cancel without a message: %s", got)
+	}
+
+	bot.AddMessage(allowedChat, allowedUser, 8, "/status@intentq_bot")
+	if got := answer(8); !strings.Contains(got, config.DefaultSessionName+": ") {
+		t.Errorf("/status: %s", got)
+	}
+	bot.AddMessage(allowedChat+1, allowedUser, 9, "/pending") // a chat not on the allowlist
+	bot.AddMessage(allowedChat, allowedUser, 10, "/pending "+strings.Repeat("x", 300))
+	if got := answer(10); !strings.Contains(got, "too long") {
+		t.Errorf("an oversized command: %s", got)
+	}
+	for _, m := range bot.Sent() {
+		if m.ReplyTo == 9 {
+			t.Errorf("a stranger's command was answered: %+v", m)
+		}
+	}
+	// Commands are not messages; the slash word that is not one is.
+	list, err := intent.List(ctx, svc.Client(), intent.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, s := range list {
+		ids = append(ids, s.MessageID)
+	}
+	slices.Sort(ids)
+	if strings.Join(ids, " ") != "1 2 3" {
+		t.Errorf("recorded %v, want messages 1, 2 and 3 only", ids)
+	}
+}
