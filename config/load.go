@@ -248,6 +248,9 @@ func (c *Config) applyMapDefaults() {
 		if user.InterruptKeys == "" {
 			user.InterruptKeys = def.InterruptKeys
 		}
+		if user.StopKeys == "" {
+			user.StopKeys = def.StopKeys
+		}
 		if user.LaunchArgs == nil {
 			user.LaunchArgs = def.LaunchArgs
 		}

@@ -513,3 +513,61 @@ func TestClaudeCodeLongTurnWithWorkerRestartEachMessageOnce(t *testing.T) {
 		}
 	}
 }
+
+// Issue 36, /stop against the real Claude Code in its long multi-tool turn: the phone's /stop is
+// answered at the door ("Stopped"), intentq presses one Escape (never a second: that opens the
+// Rewind menu), the turn ends (no further tool call reaches the model), and a message sent
+// afterwards reaches the model once.
+func TestClaudeCodeStopFromThePhone(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
+	bin := binaries(t)
+	bot := fakebot.New("321:stop")
+	t.Cleanup(bot.Close)
+	script, calls, _ := longTurnOf(60, "sleep 3")
+	api := fakeanthropic.New(script)
+	t.Cleanup(api.Close)
+	_, _, _, capture := startLongJob(t, bin, bot, "321:stop", api, calls)
+	menu := watchPane(t, capture, "Rewind", "Restore the code")
+
+	bot.AddMessage(42, 42, 1, "/stop")
+	var answer string
+	for deadline := time.Now().Add(30 * time.Second); answer == ""; time.Sleep(200 * time.Millisecond) {
+		for _, m := range bot.Sent() {
+			if m.ReplyTo == 1 {
+				answer = m.Text
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no answer to /stop; pane:\n%s", capture())
+		}
+	}
+	if !strings.Contains(answer, "Stopped secretary's running turn") {
+		t.Fatalf("/stop: %s\npane:\n%s", answer, capture())
+	}
+	stoppedAt := calls.Load()
+	time.Sleep(8 * time.Second) // two more tool calls would have come by now
+	if n := calls.Load(); n > stoppedAt+1 {
+		t.Errorf("the turn went on after /stop: %d tool calls, %d when it was stopped", n, stoppedAt)
+	}
+	if n := calls.Load(); n >= 60 {
+		t.Errorf("the turn ran to its end")
+	}
+	bot.AddMessage(42, 42, 2, "after the stop")
+	for deadline := time.Now().Add(60 * time.Second); !sawText(api, "after the stop"); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the message after /stop did not reach the model; pane:\n%s", capture())
+		}
+	}
+	seen := 0
+	for _, r := range api.Requests() {
+		if strings.Contains(r.SinceAssistant(), "msg_id=2 chat=42") {
+			seen++
+		}
+	}
+	if seen != 1 {
+		t.Errorf("the message after /stop reached the model in %d requests", seen)
+	}
+	if p := menu(); p != "" {
+		t.Errorf("a menu opened:\n%s", p)
+	}
+}

@@ -389,3 +389,58 @@ func TestOwedAnswerOnlyNudges(t *testing.T) {
 	}
 	require.Contains(t, told, "intentq: secretary was reset")
 }
+
+// Issue 36, /stop: while the agent's hooks say it works, the stop update presses the CLI's stop
+// key once (never two Escapes), the screen confirms the turn ended, and what waited is typed
+// then; an idle agent, or one without a stop key, is left alone and the person is told why.
+func TestStopInterruptsTheRunningTurnOnce(t *testing.T) {
+	h := newSessionHarness(t)
+	h.busyTill, h.escapeStops = time.Hour, true
+	cfg := hookSession()
+	cfg.StopKeys = []string{"Escape"}
+	h.send(0, SignalHookWords, said(AgentEvent{Event: EventUserPromptSubmit}))
+	h.send(time.Second, SignalDeliver, message("1"))
+	var stopped, again StopResult
+	stop := func(at time.Duration, into *StopResult) {
+		h.env.RegisterDelayedCallback(func() {
+			h.env.UpdateWorkflow(UpdateStop, "", &testsuite.TestUpdateCallback{
+				OnReject: func(err error) { t.Errorf("stop rejected: %v", err) },
+				OnAccept: func() {},
+				OnComplete: func(r interface{}, err error) {
+					require.NoError(t, err)
+					*into = r.(StopResult)
+				},
+			})
+		}, at)
+	}
+	h.send(1500*time.Millisecond, SignalHookWords, said(AgentEvent{Event: EventPreToolUse, Detail: "Bash"}))
+	stop(2*time.Second, &stopped)
+	stop(20*time.Second, &again)
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
+	require.True(t, stopped.Stopped, "%+v", stopped)
+	require.False(t, again.Stopped)
+	require.Contains(t, again.Why, "not working")
+	require.Equal(t, []string{message("1").Text}, h.typed, "what waited goes in once the turn ended")
+	var keys []string
+	for _, e := range h.events {
+		if strings.HasPrefix(e, "keys ") {
+			keys = append(keys, e)
+		}
+	}
+	require.Equal(t, []string{"keys Escape"}, keys, "one Escape, nothing else")
+
+	// A CLI without a stop key: nothing is pressed.
+	h = newSessionHarness(t)
+	h.send(0, SignalHookWords, said(AgentEvent{Event: EventUserPromptSubmit}))
+	var none StopResult
+	h.env.RegisterDelayedCallback(func() {
+		h.env.UpdateWorkflow(UpdateStop, "", &testsuite.TestUpdateCallback{OnReject: func(error) {}, OnAccept: func() {},
+			OnComplete: func(r interface{}, err error) { none = r.(StopResult) }})
+	}, time.Second)
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: hookSession()})
+	require.False(t, none.Stopped)
+	require.Contains(t, none.Why, "cannot be stopped from the phone")
+	require.Empty(t, h.events)
+}

@@ -47,6 +47,8 @@ type SessionConfig struct {
 	DialogPatterns []string `json:"dialog_patterns,omitempty"`
 	InputPrompt    string   `json:"input_prompt,omitempty"`
 	InterruptKeys  []string `json:"interrupt_keys,omitempty"`
+	// StopKeys interrupt the agent's running turn (the phone's /stop); empty: not possible.
+	StopKeys []string `json:"stop_keys,omitempty"`
 	// InputPlaceholders are what the CLI shows on an empty input line: no draft.
 	InputPlaceholders []string `json:"input_placeholders,omitempty"`
 	// SessionStartAtPrompt: the CLI's SessionStart for a reset comes with the next prompt (Codex
@@ -174,6 +176,9 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 		return err
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateTake, s.take, workflow.UpdateHandlerOptions{Validator: s.validateTake}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandler(ctx, UpdateStop, s.stopTurn); err != nil {
 		return err
 	}
 	s.Ledger.queueWhileTyping = s.Version < sessionTypingHoldsRepeats &&

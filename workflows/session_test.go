@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -38,6 +39,8 @@ type sessionHarness struct {
 	captures   int
 	pushes     []activities.Push
 	pushTimes  []time.Duration // when each push went, since start
+	// escapeStops: Escape ends the busy screen (a CLI's interrupt of its running turn).
+	escapeStops bool
 	// pushFailed marks the pushes ntfy refused (ntfyFails said so).
 	pushFailed []bool
 	ntfyFails  func() bool
@@ -109,6 +112,9 @@ func newSessionHarness(t *testing.T) *sessionHarness {
 		defer h.mu.Unlock()
 		h.events = append(h.events, "keys "+strings.Join(req.Keys, " "))
 		h.onInput = ""
+		if h.escapeStops && slices.Contains(req.Keys, "Escape") {
+			h.busyTill = h.env.Now().Sub(h.start) // the turn ends at the key
+		}
 		return nil
 	}, activity.RegisterOptions{Name: activities.TmuxSendKeysName})
 	h.env.RegisterActivityWithOptions(func(ctx context.Context, p activities.Push) error {

@@ -40,6 +40,10 @@ type CLI struct {
 	// InterruptKeys are the escalation's phase-2 keys (default Escape Escape C-c; Claude Code
 	// clears the input with C-u instead: Escape twice opens its Rewind menu).
 	InterruptKeys string `mapstructure:"interrupt_keys"`
+	// StopKeys interrupt the agent's running turn (the phone's /stop): one Escape for Claude
+	// Code and Codex (never two: on an idle input that opens a menu). Empty: the phone cannot
+	// stop this CLI.
+	StopKeys string `mapstructure:"stop_keys"`
 	// LaunchArgs are added to every interactive launch of the CLI (codex: --no-daemon).
 	LaunchArgs []string `mapstructure:"launch_args"`
 	// InputPlaceholders are what the CLI shows on an EMPTY input line (Codex: "Ask Codex to do
@@ -145,6 +149,7 @@ func Builtin() map[string]CLI {
 			DialogPatterns: []string{"Do you want to proceed?", "Do you want to make this edit", "Do you want to create", "❯ 1. Yes", "Rewind"},
 			InputPrompt:    "❯",
 			InterruptKeys:  "C-u",
+			StopKeys:       "Escape",
 			// 2.1.330 is a native binary: tmux shows "claude".
 			ProcessNames:    []string{"claude"},
 			StopReasonTwice: true,
@@ -189,6 +194,7 @@ func Builtin() map[string]CLI {
 			// Escalation's phase 2 clears the input line only: C-c on an EMPTY idle input quits Codex
 			// at once (the pane becomes a shell), and Escape twice opens the transcript browser.
 			InterruptKeys: "C-u",
+			StopKeys:      "Escape",
 			// Through npm (@openai/codex) tmux shows "node" (the launcher, whose child is the native
 			// binary); the native binary run directly shows "codex".
 			ProcessNames: []string{"node", "codex"},
@@ -221,6 +227,7 @@ func Builtin() map[string]CLI {
 			// C-u clears the input line; Escape twice on an idle input opens the rewind (observed:
 			// "Nothing to rewind yet" without a conversation); C-c twice quits.
 			InterruptKeys: "C-u",
+			StopKeys:      "Escape",
 			// Through npm tmux shows "node" (npm-loader.js starts the native binary).
 			ProcessNames: []string{"node", "copilot"},
 		},
@@ -258,6 +265,7 @@ func Builtin() map[string]CLI {
 				"Do you trust the files in this folder?", "Use Enter to select", "Cancel rewind", "Press Ctrl+C again"},
 			// C-u clears the input line; C-c twice within a second on an empty idle input quits.
 			InterruptKeys: "C-u",
+			StopKeys:      "Escape",
 			// Through npm tmux shows "node".
 			ProcessNames: []string{"node", "gemini"},
 		},

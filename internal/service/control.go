@@ -48,6 +48,8 @@ func (c control) Answer(ctx context.Context, cmd telegram.Command) string {
 		return c.cancel(ctx, chat, cmd)
 	case "status":
 		return c.status(ctx, chat)
+	case "stop":
+		return c.stop(ctx, chat)
 	}
 	return "Unknown command. Try /pending, /status, or reply /cancel to a message."
 }
@@ -106,6 +108,30 @@ func (c control) cancel(ctx context.Context, chat string, cmd telegram.Command) 
 		return fmt.Sprintf("Cancelled #%d. Its agent already had it; it is not reminded of it any more.", msg)
 	}
 	return fmt.Sprintf("Cancelled #%d before it reached the agent: it never will.", msg)
+}
+
+// stop interrupts the running turn of the agent of this chat's session (workflows.UpdateStop):
+// its CLI's stop key, once, only while its hooks say it works; nothing the person sent is lost.
+func (c control) stop(ctx context.Context, chat string) string {
+	name, err := c.cfg.SessionFor(chat)
+	if err != nil || c.cfg.Sessions[name].Mode != config.ModeTmux {
+		return "No agent in tmux serves this chat."
+	}
+	h, err := c.client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: workflows.SessionWorkflowID(name), UpdateName: workflows.UpdateStop, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	var res workflows.StopResult
+	if err == nil {
+		err = h.Get(ctx, &res)
+	}
+	switch {
+	case err != nil:
+		c.log.Warn("/stop", zap.String("session", name), zap.Error(err))
+		return "Could not reach " + name + " right now; try again in a minute."
+	case res.Stopped:
+		return "Stopped " + name + "'s running turn. Your messages wait for it and go in now."
+	}
+	return name + " not stopped: " + res.Why + "."
 }
 
 // status says, for each session of this chat, what its agent is doing and what waits.

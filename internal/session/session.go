@@ -79,6 +79,7 @@ func TmuxConfig(cfg *config.Config, name string) workflows.SessionConfig {
 		DialogPatterns: cli.DialogPatterns,
 		InputPrompt:    cli.InputPrompt,
 		InterruptKeys:  strings.Fields(cli.InterruptKeys),
+		StopKeys:       strings.Fields(cli.StopKeys),
 		ClearKeys:      strings.Fields(cli.ClearKeys),
 		// Codex shows a placeholder on its empty input line.
 		InputPlaceholders: cli.InputPlaceholders,
@@ -103,6 +104,7 @@ func Endpoints(cfg *config.Config) *activities.Directory {
 		cli := cfg.CLIs[sc.CLI]
 		keys := append([]string{}, workflows.InterruptKeys...)
 		keys = append(keys, conf.InterruptKeys...)
+		keys = append(keys, conf.StopKeys...)
 		keys = append(keys, conf.ClearKeys...)
 		keys = append(keys, "C-u") // the default clear key
 		if !conf.Reset.Typed() {

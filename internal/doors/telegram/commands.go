@@ -14,7 +14,7 @@ import (
 
 // Command is a person's command to intentq, from an allowed sender in an allowed chat.
 type Command struct {
-	// Name is the command without its slash and bot suffix (pending, cancel, status); Args the
+	// Name is the command without its slash and bot suffix (pending, cancel, status, stop); Args the
 	// rest of the line, trimmed.
 	Name string
 	Args string
@@ -37,6 +37,7 @@ var Commands = []tgbotapi.BotCommand{
 	{Command: "pending", Description: "your messages not answered yet, oldest first"},
 	{Command: "cancel", Description: "reply /cancel to a message (or /cancel ID) to take it back"},
 	{Command: "status", Description: "what each session's agent is doing"},
+	{Command: "stop", Description: "interrupt the running turn of this chat's agent"},
 }
 
 // maxArgs bounds a command's arguments: the door answers what is longer as malformed.

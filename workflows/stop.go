@@ -1,0 +1,79 @@
+package workflows
+
+// The phone's /stop (issue 36): the agent's running turn is interrupted with the CLI's own stop
+// key, pressed once, only while its hooks say it works and its screen shows no dialog and no
+// draft, never while intentq types; the screen confirms it (the CLI's busy marker gone).
+
+import (
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/intentq/intentq/activities"
+)
+
+// UpdateStop interrupts the agent's running turn (StopResult).
+const UpdateStop = "stop"
+
+// StopResult says whether the agent's turn was stopped, and if not, why (for the person).
+type StopResult struct {
+	Stopped bool   `json:"stopped"`
+	Why     string `json:"why,omitempty"`
+}
+
+// stopLooks is how many times (a second apart) the screen is read after the stop key for the
+// busy marker to go.
+const stopLooks = 5
+
+// stopTurn interrupts the agent's running turn.
+func (s *session) stopTurn(ctx workflow.Context) (StopResult, error) {
+	switch {
+	case len(s.Config.StopKeys) == 0:
+		return StopResult{Why: "this CLI cannot be stopped from the phone; stop it at the terminal"}, nil
+	case s.Ledger.typing != "" || len(s.Ledger.block) > 0:
+		return StopResult{Why: "intentq is typing into it right now; try again in a moment"}, nil
+	case s.Agent == nil:
+		return StopResult{Why: "its hooks have not reported yet, so intentq cannot tell whether it works"}, nil
+	case s.Agent.State != AgentWorking:
+		return StopResult{Why: "its agent is not working (" + s.Agent.State + ")"}, nil
+	}
+	ctx = workflow.WithActivityOptions(ctx, tmuxActivityOptions)
+	look := func() (string, error) {
+		var pane string
+		err := workflow.ExecuteActivity(ctx, activities.TmuxCaptureName, activities.CaptureRequest{
+			Session: s.Config.Name, Lines: s.Config.Busy.OrDefault().BusyLines,
+		}).Get(ctx, &pane)
+		return pane, err
+	}
+	pane, err := look()
+	if err != nil {
+		return StopResult{Why: "its pane could not be read (" + ShortCause(err) + ")"}, nil
+	}
+	if pattern, blocked := Blocked(pane, s.Config.DialogPatterns, s.Config.InputPrompt, s.Config.InputPlaceholders...); blocked {
+		// A key would answer the dialog or touch the person's draft.
+		return StopResult{Why: pattern + " is on its screen; answer it at the terminal"}, nil
+	}
+	if err := s.pressKeys(ctx, s.Config.StopKeys); err != nil {
+		return StopResult{Why: "the stop key could not be pressed (" + ShortCause(err) + ")"}, nil
+	}
+	keys := strings.Join(s.Config.StopKeys, " ")
+	workflow.GetLogger(ctx).Info("stop pressed for the person", "session", s.Config.Name, "keys", keys)
+	for range stopLooks {
+		if err := workflow.Sleep(ctx, time.Second); err != nil {
+			return StopResult{}, err
+		}
+		if pane, err = look(); err != nil {
+			continue
+		}
+		if _, busy := Busy(pane, s.Config.BusyPatterns); !busy {
+			// No Stop hook follows an interrupt: the screen is the word.
+			now := workflow.Now(ctx)
+			s.Agent.State, s.Agent.Since, s.Agent.At, s.Agent.Event = AgentIdle, now, now, UpdateStop
+			s.publishAgentState(ctx)
+			s.wakeCh.SendAsync(true) // what waits for the agent may go now
+			return StopResult{Stopped: true}, nil
+		}
+	}
+	return StopResult{Why: "pressed " + keys + ", but it still looks busy; look at the terminal"}, nil
+}
