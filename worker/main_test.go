@@ -505,7 +505,7 @@ func TestSetupHooksAndService(t *testing.T) {
 		Hooks map[string][]map[string]any `json:"hooks"`
 	}
 	b, _ := os.ReadFile(settings)
-	if err := json.Unmarshal(b, &got); err != nil || got.Model != "opus" || len(got.Hooks["PreToolUse"]) != 2 || len(got.Hooks) != 6 ||
+	if err := json.Unmarshal(b, &got); err != nil || got.Model != "opus" || len(got.Hooks["PreToolUse"]) != 2 || len(got.Hooks) != 7 ||
 		len(got.Hooks["PostToolUse"]) != 1 || got.Hooks["PostToolUse"][0]["matcher"] != nil {
 		t.Fatalf("merged settings = %s (%v)", b, err)
 	}
