@@ -72,6 +72,10 @@ type Ledger struct {
 	// queueWhileTyping: such requests are queued as any other (runs before SessionVersion 3,
 	// rule typing-holds-repeats), so a hook could print what was being typed.
 	queueWhileTyping bool
+	// reminderBesideMessage: a hook's take and the standing offer hand over a reminder beside
+	// the message it reminds of (runs before SessionVersion 5, rule reminder-not-beside-message):
+	// the agent read the message and its reminder together.
+	reminderBesideMessage bool
 	// keepEmptyExpired: an offer whose lease ended with nothing left to queue again stays open
 	// (runs before SessionVersion 4, rule drop-empty-expired-offers): its lease timer then fired
 	// at once, again and again (an offer a late commit had emptied).
@@ -190,6 +194,17 @@ func (l *Ledger) dropWithdrawn() {
 	l.Queue = slices.DeleteFunc(l.Queue, func(q DeliveryRequest) bool { return l.withdrawn(q) && !l.reserved(q.ID) })
 }
 
+// besideItsMessage reports whether req is a reminder whose own message waits in the queue (not
+// in the agent's context yet): the message itself goes, the reminder is answered with it.
+func (l *Ledger) besideItsMessage(req DeliveryRequest) bool {
+	if l.reminderBesideMessage || req.Kind != KindReminder {
+		return false
+	}
+	return slices.ContainsFunc(l.Queue, func(q DeliveryRequest) bool {
+		return q.Kind == KindMessage && q.ReplyTo == req.ReplyTo && !l.inContext(q)
+	})
+}
+
 // Admit takes a request that arrived: answered from the context when it is in it (a repeat),
 // waiting with the offer or the typed block that holds it, else queued.
 func (l *Ledger) Admit(req DeliveryRequest) {
@@ -266,6 +281,10 @@ func (l *Ledger) Take(key, event string, now time.Time) (msgs []DeliveryRequest)
 		}
 		if !typedKind(q.Kind) || q.ID == l.typing {
 			rest = append(rest, q)
+			continue
+		}
+		if l.besideItsMessage(q) {
+			l.repeats = append(l.repeats, q) // its message goes: answered, not handed over
 			continue
 		}
 		if full || (len(msgs) > 0 && (len(msgs) == policy.MaxBatch || size+len(q.Text) > policy.MaxBatchBytes)) {
@@ -427,7 +446,7 @@ func (l *Ledger) Offerable() []DeliveryRequest {
 	var msgs []DeliveryRequest
 	size := 0
 	for _, q := range l.Queue {
-		if !typedKind(q.Kind) || q.ID == l.typing || l.inContext(q) || l.heldIn(q) >= 0 || l.withdrawn(q) {
+		if !typedKind(q.Kind) || q.ID == l.typing || l.inContext(q) || l.heldIn(q) >= 0 || l.withdrawn(q) || l.besideItsMessage(q) {
 			continue
 		}
 		if len(msgs) > 0 && (len(msgs) == policy.MaxBatch || size+len(q.Text) > policy.MaxBatchBytes) {

@@ -236,3 +236,24 @@ func TestLedgerWithdraw(t *testing.T) {
 	o := l.StandingTaken(StandingTaken{Key: offer.Key, Event: EventPostToolUse}, t0)
 	require.Equal(t, []string{"intent/1/5#1", "intent/1/6#1"}, ids(o.Requests))
 }
+
+// Issue 35 (SessionVersion 5): a hook's take and the standing offer hand over a message without
+// its own reminder beside it; the reminder is answered with it (as a typed block does). Before
+// version 5 both went together.
+func TestLedgerReminderNotBesideItsMessage(t *testing.T) {
+	reminder := msg(1, 2)
+	reminder.Kind, reminder.Tick, reminder.Text = KindReminder, 1, "reminder of 1"
+	var l Ledger
+	l.Admit(msg(1, 1))
+	l.Admit(reminder)
+	l.Admit(msg(2, 1))
+	require.Equal(t, []string{"intent/1/1#1", "intent/1/2#1"}, ids(l.Offerable()))
+	require.Equal(t, []string{"intent/1/1#1", "intent/1/2#1"}, ids(l.Take("stop/a", EventStop, t0)))
+	require.Equal(t, []string{"intent/1/1#2"}, ids(l.Repeats()))
+	require.Empty(t, l.Queue)
+
+	old := Ledger{reminderBesideMessage: true}
+	old.Admit(msg(1, 1))
+	old.Admit(reminder)
+	require.Len(t, old.Take("stop/a", EventStop, t0), 2, "before version 5")
+}

@@ -144,6 +144,12 @@ const sessionDropsEmptyOffers = 4
 // ladder by its age.
 const sessionOwedNeverEscalates = 5
 
+// sessionReminderNotBesideMessage (SessionVersion 5, change ID reminder-not-beside-message): a
+// hook's take and the standing offer hand over a message without its own reminder beside it
+// (the reminder is answered with the message), as a typed block already did; before, the agent
+// read both together ("new" and "unanswered" for one message).
+const sessionReminderNotBesideMessage = 5
+
 // sessionNoAgentWaits (SessionVersion 5, change ID no-agent-waits): a pane that is gone (tmux
 // closed it with the agent) waits like a shell in front instead of failing each delivery, and
 // an agent whose SessionEnd hook says it ended is not typed into; the person is told at once,
@@ -187,6 +193,8 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 		workflow.GetVersion(ctx, "drop-empty-expired-offers", workflow.DefaultVersion, 1) == workflow.DefaultVersion
 	s.owedNudgeOnly = s.Version >= sessionOwedNeverEscalates ||
 		workflow.GetVersion(ctx, "owed-answers-nudge-only", workflow.DefaultVersion, 1) == 1
+	s.Ledger.reminderBesideMessage = s.Version < sessionReminderNotBesideMessage &&
+		workflow.GetVersion(ctx, "reminder-not-beside-message", workflow.DefaultVersion, 1) == workflow.DefaultVersion
 	s.noAgentWaits = s.Version >= sessionNoAgentWaits ||
 		workflow.GetVersion(ctx, "no-agent-waits", workflow.DefaultVersion, 1) == 1
 	workflow.Go(ctx, s.takeAlerts)
