@@ -29,8 +29,9 @@ import (
 // `go test -run TestLedgerChecker ./workflows/ -ledger.budget=1m` runs longer; -ledger.seed=S
 // replays one schedule and prints it.
 var (
-	ledgerBudget = flag.Duration("ledger.budget", 5*time.Second, "the ledger checker runs schedules for this long")
-	ledgerSeed   = flag.Uint64("ledger.seed", 0, "run only this seed of the ledger checker")
+	ledgerBudget   = flag.Duration("ledger.budget", 5*time.Second, "the ledger checker runs schedules for this long")
+	ledgerSeed     = flag.Uint64("ledger.seed", 0, "run only this seed of the ledger checker")
+	ledgerTakeBack = flag.Bool("ledger.takeback", false, "with -ledger.seed: the person takes messages back in that schedule")
 )
 
 // ledgerRegressions are seeds that found a defect put back into the ledger: 10, a take that
@@ -41,10 +42,15 @@ var (
 // left open after its lease (its timer then fired at once, forever: SessionVersion 4).
 var ledgerRegressions = []uint64{10, 15, 509, 592, 5808}
 
+// ledgerTakeBackRegressions are seeds, played with withdrawals, that found a defect put back
+// into Ledger.Withdraw (issue 35): 28, a message taken back left in the queue (a hook printed
+// it); 404, a standing offer that names it left at the desk (a hook took it from there).
+var ledgerTakeBackRegressions = []uint64{28, 404}
+
 // TestLedgerChecker runs the regression seeds, then seeds 1, 2, ... for the budget.
 func TestLedgerChecker(t *testing.T) {
 	if *ledgerSeed != 0 {
-		w := playLedger(*ledgerSeed, true)
+		w := playLedgerOn(*ledgerSeed, true, ledgerTopology{withdrawals: *ledgerTakeBack})
 		t.Logf("seed %d:\n%s", *ledgerSeed, strings.Join(w.log, "\n"))
 		if len(w.violations) > 0 {
 			t.Fatalf("violations:\n  %s", strings.Join(w.violations, "\n  "))
@@ -56,29 +62,37 @@ func TestLedgerChecker(t *testing.T) {
 			t.Fatalf("regression seed %d: %s (rerun with -ledger.seed=%d)", seed, w.violations[0], seed)
 		}
 	}
+	for _, seed := range ledgerTakeBackRegressions {
+		if w := playLedgerOn(seed, false, ledgerTopology{withdrawals: true}); len(w.violations) > 0 {
+			t.Fatalf("regression seed %d: %s (rerun with -ledger.seed=%d -ledger.takeback)", seed, w.violations[0], seed)
+		}
+	}
 	budget := *ledgerBudget
 	if testing.Short() {
 		budget = time.Second
 	}
 	start := time.Now()
-	var n, steps, cans, deskTakes, late int
+	var n, steps, cans, deskTakes, late, taken int
 	for time.Since(start) < budget {
 		n++
-		w := playLedger(uint64(n), false)
+		// Every other schedule, the person takes messages back too (-ledger.seed plays a seed
+		// without; -ledger.takeback with).
+		w := playLedgerOn(uint64(n), false, ledgerTopology{withdrawals: n%2 == 0})
 		if len(w.violations) > 0 {
-			t.Fatalf("ledger checker: seed %d broke the promise after %d schedules: %s\nrerun with -ledger.seed=%d", n, n, strings.Join(w.violations, "; "), n)
+			t.Fatalf("ledger checker: seed %d (withdrawals %v) broke the promise after %d schedules: %s\nrerun with -ledger.seed=%d -ledger.takeback=%v", n, n%2 == 0, n, strings.Join(w.violations, "; "), n, n%2 == 0)
 		}
+		taken += w.taken
 		steps += w.steps
 		cans += w.cans
 		deskTakes += w.deskTakes
 		late += w.lateCommits
 	}
-	if n >= 100 && (cans == 0 || deskTakes == 0 || late == 0) {
-		t.Fatalf("ledger checker: %d schedules never continued as new (%d), took at the desk (%d) or committed late (%d)", n, cans, deskTakes, late)
+	if n >= 100 && (cans == 0 || deskTakes == 0 || late == 0 || taken == 0) {
+		t.Fatalf("ledger checker: %d schedules never continued as new (%d), took at the desk (%d), committed late (%d) or took a message back (%d)", n, cans, deskTakes, late, taken)
 	}
 	elapsed := time.Since(start)
-	t.Logf("ledger checker: %d schedules (%d steps, %d continues-as-new, %d takes at the desk, %d late commits) in %s: %.0f schedules/s, no violation",
-		n, steps, cans, deskTakes, late, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds())
+	t.Logf("ledger checker: %d schedules (%d steps, %d continues-as-new, %d takes at the desk, %d late commits, %d messages taken back) in %s: %.0f schedules/s, no violation",
+		n, steps, cans, deskTakes, late, taken, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds())
 }
 
 // ledgerWorld is one schedule: the ledger as the session drives it, the desk, the hooks and the
@@ -94,9 +108,14 @@ type ledgerWorld struct {
 	desks    [2]*modelDesk
 	on       int
 	topology ledgerTopology
-	// admits and words are signals that reached the server and the session has not read yet.
-	admits []DeliveryRequest
-	words  []HookWords
+	// admits and words are signals that reached the server and the session has not read yet;
+	// so are withdrawals (intents the person took back).
+	admits      []DeliveryRequest
+	words       []HookWords
+	withdrawals []*ledgerIntent
+	// wrng draws the withdrawals (topology.withdrawals); taken counts them.
+	wrng  *rand.Rand
+	taken int
 	// later are the world's events to come (a hook's commit, the desk's word), by time.
 	later   []ledgerEvent
 	intents []*ledgerIntent
@@ -133,6 +152,9 @@ type ledgerWorld struct {
 // a desk answers the withdrawal of an offer it never got "withdrawn" (before issue 38).
 type ledgerTopology struct {
 	sharedQueue, unknownWithdrawn bool
+	// withdrawals: the person takes messages back now and then (issue 35), drawn from a stream
+	// of their own so that the schedules without them stay what they were.
+	withdrawals bool
 }
 
 type ledgerEvent struct {
@@ -148,6 +170,10 @@ type ledgerIntent struct {
 	askedAt  time.Time
 	answered bool
 	ticks    int
+	// withdrawn: the person took it back (its intent ended, it asks no more); read: the session
+	// has read the withdrawal, and held whether a hook's offer, the standing offer or the typed
+	// block carried it then (only they may still put it in the agent's context).
+	withdrawn, read, held bool
 }
 
 func (w *ledgerWorld) note(format string, args ...any) {
@@ -174,6 +200,11 @@ func (w *ledgerWorld) enter(how string, reqs []DeliveryRequest) {
 		}
 		w.entered[key]++
 		w.note("%s %s (%d)", how, key, w.entered[key])
+		for _, in := range w.intents {
+			if in.id == r.ReplyTo && r.Kind == KindMessage && in.read && !in.held {
+				w.fail("%s entered the agent's context (%s) after the session read that the person took it back", key, how)
+			}
+		}
 		if w.entered[key] > 1 && w.entered[key]-1 <= w.unreadHung(key) {
 			w.extra[key]++ // printed by hooks that hung past their lease, their commits unread
 			continue
@@ -224,7 +255,7 @@ func playLedger(seed uint64, verbose bool) *ledgerWorld {
 // playLedgerOn plays seed's schedule in topology.
 func playLedgerOn(seed uint64, verbose bool, topology ledgerTopology) *ledgerWorld {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	w := &ledgerWorld{rng: rand.New(rand.NewPCG(seed, 0x1ed9e7)), l: &Ledger{}, now: t0, t0: t0, topology: topology,
+	w := &ledgerWorld{rng: rand.New(rand.NewPCG(seed, 0x1ed9e7)), wrng: rand.New(rand.NewPCG(seed, 0xca9ce1)), l: &Ledger{}, now: t0, t0: t0, topology: topology,
 		entered: map[string]int{}, counted: map[string]int{}, verbose: verbose,
 		hungKeys: map[string][]string{}, read: map[string]bool{}, extra: map[string]int{}}
 	for i := range w.desks {
@@ -247,6 +278,9 @@ func playLedgerOn(seed uint64, verbose bool, topology ledgerTopology) *ledgerWor
 		w.steps++
 		w.now = w.now.Add(time.Duration(w.rng.IntN(8000)) * time.Millisecond)
 		w.fire()
+		if w.topology.withdrawals && w.wrng.IntN(25) == 0 {
+			w.takeBack()
+		}
 		op := w.rng.IntN(100)
 		if w.outage() && op >= 25 {
 			continue // no worker: nothing the session or a hook does
@@ -295,6 +329,12 @@ func playLedgerOn(seed uint64, verbose bool, topology ledgerTopology) *ledgerWor
 		}
 	}
 	for _, in := range w.intents {
+		if in.withdrawn {
+			if c := w.entered[in.id]; c > 1+w.extra[in.id] {
+				w.fail("message %s, taken back, entered the agent's context %d times", in.id, c)
+			}
+			continue
+		}
 		if !in.answered {
 			w.fail("%s never answered delivered", in.id)
 		}
@@ -303,6 +343,19 @@ func playLedgerOn(seed uint64, verbose bool, topology ledgerTopology) *ledgerWor
 		}
 	}
 	return w
+}
+
+// takeBack: the person takes back a message that has not been answered (its intent ends and
+// signals the session).
+func (w *ledgerWorld) takeBack() {
+	in := w.intents[w.wrng.IntN(len(w.intents))]
+	if in.asks == 0 || in.answered || in.withdrawn {
+		return
+	}
+	in.withdrawn = true
+	w.taken++
+	w.note("the person takes back %s", in.id)
+	w.withdrawals = append(w.withdrawals, in)
 }
 
 // done: every intent answered, nothing queued, held or on its way.
@@ -351,7 +404,7 @@ func (w *ledgerWorld) ask(in *ledgerIntent, k int) {
 // askAgain: the intents whose wait for an answer timed out ask again, some as the door's #1.
 func (w *ledgerWorld) askAgain() {
 	for _, in := range w.intents {
-		if in.asks == 0 || in.answered || w.now.Sub(in.askedAt) < policy.DeliveryTimeout {
+		if in.asks == 0 || in.answered || in.withdrawn || w.now.Sub(in.askedAt) < policy.DeliveryTimeout {
 			continue
 		}
 		if w.rng.IntN(4) == 0 {
@@ -383,6 +436,22 @@ func (w *ledgerWorld) drain() {
 	}
 	w.admits = nil
 	w.readWords()
+	for _, in := range w.withdrawals {
+		// What may still enter: what a hook holds, the block being typed. (A standing offer
+		// that names it is taken back from the desk right here; a hook that took it from the
+		// desk first holds it.)
+		in.held = slices.ContainsFunc(w.l.Offers, func(o Offer) bool {
+			return slices.ContainsFunc(o.Requests, func(r DeliveryRequest) bool { return r.ReplyTo == in.id })
+		}) || slices.ContainsFunc(w.l.block, func(r DeliveryRequest) bool { return r.ReplyTo == in.id })
+		in.read = true
+		if w.l.Withdraw(in.id) {
+			w.withdraw() // the standing offer named it: taken back from the desk at once
+			in.held = in.held || slices.ContainsFunc(w.l.Offers, func(o Offer) bool {
+				return slices.ContainsFunc(o.Requests, func(r DeliveryRequest) bool { return r.ReplyTo == in.id })
+			}) // a hook took the standing offer before the desk was asked
+		}
+	}
+	w.withdrawals = nil
 }
 
 // readWords reads the hooks' words (the desk's or a hook's own), as takeCommits does.
