@@ -571,3 +571,63 @@ func TestClaudeCodeStopFromThePhone(t *testing.T) {
 		t.Errorf("a menu opened:\n%s", p)
 	}
 }
+
+// Issue 35: a block of messages typed together into the real, idle Claude Code is confirmed by
+// its UserPromptSubmit receipt (Claude Code hands the hook a bracketed paste wrapped in
+// <pasted_content>), not by reading the input line after the receipt's wait: no "no receipt"
+// warning, each message at the model once.
+func TestClaudeCodeTypedBlockIsReceipted(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
+	bin := binaries(t)
+	bot := fakebot.New("321:block")
+	t.Cleanup(bot.Close)
+	api := fakeanthropic.New(func(fakeanthropic.Request) fakeanthropic.Turn { return fakeanthropic.Turn{Text: "Noted."} })
+	t.Cleanup(api.Close)
+	env, home := claudeEnv(t, bot, "321:block", "INTENTQ_REMINDERS_FIRST_AFTER=10m", "INTENTQ_DELIVERY_BUSY_WAIT=1s")
+	_, lines := startWorker(t, bin, env)
+	waitFor(t, lines, "ready", 60*time.Second)
+	var mu sync.Mutex
+	var warned []string
+	go func() {
+		for l := range lines {
+			if msg, _ := l["msg"].(string); strings.Contains(msg, "no receipt") {
+				mu.Lock()
+				warned = append(warned, msg)
+				mu.Unlock()
+			}
+		}
+	}()
+	starterRun(t, env, 0, "setup")
+	capture := claudeAgent(t, env, home, api)
+	waitPane(t, capture, "Claude Code's input line", 60*time.Second, func(p string) bool { return strings.Contains(p, "❯") })
+	// The first alone, the next four together (they arrive while the first is typed).
+	bot.AddMessage(42, 42, 1, "first alone")
+	for deadline := time.Now().Add(60 * time.Second); !sawText(api, "first alone"); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("message 1 did not reach the model; pane:\n%s", capture())
+		}
+	}
+	for i := 2; i <= 5; i++ {
+		bot.AddMessage(42, 42, i, fmt.Sprintf("together %d", i))
+	}
+	for deadline := time.Now().Add(60 * time.Second); !sawText(api, "together 5"); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the block did not reach the model; pane:\n%s", capture())
+		}
+	}
+	time.Sleep(6 * time.Second) // past the receipt's wait: a warning would be logged by now
+	mu.Lock()
+	defer mu.Unlock()
+	if len(warned) > 0 {
+		t.Errorf("typed without the agent's receipt: %v", warned)
+	}
+	for i := 1; i <= 5; i++ {
+		n := 0
+		for _, r := range api.Requests() {
+			n += strings.Count(r.SinceAssistant(), fmt.Sprintf("msg_id=%d chat=42", i))
+		}
+		if n != 1 {
+			t.Errorf("message %d reached the model %d times", i, n)
+		}
+	}
+}

@@ -194,7 +194,13 @@ func TestReceiptOf(t *testing.T) {
 	id, ok = ReceiptOf(ReminderText("8", "-100", "snippet"))
 	require.True(t, ok)
 	require.Equal(t, IntentID("-100", "8"), id)
-	for _, p := range []string{"", "hello", "please see 【新着メッセージ】msg_id=9 chat=42: x", "【新着メッセージ】msg_id= chat=1: x", "【新着メッセージ】msg_id=1 chat=: x"} {
+	// A typed block of several lines, as Claude Code 2.1.330's UserPromptSubmit hook gets it
+	// (observed: a bracketed paste wrapped in <pasted_content>).
+	id, ok = ReceiptOf("\n\n<pasted_content id=\"9bb4\">\n【新着メッセージ】msg_id=2 chat=42 from=42 @user42: first\n【新着メッセージ】msg_id=3 chat=42: second")
+	require.True(t, ok)
+	require.Equal(t, IntentID("42", "2"), id)
+	for _, p := range []string{"", "hello", "please see 【新着メッセージ】msg_id=9 chat=42: x", "【新着メッセージ】msg_id= chat=1: x", "【新着メッセージ】msg_id=1 chat=: x",
+		"<pasted_content id=\"1\">\nplease see\n【新着メッセージ】msg_id=9 chat=42: x", "<pasted_content\n>\n【新着メッセージ】msg_id=9 chat=42: x"} {
 		_, ok := ReceiptOf(p)
 		require.False(t, ok, p)
 	}

@@ -85,10 +85,21 @@ const (
 	reminderHeader = "【未対応メッセージ】msg_id="
 )
 
+// pastedContent opens the wrapper Claude Code puts around a bracketed paste in the prompt its
+// UserPromptSubmit hook gets.
+const pastedContent = "<pasted_content"
+
 // ReceiptOf reads a prompt the agent received: when it begins with the header of a message or
 // reminder intentq typed, it names that intent (its workflow ID). Only the header at the very
-// start counts: a message cannot claim another's receipt by quoting a header.
+// start counts: a message cannot claim another's receipt by quoting a header. A typed block of
+// several lines reaches Claude Code's UserPromptSubmit hook as a bracketed paste:
+// "\n\n<pasted_content id=\"…\">\n" before the text (2.1.330); the header after it counts.
 func ReceiptOf(prompt string) (string, bool) {
+	if rest, ok := strings.CutPrefix(strings.TrimLeft(prompt, "\n"), pastedContent); ok {
+		if attrs, after, ok := strings.Cut(rest, ">"); ok && !strings.Contains(attrs, "\n") && strings.HasPrefix(after, "\n") {
+			prompt = after[1:]
+		}
+	}
 	rest, ok := strings.CutPrefix(prompt, deliveryHeader)
 	if !ok {
 		if rest, ok = strings.CutPrefix(prompt, reminderHeader); !ok {
