@@ -118,6 +118,9 @@ type TakeRequest struct {
 	// RemindEvery, when set, asks whether the hook's reminder of old intents is due: at most
 	// one per RemindEvery per session.
 	RemindEvery time.Duration `json:"remind_every,omitempty"`
+	// RemindOnly: the hook takes no message (a Stop whose block reason the CLI would give the
+	// model twice); it reports its event and asks only whether its reminder is due.
+	RemindOnly bool `json:"remind_only,omitempty"`
 }
 
 // TakeResult is what a hook prints for the agent; Messages is empty when nothing waits.
@@ -169,6 +172,9 @@ func (s *session) take(ctx workflow.Context, req TakeRequest) (TakeResult, error
 	}
 	if now := workflow.Now(ctx); req.RemindEvery > 0 && (s.LastHookRemindAt == nil || now.Sub(*s.LastHookRemindAt) >= req.RemindEvery) {
 		s.LastHookRemindAt, res.RemindDue = &now, true
+	}
+	if req.RemindOnly {
+		return res, nil
 	}
 	// Every commit that has arrived is read first: what a late one printed is in the agent's
 	// context, though the main loop has not settled it yet.

@@ -299,7 +299,7 @@ func (d *Desk) Take(session string, req workflows.TakeRequest) (workflows.TakeRe
 		j.LastRemind, res.RemindDue = now, true
 	}
 	var took *offer
-	if i := slices.IndexFunc(j.Offers, func(o *offer) bool { return o.State == stateOpen }); i >= 0 && delivers(req.Event) {
+	if i := slices.IndexFunc(j.Offers, func(o *offer) bool { return o.State == stateOpen }); i >= 0 && delivers(req.Event) && !req.RemindOnly {
 		took = j.Offers[i]
 		took.State = stateTaken
 		took.Taken = &workflows.StandingTaken{Key: took.Key, Hook: req.Key, Event: req.Event, At: now, IDs: requestIDs(took.Messages)}

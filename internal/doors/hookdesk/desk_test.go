@@ -113,6 +113,11 @@ func TestDeskOfferTakenOnceAndWithdrawalSaysBy(t *testing.T) {
 	other, err := d.Take("other", workflows.TakeRequest{Key: "post-tool-use/a", Event: workflows.EventPostToolUse})
 	require.NoError(t, err)
 	require.Empty(t, other.Messages, "another session's hook gets nothing")
+	// A Stop that only asks whether its reminder is due (issue 35) takes nothing.
+	stop, err := d.Take("s", workflows.TakeRequest{Key: "stop/x", Event: workflows.EventStop, RemindOnly: true, RemindEvery: time.Minute})
+	require.NoError(t, err)
+	require.Empty(t, stop.Messages)
+	require.True(t, stop.RemindDue)
 	res, err := d.Take("s", workflows.TakeRequest{Key: "post-tool-use/b", Event: workflows.EventPostToolUse})
 	require.NoError(t, err)
 	require.Equal(t, "standing/r/1", res.Key)

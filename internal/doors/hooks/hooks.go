@@ -511,15 +511,10 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 		})
 		wg.Wait()
 	}()
-	var taken workflows.TakeResult
-	if s.StopTyped {
-		// Nothing is taken: the agent goes idle, and the session types what waits.
-		if err := report(ctx, b, s, workflows.AgentEvent{Event: workflows.EventStop}); err != nil {
-			s.logger().Warn("stop hook: event not reported", zap.String("session", s.Session), zap.Error(err))
-		}
-	} else {
-		taken = takeWaiting(ctx, b, s, in, workflows.EventStop, "", nil, 0)
-	}
+	// The owed answers are asked about at most once per RemindEvery (the session or the desk
+	// keeps the throttle): every Stop block costs the agent another model turn. With StopTyped
+	// nothing is taken (RemindOnly): the agent goes idle, and the session types what waits.
+	taken := takeWaiting(ctx, b, s, in, workflows.EventStop, "", nil, s.RemindEvery)
 	if len(taken.Messages) > 0 {
 		// What was taken is printed at once (the commit needs the time left); the rest is moot.
 		cancelSide()
@@ -554,26 +549,41 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 	if pendingErr != nil {
 		return Answer{}, pendingErr
 	}
+	var owed []string
 	for _, p := range pending.Intents {
+		if !taken.RemindDue && s.RemindEvery > 0 {
+			break // asked about within RemindEvery: the agent may stop
+		}
 		if s.StopTyped && p.Source == workflows.SourceTelegram && p.Delivered == nil {
 			continue // not seen yet: the session types it once the agent has stopped
 		}
-		items = append(items, fmt.Sprintf("intent %s (chat %s): %s", escapeLine(p.ID), escapeLine(p.ChatID), escapeLine(p.Snippet)))
+		owed = append(owed, fmt.Sprintf("intent %s (chat %s): %s", escapeLine(p.ID), escapeLine(p.ChatID), escapeLine(p.Snippet)))
 	}
-	if len(items) == 0 {
+	if len(items) == 0 && len(owed) == 0 {
 		return Answer{}, nil
 	}
-	total := len(items)
-	if len(items) > 5 {
-		items = items[:5]
-	}
 	agent := escapeLine(s.Agent)
-	reason := fmt.Sprintf("%d%s item(s) still wait for %s; handle them before stopping (`starter inbox read %s`, reply to intents):\n- %s",
-		total, plus(pending.More), agent, agent, strings.Join(items, "\n- "))
-	if total > 5 || pending.More {
-		reason += fmt.Sprintf("\n(and more: `starter inbox list %s`, `starter pending --session %s`)", agent, agent)
+	var parts []string
+	if len(owed) > 0 {
+		more := ""
+		if pending.More {
+			more = fmt.Sprintf(" (and more: `starter pending --session %s`)", agent)
+		}
+		parts = append(parts, fmt.Sprintf("%d%s message(s) from people still wait for your answer: answer each with the reply tool (its reply_to), or close it if it needs none%s:\n- %s",
+			len(owed), plus(pending.More), more, strings.Join(owed, "\n- ")))
 	}
-	return Answer{Output: Output{Decision: "block", Reason: reason}}, nil
+	if len(items) > 0 {
+		total := len(items)
+		if len(items) > 5 {
+			items = items[:5]
+		}
+		part := fmt.Sprintf("%d unread inbox message(s) for %s: read them with `starter inbox read %s`:\n- %s", total, agent, agent, strings.Join(items, "\n- "))
+		if total > 5 {
+			part += fmt.Sprintf("\n(and more: `starter inbox list %s`)", agent)
+		}
+		parts = append(parts, part)
+	}
+	return Answer{Output: Output{Decision: "block", Reason: strings.Join(parts, "\n")}}, nil
 }
 
 // MessagesBlock is how messages handed over by a hook reach the agent: each as intentq would
@@ -614,7 +624,8 @@ func takeWaiting(ctx context.Context, b Backend, s Settings, in Input, event, de
 	tctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	deadline, _ := tctx.Deadline()
-	req := workflows.TakeRequest{Key: runKey(event, in, s.now()), Event: event, Deadline: deadline, Detail: detail, Receipt: receipt, RemindEvery: remindEvery}
+	req := workflows.TakeRequest{Key: runKey(event, in, s.now()), Event: event, Deadline: deadline, Detail: detail, Receipt: receipt, RemindEvery: remindEvery,
+		RemindOnly: event == workflows.EventStop && s.StopTyped}
 	res, err := b.Take(tctx, s.Session, req)
 	if err == nil {
 		clearTakeBackoff(s.DataDir)
