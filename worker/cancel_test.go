@@ -39,11 +39,7 @@ func TestIgnoredWhileWaitingNeverReachesTheAgent(t *testing.T) {
 	}
 	until := func(what string, ok func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(60 * time.Second); !ok(); time.Sleep(200 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-		}
+		eventually(t, what, 60*time.Second, ok, func() string { return "" })
 	}
 	bot.AddMessage(42, 42, 1, "sent by mistake")
 	until("message 1 recorded", func() bool { return reacted(1, "👀") })

@@ -224,7 +224,7 @@ func claudeIdleRun(t testing.TB) *agentRun {
 	capture := claudeAgent(t, env, home, api)
 	waitPane(t, capture, "Claude Code's input line", 60*time.Second, func(p string) bool { return strings.Contains(p, "❯") })
 	reqs, conv := claudeRequests(api)
-	return &agentRun{cli: "claude", bot: bot, env: env, home: home, capture: capture, requests: reqs, conversation: conv, ended: &turnEnd{}}
+	return &agentRun{cli: "claude", bot: bot, env: env, home: home, capture: capture, requests: reqs, conversation: conv, ended: &turnEnd{}, lines: lines}
 }
 
 // Issue 10, test 1: 20 Telegram messages while the real Claude Code runs a long multi-tool
@@ -578,18 +578,12 @@ func TestClaudeCodeStopFromThePhone(t *testing.T) {
 // warning, each message at the model once.
 func TestClaudeCodeTypedBlockIsReceipted(t *testing.T) {
 	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
-	bin := binaries(t)
-	bot := fakebot.New("321:block")
-	t.Cleanup(bot.Close)
-	api := fakeanthropic.New(func(fakeanthropic.Request) fakeanthropic.Turn { return fakeanthropic.Turn{Text: "Noted."} })
-	t.Cleanup(api.Close)
-	env, home := claudeEnv(t, bot, "321:block", "INTENTQ_REMINDERS_FIRST_AFTER=10m", "INTENTQ_DELIVERY_BUSY_WAIT=1s")
-	_, lines := startWorker(t, bin, env)
-	waitFor(t, lines, "ready", 60*time.Second)
+	run := claudeIdleRun(t)
+	bot, capture := run.bot, run.capture
 	var mu sync.Mutex
 	var warned []string
 	go func() {
-		for l := range lines {
+		for l := range run.lines {
 			if msg, _ := l["msg"].(string); strings.Contains(msg, "no receipt") {
 				mu.Lock()
 				warned = append(warned, msg)
@@ -597,12 +591,15 @@ func TestClaudeCodeTypedBlockIsReceipted(t *testing.T) {
 			}
 		}
 	}()
-	starterRun(t, env, 0, "setup")
-	capture := claudeAgent(t, env, home, api)
-	waitPane(t, capture, "Claude Code's input line", 60*time.Second, func(p string) bool { return strings.Contains(p, "❯") })
+	seen := func(text string) (n int) {
+		for _, r := range run.requests() {
+			n += strings.Count(r.Added, text)
+		}
+		return n
+	}
 	// The first alone, the next four together (they arrive while the first is typed).
 	bot.AddMessage(42, 42, 1, "first alone")
-	for deadline := time.Now().Add(60 * time.Second); !sawText(api, "first alone"); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); seen("first alone") == 0; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("message 1 did not reach the model; pane:\n%s", capture())
 		}
@@ -610,7 +607,7 @@ func TestClaudeCodeTypedBlockIsReceipted(t *testing.T) {
 	for i := 2; i <= 5; i++ {
 		bot.AddMessage(42, 42, i, fmt.Sprintf("together %d", i))
 	}
-	for deadline := time.Now().Add(60 * time.Second); !sawText(api, "together 5"); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); seen("together 5") == 0; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the block did not reach the model; pane:\n%s", capture())
 		}
@@ -622,11 +619,7 @@ func TestClaudeCodeTypedBlockIsReceipted(t *testing.T) {
 		t.Errorf("typed without the agent's receipt: %v", warned)
 	}
 	for i := 1; i <= 5; i++ {
-		n := 0
-		for _, r := range api.Requests() {
-			n += strings.Count(r.SinceAssistant(), fmt.Sprintf("msg_id=%d chat=42", i))
-		}
-		if n != 1 {
+		if n := seen(fmt.Sprintf("msg_id=%d chat=42", i)); n != 1 {
 			t.Errorf("message %d reached the model %d times", i, n)
 		}
 	}

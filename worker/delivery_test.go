@@ -53,6 +53,8 @@ type agentRun struct {
 	ended *turnEnd
 	// settle, when set, waits until the agent's turn has ended on its screen.
 	settle func(t testing.TB)
+	// lines are the worker's log lines (nil where the run does not keep them).
+	lines <-chan map[string]any
 }
 
 // claudeRequests reads fakeanthropic's requests.

@@ -117,6 +117,17 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// eventually waits up to d for ok, looking every 200 ms, else fails the test naming what it
+// waited for and what show says then.
+func eventually(t testing.TB, what string, d time.Duration, ok func() bool, show func() string) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !ok(); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s\n%s", d, what, show())
+		}
+	}
+}
+
 // startWorker runs the worker binary with env and returns it with its log lines.
 func startWorker(t testing.TB, bin string, env []string) (*exec.Cmd, <-chan map[string]any) {
 	t.Helper()

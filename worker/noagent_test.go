@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,12 +33,10 @@ func TestAgentGoneIsToldOnceAndItsMessagesWait(t *testing.T) {
 	got := func() string { data, _ := os.ReadFile(pane); return string(data) }
 	until := func(what string, d time.Duration, ok func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(d); !ok(); time.Sleep(200 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				out, _ := run(t, filepath.Join(bin, "starter"), env, "", "session", "show", "secretary")
-				t.Fatalf("timed out waiting for %s; pane:\n%s\npushes: %+v\n%s", what, got(), ntfy.Messages(), out)
-			}
-		}
+		eventually(t, what, d, ok, func() string {
+			out, _ := run(t, filepath.Join(bin, "starter"), env, "", "session", "show", "secretary")
+			return fmt.Sprintf("pane:\n%s\npushes: %+v\n%s", got(), ntfy.Messages(), out)
+		})
 	}
 	told := func() (n int, last string) {
 		for _, m := range ntfy.Messages() {

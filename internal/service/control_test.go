@@ -11,7 +11,6 @@ import (
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/intent"
 	"github.com/intentq/intentq/internal/testkit/fakebot"
-	"github.com/intentq/intentq/internal/testkit/testenv"
 	"github.com/intentq/intentq/workflows"
 )
 
@@ -21,14 +20,7 @@ import (
 // pane is not there, so they wait); /status says what the session's agent is doing; a slash
 // word that is not a command is a message like any other; a stranger's command gets nothing.
 func TestControlCommandsAtTheDoor(t *testing.T) {
-	bot := fakebot.New(botToken)
-	defer bot.Close()
-	cfg := testenv.Config(t)
-	cfg.Telegram.Token = botToken
-	cfg.Telegram.APIEndpoint = bot.Endpoint()
-	cfg.Telegram.AllowedChatIDs = []int64{allowedChat}
-	cfg.Reminders.FirstAfter = time.Hour
-	svc, _ := startService(t, cfg)
+	svc, _, bot, _ := telegramService(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 

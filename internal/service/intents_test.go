@@ -61,6 +61,21 @@ func startService(t *testing.T, cfg *config.Config) (*service.Service, *observer
 	return testenv.StartService(t, cfg, zap.New(core)), logs
 }
 
+// telegramService starts a service whose Telegram door polls a Bot API stand-in (botToken) and
+// records what allowedChat sends, with no reminders during the test.
+func telegramService(t *testing.T) (*service.Service, *observer.ObservedLogs, *fakebot.Server, *config.Config) {
+	t.Helper()
+	bot := fakebot.New(botToken)
+	t.Cleanup(bot.Close)
+	cfg := testenv.Config(t)
+	cfg.Telegram.Token = botToken
+	cfg.Telegram.APIEndpoint = bot.Endpoint()
+	cfg.Telegram.AllowedChatIDs = []int64{allowedChat}
+	cfg.Reminders.FirstAfter = time.Hour
+	svc, logs := startService(t, cfg)
+	return svc, logs, bot, cfg
+}
+
 func waitUntil(t *testing.T, what string, timeout time.Duration, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -84,14 +99,7 @@ func listAll(t *testing.T, svc *service.Service) []intent.Summary {
 // I1, I4: a burst through the Bot API door, one message served twice and one from a stranger,
 // yields exactly the allowed messages as intents; then a burst of 500 yields 500 more.
 func TestI1TelegramBurst(t *testing.T) {
-	bot := fakebot.New(botToken)
-	defer bot.Close()
-	cfg := testenv.Config(t)
-	cfg.Telegram.Token = botToken
-	cfg.Telegram.APIEndpoint = bot.Endpoint()
-	cfg.Telegram.AllowedChatIDs = []int64{allowedChat}
-	cfg.Reminders.FirstAfter = time.Hour // no reminders during the test
-	svc, logs := startService(t, cfg)
+	svc, logs, bot, _ := telegramService(t)
 
 	var last int
 	for i := 1; i <= 4; i++ {
