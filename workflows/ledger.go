@@ -547,6 +547,10 @@ func (l *Ledger) NextBatch() (batch, again []DeliveryRequest) {
 		}
 	}
 	l.Queue = rest
+	if !slices.ContainsFunc(batch, func(r DeliveryRequest) bool { return r.Kind != KindReminder }) {
+		// A digest of reminders reads oldest first (the intents' timers fire in any order).
+		slices.SortStableFunc(batch, func(a, b DeliveryRequest) int { return a.Since.Compare(b.Since) })
+	}
 	l.block = batch
 	return batch, again
 }

@@ -257,3 +257,16 @@ func TestLedgerReminderNotBesideItsMessage(t *testing.T) {
 	old.Admit(reminder)
 	require.Len(t, old.Take("stop/a", EventStop, t0), 2, "before version 5")
 }
+
+// Issue 35: a typed digest of reminders reads oldest first, whatever order the intents' timers
+// fired in.
+func TestLedgerDigestOldestFirst(t *testing.T) {
+	var l Ledger
+	for i, age := range []time.Duration{time.Minute, 3 * time.Minute, 2 * time.Minute} {
+		r := msg(i+1, 2)
+		r.Kind, r.Tick, r.Since = KindReminder, 1, t0.Add(-age)
+		l.Admit(r)
+	}
+	batch, _ := l.NextBatch()
+	require.Equal(t, []string{"intent/1/2#2", "intent/1/3#2", "intent/1/1#2"}, ids(batch))
+}

@@ -592,7 +592,20 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 // another message.
 func MessagesBlock(msgs []workflows.DeliveryRequest, when string) string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "<system-reminder>\n%d message(s) for you arrived %s. Each is its own message from a person: answer each (reply with reply_to).\n", len(msgs), when)
+	reminders := 0
+	for _, m := range msgs {
+		if m.Kind == workflows.KindReminder {
+			reminders++
+		}
+	}
+	switch news := len(msgs) - reminders; {
+	case reminders == 0:
+		fmt.Fprintf(&sb, "<system-reminder>\n%d message(s) for you arrived %s. Each is its own message from a person: answer each (reply with reply_to).\n", news, when)
+	case news == 0:
+		fmt.Fprintf(&sb, "<system-reminder>\n%d reminder(s) of messages you have not answered yet. Answer each (reply with reply_to), or close it if it needs no answer.\n", reminders)
+	default:
+		fmt.Fprintf(&sb, "<system-reminder>\n%d message(s) for you arrived %s, and %d reminder(s) of messages you have not answered yet. Each is its own: answer each (reply with reply_to).\n", news, when, reminders)
+	}
 	for _, m := range msgs {
 		sb.WriteString("\n")
 		sb.WriteString(indentLines(EscapeText(m.Text), false))

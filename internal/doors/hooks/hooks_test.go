@@ -720,3 +720,22 @@ func TestPostToolUseInsideASubagentHandsNothingOver(t *testing.T) {
 		t.Fatalf("the agent's own hook: %q", out)
 	}
 }
+
+// Issue 35: what a hook hands over says what it is: new messages arrived, reminders are
+// reminders of messages not answered yet.
+func TestMessagesBlockNamesReminders(t *testing.T) {
+	msg := workflows.DeliveryRequest{Kind: workflows.KindMessage, Text: "【新着メッセージ】msg_id=1 chat=5: hi"}
+	rem := workflows.DeliveryRequest{Kind: workflows.KindReminder, Text: "【未対応メッセージ】msg_id=2 chat=5: old"}
+	for _, c := range []struct {
+		msgs []workflows.DeliveryRequest
+		want string
+	}{
+		{[]workflows.DeliveryRequest{msg}, "1 message(s) for you arrived while you worked."},
+		{[]workflows.DeliveryRequest{rem}, "1 reminder(s) of messages you have not answered yet."},
+		{[]workflows.DeliveryRequest{msg, rem}, "1 message(s) for you arrived while you worked, and 1 reminder(s) of messages you have not answered yet."},
+	} {
+		if got := MessagesBlock(c.msgs, "while you worked"); !strings.Contains(got, c.want) || strings.Contains(got, "reminder(s)") != strings.Contains(c.want, "reminder(s)") {
+			t.Errorf("%d requests: %q, want %q", len(c.msgs), got, c.want)
+		}
+	}
+}
