@@ -64,6 +64,11 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 		// markers.
 		"testdata/intent_reminded.json", "testdata/session_reminders.json",
 		"testdata/intent_delivered_closed.json", "testdata/session.json",
+		// Current, issues 35 and 36: a message the person took back (/cancel) while its pane was
+		// gone, and its session (the no-agent wait, the withdraw signal, a /stop refused).
+		// Regenerate with WRITE_REPLAY_HISTORY=1 go test -run TestControlCommandsAtTheDoor
+		// ./internal/service/.
+		"testdata/intent_taken_back.json", "testdata/session_taken_back.json",
 		// A headless session (a success, a retried network error, a denied tool) from when runs
 		// carried the program and arguments (issue 23), then one whose runs name the session.
 		// Regenerate with WRITE_HEADLESS_HISTORY=$PWD/workflows/testdata/headless.json

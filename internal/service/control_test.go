@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -106,5 +107,11 @@ func TestControlCommandsAtTheDoor(t *testing.T) {
 	slices.Sort(ids)
 	if strings.Join(ids, " ") != "1 2 3" {
 		t.Errorf("recorded %v, want messages 1, 2 and 3 only", ids)
+	}
+	if os.Getenv("WRITE_REPLAY_HISTORY") != "" {
+		// A message taken back while it waited (its pane gone), and the session that dropped
+		// it and answered /stop: see package workflows.
+		writeHistory(t, svc, workflows.IntentID("1001", "2"), "../../workflows/testdata/intent_taken_back.json")
+		writeHistory(t, svc, workflows.SessionWorkflowID(config.DefaultSessionName), "../../workflows/testdata/session_taken_back.json")
 	}
 }
