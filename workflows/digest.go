@@ -47,19 +47,29 @@ const maxDigestBytes = 3500
 // always read, or "N messages waiting for <session>" with one line per message (IDs and the
 // masked snippet only, SPEC I7), as many as fit.
 func DigestPush(session, topic string, reqs []PushRequest) activities.Push {
-	p, _ := digestPush(session, topic, reqs)
+	p, _ := digestPush(session, topic, reqs, nil)
 	return p
 }
 
 // digestPush is DigestPush, and the requests whose line it carries (oldest first); the others
-// are folded into "… and N more".
-func digestPush(session, topic string, reqs []PushRequest) (activities.Push, []PushRequest) {
+// are folded into "… and N more". where, when set, says where each message is (issue 35: the
+// agent has it and works, has it and owes an answer, or it waits and why); "" says nothing.
+func digestPush(session, topic string, reqs []PushRequest, where func(PushRequest) string) (activities.Push, []PushRequest) {
 	reqs = slices.Clone(reqs)
 	slices.SortStableFunc(reqs, func(a, b PushRequest) int { return a.ReceivedAt.Compare(b.ReceivedAt) })
 	line := func(r PushRequest) string {
+		if where != nil {
+			if w := where(r); w != "" {
+				return fmt.Sprintf("msg_id=%s chat=%s (%s): %s", r.MessageID, r.ChatID, w, r.Snippet)
+			}
+		}
 		return fmt.Sprintf("msg_id=%s chat=%s: %s", r.MessageID, r.ChatID, r.Snippet)
 	}
 	p := activities.Push{Session: session, Topic: topic, Title: "Telegram pending", Priority: 3, Tags: []string{"envelope"}}
+	if where != nil {
+		// One title scheme for one message or many (the session's own digests).
+		p.Title = "intentq: 1 message waiting for " + session
+	}
 	if len(reqs) == 1 {
 		p.Message = line(reqs[0])
 		return p, reqs
@@ -144,7 +154,7 @@ func (s *session) pushDigests(ctx workflow.Context) {
 		var folded []PushRequest
 		for _, topic := range topics {
 			reqs := byTopic[topic]
-			push, carried := digestPush(s.Config.Name, topic, reqs)
+			push, carried := digestPush(s.Config.Name, topic, reqs, s.whereIs)
 			if len(carried) < len(reqs) {
 				// A push counts for an intent only if its line reached the phone: the folded
 				// remainder goes out in the next digest, at once.
@@ -174,6 +184,26 @@ func (s *session) pushDigests(ctx workflow.Context) {
 		s.pushing, s.pushingN = false, 0
 		s.wakeCh.SendAsync(true) // the main loop may continue as new now
 	}
+}
+
+// whereIs says where the message of a push's intent is, for its line in the digest: with the
+// agent (working on it, or idle and no answer yet), or not delivered yet and why; "" when the
+// session cannot tell (a message the agent received itself).
+func (s *session) whereIs(r PushRequest) string {
+	switch msg := (DeliveryRequest{Kind: KindMessage, ReplyTo: r.ReplyTo}); {
+	case s.inContext(msg) && s.Agent != nil && s.Agent.State == AgentWorking:
+		return "the agent has it and is working"
+	case s.inContext(msg):
+		return "the agent has it, no answer yet"
+	case s.heldIn(msg) >= 0:
+		return "being handed to the agent"
+	case slices.ContainsFunc(s.Queue, func(q DeliveryRequest) bool { return q.Kind == KindMessage && q.ReplyTo == r.ReplyTo }):
+		if s.busyWhy != "" {
+			return "not delivered yet: " + s.busyWhy
+		}
+		return "not delivered yet"
+	}
+	return ""
 }
 
 // pushRequest is the intent's reminder push, as its session gathers it for a digest.

@@ -765,6 +765,30 @@ func TestReminderPushesDigested(t *testing.T) {
 	require.Equal(t, "msg_id=9 chat=1: s", h.pushes[1].Message, "a single reminder reads as it always did")
 }
 
+// Issue 35: each line of a session's digest says where the message is: with the agent (working
+// on it, or owing an answer), or not delivered yet and why; one title scheme.
+func TestDigestSaysWhereEachMessageIs(t *testing.T) {
+	h := newSessionHarness(t)
+	cfg := hookSession()
+	h.send(0, SignalDeliver, message("1"))
+	h.send(time.Second, SignalHookWords, said(AgentEvent{Event: EventUserPromptSubmit, Receipt: []string{"intent/42/1"}}))
+	base := h.env.Now()
+	push := func(n string, at time.Duration) {
+		h.send(at, SignalRemindPush, PushRequest{ID: "p" + n, ReplyTo: "intent/42/" + n, MessageID: n, ChatID: "42", Snippet: "s" + n, ReceivedAt: base.Add(at)})
+	}
+	h.send(20*time.Second, SignalDeliver, message("2"))
+	push("1", 24*time.Second)
+	push("2", 24*time.Second+100*time.Millisecond)
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 2*time.Minute)
+	cfg.Push = true
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
+	require.NotEmpty(t, h.pushes)
+	p := h.pushes[0]
+	require.Equal(t, "intentq: 2 messages waiting for secretary", p.Title)
+	require.Contains(t, p.Message, "msg_id=1 chat=42 (the agent has it and is working): s1")
+	require.Contains(t, p.Message, "msg_id=2 chat=42 (not delivered yet: the agent is working (hook user-prompt-submit)): s2")
+}
+
 // A door's batch arrives as one signal and is queued in its order.
 func TestDeliverAllQueuesInOrder(t *testing.T) {
 	h := newSessionHarness(t)

@@ -291,7 +291,7 @@ func TestI6RemindersEndToEnd(t *testing.T) {
 	}
 	waitUntil(t, "the ntfy push", 10*time.Second, func() bool { return len(ntfy.Messages()) > 0 })
 	push := ntfy.Messages()[0]
-	if push.Topic != "phone" || push.Message != "msg_id=70 chat=7: "+snippet || push.Title != "Telegram pending" {
+	if push.Topic != "phone" || push.Message != "msg_id=70 chat=7: "+snippet || push.Title != "intentq: 1 message waiting for "+config.DefaultSessionName {
 		t.Errorf("push = %+v", push)
 	}
 
