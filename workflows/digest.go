@@ -138,8 +138,21 @@ func (s *session) pushDigests(ctx workflow.Context) {
 		if err := s.gatherDigest(ctx); err != nil {
 			return
 		}
-		s.pushing = true
 		n := len(s.HeldPushes)
+		if s.workingPushesWait {
+			if n = s.duePushes(workflow.Now(ctx)); n == 0 {
+				// All about messages the agent works on: looked at again when something
+				// changes, or in a while (a message grows old).
+				held := len(s.HeldPushes)
+				if _, err := workflow.AwaitWithTimeout(ctx, 30*time.Second, func() bool {
+					return len(s.HeldPushes) != held || s.countDue(workflow.Now(ctx)) > 0
+				}); err != nil {
+					return
+				}
+				continue
+			}
+		}
+		s.pushing = true
 		s.pushingN = n
 		held := s.HeldPushes[:n:n]
 		var topics []string
@@ -184,6 +197,39 @@ func (s *session) pushDigests(ctx workflow.Context) {
 		s.pushing, s.pushingN = false, 0
 		s.wakeCh.SendAsync(true) // the main loop may continue as new now
 	}
+}
+
+// pushWaits reports whether the push of r waits: the agent has its message and works on it in
+// a live turn, and it is younger than policy.WorkingPushAfter.
+func (s *session) pushWaits(r PushRequest, now time.Time) bool {
+	return s.Agent != nil && s.Agent.State == AgentWorking && now.Sub(r.ReceivedAt) < policy.WorkingPushAfter &&
+		s.inContext(DeliveryRequest{Kind: KindMessage, ReplyTo: r.ReplyTo})
+}
+
+// countDue is how many held pushes may go now.
+func (s *session) countDue(now time.Time) int {
+	n := 0
+	for _, r := range s.HeldPushes {
+		if !s.pushWaits(r, now) {
+			n++
+		}
+	}
+	return n
+}
+
+// duePushes puts the held pushes that may go now first, in their order, and returns how many
+// they are; the others wait for the next digest (sessionWorkingPushesWait).
+func (s *session) duePushes(now time.Time) int {
+	var due, waiting []PushRequest
+	for _, r := range s.HeldPushes {
+		if s.pushWaits(r, now) {
+			waiting = append(waiting, r)
+		} else {
+			due = append(due, r)
+		}
+	}
+	s.HeldPushes = append(due, waiting...)
+	return len(due)
 }
 
 // whereIs says where the message of a push's intent is, for its line in the digest: with the

@@ -150,6 +150,13 @@ const sessionOwedNeverEscalates = 5
 // read both together ("new" and "unanswered" for one message).
 const sessionReminderNotBesideMessage = 5
 
+// sessionWorkingPushesWait (SessionVersion 5, change ID working-pushes-wait): a reminder push of
+// a message the agent has taken in and works on in a live turn waits in the digest until the
+// turn ends or the message is policy.WorkingPushAfter old: the phone hears about what the agent
+// is not doing, not one push per message of a busy turn. Its intent asks again meanwhile (a
+// long queue, no failure); the held push is replaced, so it goes out once.
+const sessionWorkingPushesWait = 5
+
 // sessionNoAgentWaits (SessionVersion 5, change ID no-agent-waits): a pane that is gone (tmux
 // closed it with the agent) waits like a shell in front instead of failing each delivery, and
 // an agent whose SessionEnd hook says it ended is not typed into; the person is told at once,
@@ -193,6 +200,8 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 		workflow.GetVersion(ctx, "drop-empty-expired-offers", workflow.DefaultVersion, 1) == workflow.DefaultVersion
 	s.owedNudgeOnly = s.Version >= sessionOwedNeverEscalates ||
 		workflow.GetVersion(ctx, "owed-answers-nudge-only", workflow.DefaultVersion, 1) == 1
+	s.workingPushesWait = s.Version >= sessionWorkingPushesWait ||
+		workflow.GetVersion(ctx, "working-pushes-wait", workflow.DefaultVersion, 1) == 1
 	s.Ledger.reminderBesideMessage = s.Version < sessionReminderNotBesideMessage &&
 		workflow.GetVersion(ctx, "reminder-not-beside-message", workflow.DefaultVersion, 1) == workflow.DefaultVersion
 	s.noAgentWaits = s.Version >= sessionNoAgentWaits ||
@@ -289,6 +298,9 @@ type session struct {
 	toldNoAgent  bool
 	// busyWhy is why the delivery at the head waits (the view's WaitsFor).
 	busyWhy string
+	// workingPushesWait: reminder pushes of what the agent works on wait
+	// (sessionWorkingPushesWait).
+	workingPushesWait bool
 	// deskOff: this run found no desk.
 	deskOff     bool
 	busySince   *time.Time

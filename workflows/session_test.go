@@ -765,8 +765,9 @@ func TestReminderPushesDigested(t *testing.T) {
 	require.Equal(t, "msg_id=9 chat=1: s", h.pushes[1].Message, "a single reminder reads as it always did")
 }
 
-// Issue 35: each line of a session's digest says where the message is: with the agent (working
-// on it, or owing an answer), or not delivered yet and why; one title scheme.
+// Issue 35: each line of a session's digest says where the message is: with the agent (owing an
+// answer), or not delivered yet and why; one title scheme. The push of a message the agent works
+// on in a live turn waits until the turn ends (SessionVersion 5).
 func TestDigestSaysWhereEachMessageIs(t *testing.T) {
 	h := newSessionHarness(t)
 	cfg := hookSession()
@@ -779,14 +780,17 @@ func TestDigestSaysWhereEachMessageIs(t *testing.T) {
 	h.send(20*time.Second, SignalDeliver, message("2"))
 	push("1", 24*time.Second)
 	push("2", 24*time.Second+100*time.Millisecond)
-	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 2*time.Minute)
+	h.send(90*time.Second, SignalHookWords, said(AgentEvent{Event: EventStop}))
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 3*time.Minute)
 	cfg.Push = true
 	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
-	require.NotEmpty(t, h.pushes)
-	p := h.pushes[0]
-	require.Equal(t, "intentq: 2 messages waiting for secretary", p.Title)
-	require.Contains(t, p.Message, "msg_id=1 chat=42 (the agent has it and is working): s1")
-	require.Contains(t, p.Message, "msg_id=2 chat=42 (not delivered yet: the agent is working (hook user-prompt-submit)): s2")
+	require.Len(t, h.pushes, 2, "%+v", h.pushes)
+	require.Equal(t, "intentq: 1 message waiting for secretary", h.pushes[0].Title)
+	require.Equal(t, "msg_id=2 chat=42 (not delivered yet: the agent is working (hook user-prompt-submit)): s2", h.pushes[0].Message)
+	require.Less(t, h.pushTimes[0], 30*time.Second)
+	require.Equal(t, "msg_id=1 chat=42 (the agent has it, no answer yet): s1", h.pushes[1].Message, "held while the agent worked on it")
+	require.GreaterOrEqual(t, h.pushTimes[1], 90*time.Second)
+	require.True(t, h.results["p1"].OK)
 }
 
 // A door's batch arrives as one signal and is queued in its order.

@@ -93,6 +93,11 @@ const (
 // Coalesced delivery (issue 15): what waits for a session is typed together, at most MaxBatch
 // requests and MaxBatchBytes of text per prompt; a reminder at the head of the queue waits
 // DigestGather for the others due at the same tick, so that they go out as one digest.
+// WorkingPushAfter is how long a message the agent has taken in and works on in a live turn is
+// kept off the phone (issue 35): reminders of it wait in its session's digest until the turn
+// ends or the message is this old.
+const WorkingPushAfter = 10 * time.Minute
+
 const (
 	MaxBatch      = 50
 	MaxBatchBytes = 16 << 10
