@@ -72,6 +72,19 @@ type Ledger struct {
 	// queueWhileTyping: such requests are queued as any other (runs before SessionVersion 3,
 	// rule typing-holds-repeats), so a hook could print what was being typed.
 	queueWhileTyping bool
+	// reconcileTakesAllWaiting: a late commit that reconciles a request another open offer took
+	// again answers everything waiting for that offer, not only what waits for the request
+	// (runs before SessionVersion 5, rule reconcile-keeps-other-waits): a request for a message
+	// no hook printed was answered delivered (found by the ledger checker, seed 141039).
+	reconcileTakesAllWaiting bool
+	// offerLateCommitted: the standing offer may carry what a late commit a take read (not yet
+	// settled) printed (runs before SessionVersion 5, rule offer-skips-late-commits): a hook
+	// took it from the desk and printed it again (found by the ledger checker, seed 47892 with
+	// withdrawals).
+	offerLateCommitted bool
+	// sameByIntent: enqueue takes a request for the same intent and kind as one waiting for the
+	// same thing (runs before SessionVersion 5, rule enqueue-by-typed-key).
+	sameByIntent bool
 	// reminderBesideMessage: a hook's take and the standing offer hand over a reminder beside
 	// the message it reminds of (runs before SessionVersion 5, rule reminder-not-beside-message):
 	// the agent read the message and its reminder together.
@@ -142,11 +155,21 @@ func (l *Ledger) dequeue(id string) {
 	}
 }
 
-// enqueue adds a request unless the same intent already waits for a delivery of the same kind
-// (an intent that timed out in a long queue and asked again): the waiting one answers both.
+// enqueue adds a request unless the same thing already waits (an intent that timed out in a
+// long queue and asked again): the waiting one answers both. The same thing is what the request
+// hands over (its typedKey: the message, or the reminder's tick), else the intent and kind.
+// Before SessionVersion 5 (rule enqueue-by-typed-key) it was always the intent and kind, so a
+// reminder requeued after its offer's lease ended dropped a later tick of the same intent that
+// waited reserved by the standing offer: the desk handed it out, its commit found no offer, and
+// the tick was typed again when its intent asked again (found by the ledger checker, seed 33335).
 func (l *Ledger) enqueue(req DeliveryRequest) {
+	key := req.typedKey()
 	for _, q := range l.Queue {
-		if q.ReplyTo == req.ReplyTo && q.Kind == req.Kind {
+		if l.sameByIntent || key == "" {
+			if q.ReplyTo == req.ReplyTo && q.Kind == req.Kind {
+				return
+			}
+		} else if q.typedKey() == key {
 			return
 		}
 	}
@@ -432,8 +455,21 @@ func (l *Ledger) reconcile(key string) (c Commit, ok, withdraw bool) {
 		if j := l.heldIn(r); j >= 0 {
 			other := &l.Offers[j]
 			other.Requests = slices.DeleteFunc(slices.Clone(other.Requests), func(q DeliveryRequest) bool { return q.typedKey() == key })
-			commit.Waiting = append(commit.Waiting, other.Waiting...)
-			other.Waiting = nil
+			if l.reconcileTakesAllWaiting {
+				commit.Waiting = append(commit.Waiting, other.Waiting...)
+				other.Waiting = nil
+			} else {
+				// Only what waits for this request: the rest waits for the other offer's own.
+				var keep []DeliveryRequest
+				for _, w := range other.Waiting {
+					if w.typedKey() == key {
+						commit.Waiting = append(commit.Waiting, w)
+					} else {
+						keep = append(keep, w)
+					}
+				}
+				other.Waiting = keep
+			}
 		}
 		commit.Requests = append(commit.Requests, r)
 	}
@@ -445,8 +481,13 @@ func (l *Ledger) reconcile(key string) (c Commit, ok, withdraw bool) {
 func (l *Ledger) Offerable() []DeliveryRequest {
 	var msgs []DeliveryRequest
 	size := 0
+	var committed map[string]bool
+	if !l.offerLateCommitted {
+		// As Take: a late commit a take read, not settled yet, printed these.
+		committed = l.lateCommitted()
+	}
 	for _, q := range l.Queue {
-		if !typedKind(q.Kind) || q.ID == l.typing || l.inContext(q) || l.heldIn(q) >= 0 || l.withdrawn(q) || l.besideItsMessage(q) {
+		if !typedKind(q.Kind) || q.ID == l.typing || l.inContext(q) || l.heldIn(q) >= 0 || l.withdrawn(q) || l.besideItsMessage(q) || committed[q.typedKey()] {
 			continue
 		}
 		if len(msgs) > 0 && (len(msgs) == policy.MaxBatch || size+len(q.Text) > policy.MaxBatchBytes) {

@@ -39,8 +39,11 @@ var (
 // commit dropped instead of reconciled; 509, a take that does not see a late commit the session
 // has not settled yet (issue 26); 5808, a request for what the typed block in flight carries
 // queued again, and a hook printing it (SessionVersion 3); 592, an offer a late commit emptied
-// left open after its lease (its timer then fired at once, forever: SessionVersion 4).
-var ledgerRegressions = []uint64{10, 15, 509, 592, 5808}
+// left open after its lease (its timer then fired at once, forever: SessionVersion 4); 33335, a
+// reminder requeued after its lease dropped a later tick of its intent that the standing offer
+// held (typed again later); 141039, a late commit reconciling a request another offer took again
+// answered everything waiting for that offer (both SessionVersion 5).
+var ledgerRegressions = []uint64{10, 15, 509, 592, 5808, 33335, 141039}
 
 // ledgerTakeBackRegressions are seeds, played with withdrawals, that found a defect put back
 // into Ledger.Withdraw (issue 35): 28, a message taken back left in the queue (a hook printed
@@ -135,7 +138,7 @@ type ledgerWorld struct {
 	// hungKeys are the keys printed by a hook that then hung past its lease, the session
 	// running (by take): the session cannot know the hook printed, so what the take held may be
 	// typed again before the commit comes (the lease's trade-off, docs/exactly-once.md). read
-	// are the takes whose commit the session has read: after that, nothing they printed may
+	// are the takes whose commit the session has settled: after that, nothing they printed may
 	// enter again.
 	hungKeys map[string][]string
 	read     map[string]bool
@@ -460,9 +463,6 @@ func (w *ledgerWorld) readWords() {
 		for _, t := range hw.Taken {
 			w.l.StandingTaken(t, w.now)
 		}
-		for _, c := range hw.Commits {
-			w.read[c] = true
-		}
 		w.l.Committed(hw.Commits...)
 	}
 	w.words = nil
@@ -484,10 +484,12 @@ func (w *ledgerWorld) hookFate(key string, msgs []DeliveryRequest, how string) {
 		// The worker goes away before the lease ends and comes back after the commit arrived.
 		delay = policy.OfferLease + time.Duration(w.rng.IntN(120))*time.Second
 		w.away = append(w.away, span{w.now.Add(policy.OfferLease / 2).Sub(w.t0), w.now.Add(delay + time.Millisecond).Sub(w.t0)})
+		w.note("%s printed; the worker goes away from %s to %s", key, w.away[len(w.away)-1].from, w.away[len(w.away)-1].to)
 		w.lateCommits++
 	case 2:
 		// The hook hangs after printing; its commit comes after the lease, the session running.
 		delay = policy.OfferLease + time.Duration(1+w.rng.IntN(120))*time.Second
+		w.note("%s printed; the hook hangs for %s", key, delay)
 		for _, m := range msgs {
 			if k := m.typedKey(); k != "" {
 				w.hungKeys[k] = append(w.hungKeys[k], key)
@@ -601,6 +603,10 @@ func (w *ledgerWorld) withdraw() {
 // the repeats.
 func (w *ledgerWorld) settle() {
 	w.readWords()
+	// The commits count as read once settled: until then a standing offer already at the desk
+	// may hand out what a hook that hung past its lease printed (the lease's trade-off; a take,
+	// and a standing offer made meanwhile, leave it out).
+	reading := slices.Clone(w.l.commits)
 	for {
 		st := w.l.Settle(w.now)
 		for _, c := range st.Commits {
@@ -610,16 +616,23 @@ func (w *ledgerWorld) settle() {
 		for _, o := range st.Expired {
 			w.note("lease of %s ended: %d queued again", o.Key, len(o.Requests))
 		}
+		if st.Withdraw {
+			// Not settled yet: a late commit printed what the standing offer holds; the offer
+			// is taken back from the desk, and the rest (the other commits, the leases) is
+			// settled then.
+			w.withdraw()
+			continue
+		}
+		for _, c := range reading {
+			w.read[c] = true
+		}
 		// Settled means no open offer's lease has ended (else its timer fires at once, forever).
 		for _, o := range w.l.Offers {
 			if w.now.Sub(o.At) >= policy.OfferLease {
 				w.fail("offer %s still open %s after its lease ended (%d requests)", o.Key, w.now.Sub(o.At)-policy.OfferLease, len(o.Requests))
 			}
 		}
-		if !st.Withdraw {
-			break
-		}
-		w.withdraw()
+		break
 	}
 	w.answer(w.l.Repeats(), true, "repeat")
 }

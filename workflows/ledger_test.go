@@ -270,3 +270,19 @@ func TestLedgerDigestOldestFirst(t *testing.T) {
 	batch, _ := l.NextBatch()
 	require.Equal(t, []string{"intent/1/2#2", "intent/1/3#2", "intent/1/1#2"}, ids(batch))
 }
+
+// SessionVersion 5 (offer-skips-late-commits): what a late commit printed, read by a take and
+// not settled yet, is left out of the standing offer, as out of a take.
+func TestLedgerOfferSkipsLateCommits(t *testing.T) {
+	var l Ledger
+	l.Admit(msg(1, 1))
+	l.Admit(msg(2, 1))
+	require.Len(t, l.Take("post-tool-use/a", EventPostToolUse, t0), 2)
+	l.Settle(t0.Add(policy.OfferLease)) // the hook hung: its lease ends, both queued again
+	require.Len(t, l.Queue, 2)
+	l.Committed("post-tool-use/a") // its commit comes; a take reads it, nothing settles yet
+	require.Empty(t, l.Offerable())
+	old := Ledger{offerLateCommitted: true, Queue: l.Queue, ExpiredOffers: l.ExpiredOffers}
+	old.Committed("post-tool-use/a")
+	require.Len(t, old.Offerable(), 2, "before version 5")
+}

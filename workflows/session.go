@@ -150,6 +150,23 @@ const sessionOwedNeverEscalates = 5
 // read both together ("new" and "unanswered" for one message).
 const sessionReminderNotBesideMessage = 5
 
+// sessionReconcileKeepsOtherWaits (SessionVersion 5, change ID reconcile-keeps-other-waits): a
+// late commit reconciling a request that another open offer took again answers only what waits
+// for that request; before, it answered all that waited for the other offer, a message no hook
+// had printed among them (Ledger.reconcile).
+const sessionReconcileKeepsOtherWaits = 5
+
+// sessionOfferSkipsLateCommits (SessionVersion 5, change ID offer-skips-late-commits): the
+// standing offer leaves out what a late commit printed that a take has read and the main loop
+// has not settled yet, as a take already did; before, the desk could hand it to a hook again.
+const sessionOfferSkipsLateCommits = 5
+
+// sessionEnqueueByTypedKey (SessionVersion 5, change ID enqueue-by-typed-key): a request joins
+// the queue unless what it hands over (the message, or the reminder's tick) already waits;
+// before, any request of the same intent and kind kept it out, and a later reminder tick held
+// by the standing offer was lost from the queue and typed again later (Ledger.enqueue).
+const sessionEnqueueByTypedKey = 5
+
 // sessionWorkingPushesWait (SessionVersion 5, change ID working-pushes-wait): a reminder push of
 // a message the agent has taken in and works on in a live turn waits in the digest until the
 // turn ends or the message is policy.WorkingPushAfter old: the phone hears about what the agent
@@ -202,6 +219,12 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 		workflow.GetVersion(ctx, "owed-answers-nudge-only", workflow.DefaultVersion, 1) == 1
 	s.workingPushesWait = s.Version >= sessionWorkingPushesWait ||
 		workflow.GetVersion(ctx, "working-pushes-wait", workflow.DefaultVersion, 1) == 1
+	s.Ledger.reconcileTakesAllWaiting = s.Version < sessionReconcileKeepsOtherWaits &&
+		workflow.GetVersion(ctx, "reconcile-keeps-other-waits", workflow.DefaultVersion, 1) == workflow.DefaultVersion
+	s.Ledger.offerLateCommitted = s.Version < sessionOfferSkipsLateCommits &&
+		workflow.GetVersion(ctx, "offer-skips-late-commits", workflow.DefaultVersion, 1) == workflow.DefaultVersion
+	s.Ledger.sameByIntent = s.Version < sessionEnqueueByTypedKey &&
+		workflow.GetVersion(ctx, "enqueue-by-typed-key", workflow.DefaultVersion, 1) == workflow.DefaultVersion
 	s.Ledger.reminderBesideMessage = s.Version < sessionReminderNotBesideMessage &&
 		workflow.GetVersion(ctx, "reminder-not-beside-message", workflow.DefaultVersion, 1) == workflow.DefaultVersion
 	s.noAgentWaits = s.Version >= sessionNoAgentWaits ||
