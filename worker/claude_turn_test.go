@@ -16,6 +16,7 @@ import (
 
 	"github.com/intentq/intentq/internal/testkit/fakeanthropic"
 	"github.com/intentq/intentq/internal/testkit/fakebot"
+	"github.com/intentq/intentq/internal/testkit/fakentfy"
 	"github.com/intentq/intentq/internal/testkit/testenv"
 )
 
@@ -621,6 +622,58 @@ func TestClaudeCodeTypedBlockIsReceipted(t *testing.T) {
 	for i := 1; i <= 5; i++ {
 		if n := seen(fmt.Sprintf("msg_id=%d chat=42", i)); n != 1 {
 			t.Errorf("message %d reached the model %d times", i, n)
+		}
+	}
+}
+
+// Issue 35: the real Claude Code exits (/exit, its pane closing with it): its SessionEnd hook
+// tells the person at once, once, that the session has no agent and how to start it again; no
+// failure is pushed, and the doctor fails for the pane that is gone.
+func TestClaudeCodeExitIsToldAtOnce(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
+	bin := binaries(t)
+	bot := fakebot.New("321:exit")
+	t.Cleanup(bot.Close)
+	ntfy := fakentfy.New()
+	t.Cleanup(ntfy.Close)
+	api := fakeanthropic.New(func(fakeanthropic.Request) fakeanthropic.Turn { return fakeanthropic.Turn{Text: "Noted."} })
+	t.Cleanup(api.Close)
+	env, home := claudeEnv(t, bot, "321:exit", "INTENTQ_NTFY_URL="+ntfy.URL(), "INTENTQ_NTFY_TOPIC=phone", "INTENTQ_REMINDERS_FIRST_AFTER=10m")
+	_, lines := startWorker(t, bin, env)
+	waitFor(t, lines, "ready", 60*time.Second)
+	starterRun(t, env, 0, "setup")
+	capture := claudeAgent(t, env, home, api)
+	waitPane(t, capture, "Claude Code's input line", 60*time.Second, func(p string) bool { return strings.Contains(p, "❯") })
+	bot.AddMessage(42, 42, 1, "hello before the exit")
+	eventually(t, "message 1 at the model", 60*time.Second, func() bool { return sawText(api, "hello before the exit") }, capture)
+
+	told := func() (n int, last string) {
+		for _, m := range ntfy.Messages() {
+			if strings.Contains(m.Title, "secretary has no agent running") {
+				n, last = n+1, m.Message
+			}
+		}
+		return n, last
+	}
+	tmuxKeys(t, env, "-l", "/exit")
+	tmuxKeys(t, env, "Enter")
+	exited := time.Now()
+	eventually(t, "the person told", 30*time.Second, func() bool { n, _ := told(); return n > 0 }, func() string { return fmt.Sprintf("%+v", ntfy.Messages()) })
+	t.Logf("told %s after /exit", time.Since(exited).Round(100*time.Millisecond))
+	if _, msg := told(); !strings.Contains(msg, "starter run-agent secretary") {
+		t.Errorf("the push: %q", msg)
+	}
+	if out, _ := run(t, filepath.Join(bin, "starter"), env, "", "doctor"); !strings.Contains(out, "the pane secretary:0 is gone") {
+		t.Errorf("doctor:\n%s", out)
+	}
+	bot.AddMessage(42, 42, 2, "while it is gone")
+	time.Sleep(15 * time.Second) // the session looks at the pane, finds it gone: told once already
+	if n, _ := told(); n != 1 {
+		t.Errorf("told %d times, want once: %+v", n, ntfy.Messages())
+	}
+	for _, m := range ntfy.Messages() {
+		if strings.Contains(m.Title, "failed") {
+			t.Errorf("a failure pushed: %+v", m)
 		}
 	}
 }
