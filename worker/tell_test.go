@@ -154,3 +154,63 @@ func TestAgentGoneIsToldOnceAndItsMessagesWait(t *testing.T) {
 		t.Errorf("told %d times, want once", n)
 	}
 }
+
+// Issue 35: a message the person edits while it waits in its session (a shell in the pane, no
+// agent yet) reaches the agent once, as edited, never as first sent; an edit of a message the
+// agent already has is answered in the chat (send the correction as a new message) and changes
+// nothing.
+func TestEditedWhileWaitingReachesTheAgentAsEdited(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; its own home, tmux server and ports
+	bin := binaries(t)
+	const token = "35:edit"
+	bot := fakebot.New(token)
+	t.Cleanup(bot.Close)
+	env, home, _ := ingestEnv(t, "INTENTQ_AGENT_ID=secretary", "INTENTQ_REMINDERS_FIRST_AFTER=1h",
+		"INTENTQ_TELEGRAM_TOKEN="+token, "INTENTQ_TELEGRAM_API_ENDPOINT="+bot.Endpoint())
+	env = append(env, "INTENTQ_CONFIG="+writeConfig(t, env, home, "telegram:\n  allowed_chat_ids: [42]\n  allowed_user_ids: [42]\n"+
+		"sessions:\n  secretary: {tmux_target: \"secretary:0\", chats: [42], default: true}\n"),
+		"INTENTQ_CLIS_CLAUDE_PROCESS_NAMES="+standInProcess) // sh is a shell here, not an agent
+	tmuxSession(t, env, "secretary", "sh")
+	_, lines := startWorker(t, bin, env)
+	waitFor(t, lines, "ready", 90*time.Second)
+	pane := filepath.Join(home, "pane.out")
+	got := func() string { data, _ := os.ReadFile(pane); return string(data) }
+	show := func() string { return got() }
+
+	bot.AddMessage(42, 42, 1, "meet at 3pm")
+	eventually(t, "message 1 waiting in the session", 60*time.Second, func() bool {
+		out, _ := run(t, filepath.Join(bin, "starter"), env, "", "session", "show", "secretary")
+		return strings.Contains(out, "waiting 1,")
+	}, show)
+	edited := fakebot.TextMessage(42, 42, 1, "meet at 4pm")
+	bot.AddUpdate(fakebot.EditedMessageUpdate(edited))
+	eventually(t, "the edit taken", 60*time.Second, func() bool {
+		out, _ := run(t, filepath.Join(bin, "starter"), env, "", "show", "42/1")
+		return strings.Contains(out, "4pm")
+	}, show)
+
+	respawn := exec.Command("tmux", "respawn-pane", "-k", "-t", "secretary:0", standInAgentCommand(t, pane, filepath.Join(bin, "starter")))
+	respawn.Env = env
+	if out, err := respawn.CombinedOutput(); err != nil {
+		t.Fatalf("tmux respawn-pane: %v %s", err, out)
+	}
+	eventually(t, "message 1 at the agent", 60*time.Second, func() bool { return strings.Contains(got(), "meet at 4pm") }, show)
+	time.Sleep(3 * time.Second) // anything typed after it would show by now
+	if strings.Contains(got(), "meet at 3pm") || strings.Count(got(), "【新着メッセージ】msg_id=1 chat=42") != 1 {
+		t.Errorf("the agent got:\n%s", got())
+	}
+
+	// An edit after the agent had it: told, nothing changes.
+	bot.AddUpdate(fakebot.EditedMessageUpdate(fakebot.TextMessage(42, 42, 1, "meet at 5pm")))
+	eventually(t, "the answer to the late edit", 30*time.Second, func() bool {
+		for _, m := range bot.Sent() {
+			if m.ReplyTo == 1 && strings.Contains(m.Text, "send the correction as a new message") {
+				return true
+			}
+		}
+		return false
+	}, func() string { return fmt.Sprintf("%+v", bot.Sent()) })
+	if strings.Contains(got(), "5pm") {
+		t.Errorf("a late edit reached the agent:\n%s", got())
+	}
+}

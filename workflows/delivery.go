@@ -30,7 +30,9 @@ const (
 	// SignalWithdraw takes back an intent the person ignored or cancelled before it reached
 	// the agent (WithdrawRequest): nothing hands it over afterwards.
 	SignalWithdraw = "withdraw"
-	QuerySession   = "session"
+	// SignalReplace puts an edited text in place of a waiting message (ReplaceRequest).
+	SignalReplace = "replace"
+	QuerySession  = "session"
 )
 
 // Kinds of delivery.
@@ -75,6 +77,12 @@ func (r DeliveryRequest) typedKey() string {
 // WithdrawRequest names the intent a SignalWithdraw takes back.
 type WithdrawRequest struct {
 	Intent string `json:"intent"`
+}
+
+// ReplaceRequest carries the text an edited message now delivers as (SignalReplace).
+type ReplaceRequest struct {
+	Intent string `json:"intent"`
+	Text   string `json:"text"`
 }
 
 // DeliveryResult answers a DeliveryRequest.

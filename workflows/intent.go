@@ -222,12 +222,50 @@ func (w *intent) registerHandlers(ctx workflow.Context) error {
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateReply, w.replyHandler, workflow.UpdateHandlerOptions{Validator: w.validateReply}); err != nil {
 		return err
 	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateEdit, w.edit, workflow.UpdateHandlerOptions{Validator: func(r EditRequest) error {
+		if r.Text == "" {
+			return errors.New("edit: no text")
+		}
+		return open("edit")
+	}}); err != nil {
+		return err
+	}
 	for _, h := range handlers {
 		if err := workflow.SetUpdateHandlerWithOptions(ctx, h.name, h.handler, workflow.UpdateHandlerOptions{Validator: h.validator}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// edit puts the person's edited text in place of the message while it has not reached the agent
+// (issue 35): later deliveries carry it, and the session puts it in place of the waiting one. A
+// message the agent already has is not changed (Delivered: the person is told to send the
+// correction as a new message).
+func (w *intent) edit(ctx workflow.Context, r EditRequest) (EditResult, error) {
+	if err := w.open("edit"); err != nil {
+		return EditResult{}, err
+	}
+	if !w.in.Deliver || w.st.Delivered != nil {
+		return EditResult{Delivered: w.st.Delivered != nil}, nil
+	}
+	w.in.Text = r.Text
+	w.st.Edits++
+	memo := map[string]any{}
+	if len(r.Text) <= MaxMemoText {
+		memo[MemoTextKey] = r.Text
+	}
+	if err := workflow.UpsertMemo(ctx, memo); err != nil {
+		workflow.GetLogger(ctx).Warn("edit: memo text", "intent", w.id, "error", err)
+	}
+	if err := w.publishMemo(ctx); err != nil {
+		workflow.GetLogger(ctx).Warn("edit: memo", "intent", w.id, "error", err)
+	}
+	err := workflow.SignalExternalWorkflow(ctx, SessionWorkflowID(w.in.Session), "", SignalReplace, ReplaceRequest{Intent: w.id, Text: DeliveryText(w.in)}).Get(ctx, nil)
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("edit: the session not told", "intent", w.id, "error", err)
+	}
+	return EditResult{Replaced: true}, nil
 }
 
 // takeBack takes an ignored intent's requests back from its session (intentTakesBack): the

@@ -38,6 +38,9 @@ const (
 	UpdateLink      = "link"
 	UpdateIgnore    = "ignore"
 	UpdateRemindNow = "remind-now"
+	// UpdateEdit puts the person's edited text in place of a message that has not reached the
+	// agent (EditRequest, EditResult).
+	UpdateEdit = "edit"
 	// UpdateHookRemind asks whether the post-tool-use hook may remind of this intent now.
 	UpdateHookRemind = "hook-remind"
 	QueryState       = "state"
@@ -162,6 +165,8 @@ type IntentState struct {
 	Job         string       `json:"job,omitempty"`
 	// Delivered is when the message itself reached the session (Deliver intents only).
 	Delivered *time.Time `json:"delivered_at,omitempty"`
+	// Edits counts the person's edits that replaced the message before it reached the agent.
+	Edits int `json:"edits,omitempty"`
 	// Reminders counts the reminders that reached the agent's pane, LastRemindedAt the last one.
 	Reminders      int        `json:"reminders"`
 	LastRemindedAt *time.Time `json:"last_reminded_at,omitempty"`
@@ -240,6 +245,18 @@ type CloseRequest struct {
 // LinkRequest ties an intent to a job; reminders stop.
 type LinkRequest struct {
 	Job string `json:"job"`
+}
+
+// EditRequest is the person's edited text of the message.
+type EditRequest struct {
+	Text string `json:"text"`
+}
+
+// EditResult says whether the edit replaced the message before it reached the agent; when not,
+// Delivered says the agent already had it.
+type EditResult struct {
+	Replaced  bool `json:"replaced"`
+	Delivered bool `json:"delivered,omitempty"`
 }
 
 // IgnoreRequest gives up on an intent by hand.

@@ -206,6 +206,19 @@ func (l *Ledger) Withdraw(intent string) (standing bool) {
 	return l.Standing != nil && slices.ContainsFunc(l.Queue, func(q DeliveryRequest) bool { return l.withdrawn(q) })
 }
 
+// Replace puts text in place of intent's waiting message (the person edited it before it
+// reached the agent). It reports whether the message still waited here, and whether the
+// standing offer names it (the desk holds the old text: it must be offered again).
+func (l *Ledger) Replace(intent, text string) (replaced, standing bool) {
+	for i, q := range l.Queue {
+		if q.Kind == KindMessage && q.ReplyTo == intent {
+			l.Queue[i].Text = text
+			replaced, standing = true, standing || l.reserved(q.ID)
+		}
+	}
+	return replaced, standing
+}
+
 // withdrawn reports whether req is for an intent the person took back.
 func (l *Ledger) withdrawn(req DeliveryRequest) bool {
 	return req.ReplyTo != "" && slices.Contains(l.Withdrawn, req.ReplyTo)

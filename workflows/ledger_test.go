@@ -286,3 +286,25 @@ func TestLedgerOfferSkipsLateCommits(t *testing.T) {
 	old.Committed("post-tool-use/a")
 	require.Len(t, old.Offerable(), 2, "before version 5")
 }
+
+// Issue 35: an edit puts its text in place of the waiting message; one the standing offer holds
+// says so (offered again with the new text); one not waiting any more is left alone.
+func TestLedgerReplace(t *testing.T) {
+	var l Ledger
+	l.Admit(msg(1, 1))
+	l.Admit(msg(2, 1))
+	replaced, standing := l.Replace("intent/1/1", "edited 1")
+	require.True(t, replaced)
+	require.False(t, standing)
+	require.Equal(t, "edited 1", l.Queue[0].Text)
+	l.Stand(l.Offerable(), "run")
+	_, standing = l.Replace("intent/1/2", "edited 2")
+	require.True(t, standing)
+	batch, _ := l.NextBatch()
+	require.Len(t, batch, 0, "reserved by the standing offer")
+	l.StandingWithdrawn()
+	batch, _ = l.NextBatch()
+	require.Equal(t, []string{"edited 1", "edited 2"}, []string{batch[0].Text, batch[1].Text})
+	replaced, _ = l.Replace("intent/1/1", "too late")
+	require.False(t, replaced)
+}

@@ -200,6 +200,7 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 		takenCh:     workflow.GetSignalChannel(ctx, SignalTaken),
 		wordsCh:     workflow.GetSignalChannel(ctx, SignalHookWords),
 		withdrawCh:  workflow.GetSignalChannel(ctx, SignalWithdraw),
+		replaceCh:   workflow.GetSignalChannel(ctx, SignalReplace),
 		wakeCh:      workflow.NewBufferedChannel(ctx, 1),
 	}
 	if err := workflow.SetQueryHandler(ctx, QuerySession, s.view); err != nil {
@@ -311,6 +312,10 @@ type session struct {
 	// standing offer names one of them and must be taken back from the desk.
 	withdrawCh workflow.ReceiveChannel
 	restand    bool
+	// replaceCh carries edited texts (ReplaceRequest); staleStanding: the standing offer holds
+	// a text since edited, and is offered again.
+	replaceCh     workflow.ReceiveChannel
+	staleStanding bool
 	// owedNudgeOnly: reminders of what the agent has only nudge, and a reset is told
 	// (sessionOwedNeverEscalates).
 	owedNudgeOnly bool
@@ -364,6 +369,14 @@ func (s *session) view() (SessionView, error) {
 
 // drain takes every signal that has arrived without blocking, and reports whether there was one.
 func (s *session) drain(ctx workflow.Context) (took bool) {
+	for {
+		var r ReplaceRequest
+		if !s.replaceCh.ReceiveAsync(&r) {
+			break
+		}
+		s.replace(ctx, r)
+		took = true
+	}
 	for {
 		var r WithdrawRequest
 		if !s.withdrawCh.ReceiveAsync(&r) {
@@ -505,6 +518,11 @@ func (s *session) waitForSignal(ctx workflow.Context, timer workflow.Future) (ag
 		s.hear(ctx, w)
 		agent = true
 	})
+	sel.AddReceive(s.replaceCh, func(c workflow.ReceiveChannel, _ bool) {
+		var r ReplaceRequest
+		c.Receive(ctx, &r)
+		s.replace(ctx, r)
+	})
 	sel.AddReceive(s.withdrawCh, func(c workflow.ReceiveChannel, _ bool) {
 		var r WithdrawRequest
 		c.Receive(ctx, &r)
@@ -523,6 +541,16 @@ func (s *session) waitForSignal(ctx workflow.Context, timer workflow.Future) (ag
 
 func (s *SessionInput) historyTooLong(ctx workflow.Context) bool {
 	return historyTooLong(ctx, policy.Or(s.MaxHistoryEvents, policy.MaxHistoryEvents))
+}
+
+// replace puts an edited text in place of a waiting message (Ledger.Replace); a standing offer
+// that holds the old text is offered again.
+func (s *session) replace(ctx workflow.Context, r ReplaceRequest) {
+	replaced, standing := s.Replace(r.Intent, r.Text)
+	if standing {
+		s.staleStanding, s.restand = true, true
+	}
+	workflow.GetLogger(ctx).Info("edited by the person", "session", s.Config.Name, "intent", r.Intent, "replaced", replaced)
 }
 
 // withdraw takes back an intent the person ignored or cancelled (Ledger.Withdraw).

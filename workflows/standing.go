@@ -163,9 +163,10 @@ func (s *session) standOffer(ctx workflow.Context) {
 		return
 	}
 	msgs := s.Offerable()
-	if len(msgs) == 0 || (s.Standing != nil && len(msgs) == len(s.Standing.IDs)) {
+	if len(msgs) == 0 || (s.Standing != nil && len(msgs) == len(s.Standing.IDs) && !s.staleStanding) {
 		return
 	}
+	s.staleStanding = false
 	if s.Standing != nil {
 		if !s.withdrawStanding(ctx) || s.Standing != nil {
 			return

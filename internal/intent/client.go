@@ -303,9 +303,21 @@ func Confirm(ctx context.Context, c client.Client, list []Summary, status string
 // Update sends one of the intent workflow's updates (close, link, ignore, remind-now) and
 // waits for its answer. An intent that does not exist or has ended says so in the error.
 func Update(ctx context.Context, c client.Client, id, name string, arg any) (workflows.IntentState, error) {
+	return update[workflows.IntentState](ctx, c, id, name, arg)
+}
+
+// Edit puts the person's edited text in place of an intent's message that has not reached the
+// agent (workflows.UpdateEdit).
+func Edit(ctx context.Context, c client.Client, id, text string) (workflows.EditResult, error) {
+	return update[workflows.EditResult](ctx, c, id, workflows.UpdateEdit, workflows.EditRequest{Text: text})
+}
+
+// update sends update name with arg to intent id and waits for its outcome (T).
+func update[T any](ctx context.Context, c client.Client, id, name string, arg any) (T, error) {
+	var st T
 	id, err := ResolveID(id)
 	if err != nil {
-		return workflows.IntentState{}, err
+		return st, err
 	}
 	opts := client.UpdateWorkflowOptions{
 		WorkflowID:   id,
@@ -316,7 +328,6 @@ func Update(ctx context.Context, c client.Client, id, name string, arg any) (wor
 		opts.Args = []any{arg}
 	}
 	handle, err := c.UpdateWorkflow(ctx, opts)
-	var st workflows.IntentState
 	if err == nil {
 		err = handle.Get(ctx, &st)
 	}

@@ -134,6 +134,31 @@ func (c control) stop(ctx context.Context, chat string) string {
 	return name + " not stopped: " + res.Why + "."
 }
 
+// edit returns the door's handler of a person's edit of a message (issue 35): a message that has
+// not reached its agent delivers the edited text instead (quietly); one the agent already has is
+// left as it was, and the person is told to send the correction as a new message.
+func (c control) edit(rec *intent.Recorder) func(ctx context.Context, chat, msg, text string) string {
+	return func(ctx context.Context, chat, msg, text string) string {
+		m := intent.Message{ChatID: chat, MessageID: msg, Text: text, Source: workflows.SourceTelegram}
+		if _, err := rec.Prepare(&m); err != nil {
+			return fmt.Sprintf("Your edit of #%s was not taken: %s.", msg, err.Error())
+		}
+		ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		res, err := intent.Edit(ctx, c.client, workflows.IntentID(chat, msg), m.Text)
+		switch {
+		case errors.Is(err, intent.ErrNotFound), errors.Is(err, intent.ErrNotOpen):
+			return "" // not recorded here, or answered already: nothing to change
+		case err != nil:
+			c.log.Warn("edit", zap.String("chat", chat), zap.String("message", msg), zap.Error(err))
+			return fmt.Sprintf("Your edit of #%s could not be passed on right now; send the correction as a new message.", msg)
+		case res.Delivered:
+			return fmt.Sprintf("The agent already had #%s when you edited it: send the correction as a new message.", msg)
+		}
+		return ""
+	}
+}
+
 // status says, for each session of this chat, what its agent is doing and what waits.
 func (c control) status(ctx context.Context, chat string) string {
 	var names []string

@@ -377,6 +377,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger, opts ...
 				_, err := telegramSender.Send(ctx, activities.SendRequest{ChatID: chat, ReplyTo: replyTo, Text: text, Key: key})
 				return err
 			},
+			Edit: control{client: s.client, cfg: cfg, log: logger.Named("control"), now: time.Now}.edit(rec),
 		})
 		pollCtx, cancel := context.WithCancel(context.Background())
 		s.stopPoller = cancel

@@ -64,6 +64,9 @@ type Options struct {
 	// door, through Reply (chat, the command's message, the answer, a key that sends it once).
 	Control Control
 	Reply   func(ctx context.Context, chat, replyTo, text, key string) error
+	// Edit, when set, takes a person's edit of a message (chat, message, new text) and says
+	// what to tell them ("" nothing); unset, edits are logged and passed over.
+	Edit func(ctx context.Context, chat, message, text string) string
 }
 
 // PollerStatus is what the poller keeps in Options.StatusFile.
@@ -284,6 +287,7 @@ type item struct {
 	updateID int
 	msg      *intent.Message // nil: nothing to record (skipped, logged)
 	cmd      *Command        // a command the door answers (nothing is recorded)
+	edit     *intent.Message // a person's edit of a message recorded before
 	res      intent.Result
 	recorded bool
 }
@@ -346,6 +350,13 @@ func (p *Poller) handleBatch(ctx context.Context, updates []json.RawMessage) {
 		if it.cmd != nil {
 			p.answer(ctx, *it.cmd)
 		}
+		if e := it.edit; e != nil {
+			if text := p.opts.Edit(ctx, e.ChatID, e.MessageID, e.Text); text != "" {
+				if err := p.opts.Reply(ctx, e.ChatID, e.MessageID, text, "edit/"+e.ChatID+"/"+e.MessageID+"/"+strconv.Itoa(it.updateID)); err != nil {
+					p.log.Warn("edit answer not sent", zap.String("chat", e.ChatID), zap.String("message", e.MessageID), zap.Error(p.redact(err)))
+				}
+			}
+		}
 	}
 	if done > 0 {
 		p.offset = items[done-1].updateID + 1
@@ -376,6 +387,15 @@ func (p *Poller) parse(raw json.RawMessage) *item {
 		p.log.Warn("update fields of the wrong type passed over", zap.Int("update_id", it.updateID), zap.Strings("fields", dropped))
 	}
 	it.msg = p.message(u, raw)
+	if m := u.EditedMessage; m != nil && p.opts.Edit != nil && m.Chat != nil {
+		var from int64
+		if m.From != nil {
+			from = m.From.ID
+		}
+		if p.allowed(m.Chat.ID, from) {
+			it.edit = &intent.Message{ChatID: strconv.FormatInt(m.Chat.ID, 10), MessageID: strconv.Itoa(m.MessageID), Text: Text(m)}
+		}
+	}
 	if it.msg != nil && p.opts.Control != nil {
 		if c, ok := command(u.Message); ok {
 			it.msg, it.cmd = nil, c
@@ -440,10 +460,11 @@ func deletePath(tree map[string]any, path []string) bool {
 func (p *Poller) message(u tgbotapi.Update, raw json.RawMessage) *intent.Message {
 	switch {
 	case u.EditedMessage != nil:
-		m := u.EditedMessage
-		p.log.Info("edited message ignored: the intent keeps the original", zap.Int("update_id", u.UpdateID),
-			zap.Int64("chat", m.Chat.ID), zap.Int("message", m.MessageID))
-		return nil
+		if m := u.EditedMessage; p.opts.Edit == nil {
+			p.log.Info("edited message ignored: the intent keeps the original", zap.Int("update_id", u.UpdateID),
+				zap.Int64("chat", m.Chat.ID), zap.Int("message", m.MessageID))
+		}
+		return nil // Options.Edit takes it (parse)
 	case u.ChannelPost != nil || u.EditedChannelPost != nil:
 		m := u.ChannelPost
 		if m == nil {
