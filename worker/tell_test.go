@@ -21,18 +21,7 @@ import (
 // after it does, once; the person's message shows it was let go (🕊 instead of 👀).
 func TestIgnoredWhileWaitingNeverReachesTheAgent(t *testing.T) {
 	t.Parallel() // end to end: waits on real time; its own home, tmux server and ports
-	bin := binaries(t)
-	const token = "35:cancel"
-	bot := fakebot.New(token)
-	t.Cleanup(bot.Close)
-	env, home, _ := ingestEnv(t, "INTENTQ_AGENT_ID=secretary", "INTENTQ_REMINDERS_FIRST_AFTER=1h",
-		"INTENTQ_TELEGRAM_TOKEN="+token, "INTENTQ_TELEGRAM_API_ENDPOINT="+bot.Endpoint())
-	env = append(env, "INTENTQ_CONFIG="+writeConfig(t, env, home, "telegram:\n  allowed_chat_ids: [42]\n  allowed_user_ids: [42]\n"+
-		"sessions:\n  secretary: {tmux_target: \"secretary:0\", chats: [42], default: true}\n"),
-		"INTENTQ_CLIS_CLAUDE_PROCESS_NAMES="+standInProcess) // sh is a shell here, not an agent
-	tmuxSession(t, env, "secretary", "sh") // a shell: the session waits for an agent
-	_, lines := startWorker(t, bin, env)
-	waitFor(t, lines, "ready", 90*time.Second)
+	bin, env, bot, pane := shellFirst(t, "35:cancel")
 
 	reacted := func(msg int, emoji string) bool {
 		for _, r := range bot.Reactions() {
@@ -48,22 +37,13 @@ func TestIgnoredWhileWaitingNeverReachesTheAgent(t *testing.T) {
 	}
 	bot.AddMessage(42, 42, 1, "sent by mistake")
 	until("message 1 recorded", func() bool { return reacted(1, "👀") })
-	until("message 1 waiting in the session", func() bool {
-		out, _ := run(t, filepath.Join(bin, "starter"), env, "", "session", "show", "secretary")
-		return strings.Contains(out, "waiting 1,")
-	})
+	until("message 1 waiting in the session", func() bool { return waiting(t, bin, env, 1) })
 	starterRun(t, env, 0, "ignore", "42/1")
 	until("message 1 shown as let go", func() bool { return reacted(1, "🕊") })
 	bot.AddMessage(42, 42, 2, "the real one")
 	until("message 2 recorded", func() bool { return reacted(2, "👀") })
 
-	// The agent comes.
-	pane := filepath.Join(home, "pane.out")
-	respawn := exec.Command("tmux", "respawn-pane", "-k", "-t", "secretary:0", standInAgentCommand(t, pane, filepath.Join(bin, "starter")))
-	respawn.Env = env
-	if out, err := respawn.CombinedOutput(); err != nil {
-		t.Fatalf("tmux respawn-pane: %v %s", err, out)
-	}
+	agentComes(t, bin, env, pane)
 	got := func() string { data, _ := os.ReadFile(pane); return string(data) }
 	until("message 2 at the agent", func() bool { return strings.Contains(got(), "the real one") })
 	time.Sleep(3 * time.Second) // anything typed after it would show by now
@@ -161,27 +141,12 @@ func TestAgentGoneIsToldOnceAndItsMessagesWait(t *testing.T) {
 // nothing.
 func TestEditedWhileWaitingReachesTheAgentAsEdited(t *testing.T) {
 	t.Parallel() // end to end: waits on real time; its own home, tmux server and ports
-	bin := binaries(t)
-	const token = "35:edit"
-	bot := fakebot.New(token)
-	t.Cleanup(bot.Close)
-	env, home, _ := ingestEnv(t, "INTENTQ_AGENT_ID=secretary", "INTENTQ_REMINDERS_FIRST_AFTER=1h",
-		"INTENTQ_TELEGRAM_TOKEN="+token, "INTENTQ_TELEGRAM_API_ENDPOINT="+bot.Endpoint())
-	env = append(env, "INTENTQ_CONFIG="+writeConfig(t, env, home, "telegram:\n  allowed_chat_ids: [42]\n  allowed_user_ids: [42]\n"+
-		"sessions:\n  secretary: {tmux_target: \"secretary:0\", chats: [42], default: true}\n"),
-		"INTENTQ_CLIS_CLAUDE_PROCESS_NAMES="+standInProcess) // sh is a shell here, not an agent
-	tmuxSession(t, env, "secretary", "sh")
-	_, lines := startWorker(t, bin, env)
-	waitFor(t, lines, "ready", 90*time.Second)
-	pane := filepath.Join(home, "pane.out")
+	bin, env, bot, pane := shellFirst(t, "35:edit")
 	got := func() string { data, _ := os.ReadFile(pane); return string(data) }
 	show := func() string { return got() }
 
 	bot.AddMessage(42, 42, 1, "meet at 3pm")
-	eventually(t, "message 1 waiting in the session", 60*time.Second, func() bool {
-		out, _ := run(t, filepath.Join(bin, "starter"), env, "", "session", "show", "secretary")
-		return strings.Contains(out, "waiting 1,")
-	}, show)
+	eventually(t, "message 1 waiting in the session", 60*time.Second, func() bool { return waiting(t, bin, env, 1) }, show)
 	edited := fakebot.TextMessage(42, 42, 1, "meet at 4pm")
 	bot.AddUpdate(fakebot.EditedMessageUpdate(edited))
 	eventually(t, "the edit taken", 60*time.Second, func() bool {
@@ -189,11 +154,7 @@ func TestEditedWhileWaitingReachesTheAgentAsEdited(t *testing.T) {
 		return strings.Contains(out, "4pm")
 	}, show)
 
-	respawn := exec.Command("tmux", "respawn-pane", "-k", "-t", "secretary:0", standInAgentCommand(t, pane, filepath.Join(bin, "starter")))
-	respawn.Env = env
-	if out, err := respawn.CombinedOutput(); err != nil {
-		t.Fatalf("tmux respawn-pane: %v %s", err, out)
-	}
+	agentComes(t, bin, env, pane)
 	eventually(t, "message 1 at the agent", 60*time.Second, func() bool { return strings.Contains(got(), "meet at 4pm") }, show)
 	time.Sleep(3 * time.Second) // anything typed after it would show by now
 	if strings.Contains(got(), "meet at 3pm") || strings.Count(got(), "【新着メッセージ】msg_id=1 chat=42") != 1 {
@@ -213,4 +174,39 @@ func TestEditedWhileWaitingReachesTheAgentAsEdited(t *testing.T) {
 	if strings.Contains(got(), "5pm") {
 		t.Errorf("a late edit reached the agent:\n%s", got())
 	}
+}
+
+// shellFirst starts a worker whose secretary session (Telegram chat 42, bot token) has a shell
+// in its pane, not an agent yet: what the person sends waits in the session. It returns the
+// binaries, the environment, the Bot API stand-in and the file the stand-in agent will write.
+func shellFirst(t *testing.T, token string) (bin string, env []string, bot *fakebot.Server, pane string) {
+	t.Helper()
+	bin = binaries(t)
+	bot = fakebot.New(token)
+	t.Cleanup(bot.Close)
+	env, home, _ := ingestEnv(t, "INTENTQ_AGENT_ID=secretary", "INTENTQ_REMINDERS_FIRST_AFTER=1h",
+		"INTENTQ_TELEGRAM_TOKEN="+token, "INTENTQ_TELEGRAM_API_ENDPOINT="+bot.Endpoint())
+	env = append(env, "INTENTQ_CONFIG="+writeConfig(t, env, home, "telegram:\n  allowed_chat_ids: [42]\n  allowed_user_ids: [42]\n"+
+		"sessions:\n  secretary: {tmux_target: \"secretary:0\", chats: [42], default: true}\n"),
+		"INTENTQ_CLIS_CLAUDE_PROCESS_NAMES="+standInProcess) // sh is a shell here, not an agent
+	tmuxSession(t, env, "secretary", "sh")
+	_, lines := startWorker(t, bin, env)
+	waitFor(t, lines, "ready", 90*time.Second)
+	return bin, env, bot, filepath.Join(home, "pane.out")
+}
+
+// agentComes starts the stand-in agent in the secretary's pane, writing to pane.
+func agentComes(t *testing.T, bin string, env []string, pane string) {
+	t.Helper()
+	respawn := exec.Command("tmux", "respawn-pane", "-k", "-t", "secretary:0", standInAgentCommand(t, pane, filepath.Join(bin, "starter")))
+	respawn.Env = env
+	if out, err := respawn.CombinedOutput(); err != nil {
+		t.Fatalf("tmux respawn-pane: %v %s", err, out)
+	}
+}
+
+// waiting reports whether n messages wait in the secretary session.
+func waiting(t *testing.T, bin string, env []string, n int) bool {
+	out, _ := run(t, filepath.Join(bin, "starter"), env, "", "session", "show", "secretary")
+	return strings.Contains(out, fmt.Sprintf("waiting %d,", n))
 }
