@@ -532,16 +532,14 @@ func TestClaudeCodeStopFromThePhone(t *testing.T) {
 
 	bot.AddMessage(42, 42, 1, "/stop")
 	var answer string
-	for deadline := time.Now().Add(30 * time.Second); answer == ""; time.Sleep(200 * time.Millisecond) {
+	eventually(t, "the answer to /stop", 30*time.Second, func() bool {
 		for _, m := range bot.Sent() {
 			if m.ReplyTo == 1 {
 				answer = m.Text
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no answer to /stop; pane:\n%s", capture())
-		}
-	}
+		return answer != ""
+	}, capture)
 	if !strings.Contains(answer, "Stopped secretary's running turn") {
 		t.Fatalf("/stop: %s\npane:\n%s", answer, capture())
 	}
@@ -554,11 +552,7 @@ func TestClaudeCodeStopFromThePhone(t *testing.T) {
 		t.Errorf("the turn ran to its end")
 	}
 	bot.AddMessage(42, 42, 2, "after the stop")
-	for deadline := time.Now().Add(60 * time.Second); !sawText(api, "after the stop"); time.Sleep(200 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the message after /stop did not reach the model; pane:\n%s", capture())
-		}
-	}
+	eventually(t, "the message after /stop at the model", 60*time.Second, func() bool { return sawText(api, "after the stop") }, capture)
 	seen := 0
 	for _, r := range api.Requests() {
 		if strings.Contains(r.SinceAssistant(), "msg_id=2 chat=42") {
@@ -600,19 +594,11 @@ func TestClaudeCodeTypedBlockIsReceipted(t *testing.T) {
 	}
 	// The first alone, the next four together (they arrive while the first is typed).
 	bot.AddMessage(42, 42, 1, "first alone")
-	for deadline := time.Now().Add(60 * time.Second); seen("first alone") == 0; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("message 1 did not reach the model; pane:\n%s", capture())
-		}
-	}
+	eventually(t, "message 1 at the model", 60*time.Second, func() bool { return seen("first alone") > 0 }, capture)
 	for i := 2; i <= 5; i++ {
 		bot.AddMessage(42, 42, i, fmt.Sprintf("together %d", i))
 	}
-	for deadline := time.Now().Add(60 * time.Second); seen("together 5") == 0; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the block did not reach the model; pane:\n%s", capture())
-		}
-	}
+	eventually(t, "the block at the model", 60*time.Second, func() bool { return seen("together 5") > 0 }, capture)
 	time.Sleep(6 * time.Second) // past the receipt's wait: a warning would be logged by now
 	mu.Lock()
 	defer mu.Unlock()

@@ -145,7 +145,8 @@ func (s *session) pushDigests(ctx workflow.Context) {
 				// changes, or in a while (a message grows old).
 				held := len(s.HeldPushes)
 				if _, err := workflow.AwaitWithTimeout(ctx, 30*time.Second, func() bool {
-					return len(s.HeldPushes) != held || s.countDue(workflow.Now(ctx)) > 0
+					now := workflow.Now(ctx)
+					return len(s.HeldPushes) != held || slices.ContainsFunc(s.HeldPushes, func(r PushRequest) bool { return !s.pushWaits(r, now) })
 				}); err != nil {
 					return
 				}
@@ -204,17 +205,6 @@ func (s *session) pushDigests(ctx workflow.Context) {
 func (s *session) pushWaits(r PushRequest, now time.Time) bool {
 	return s.Agent != nil && s.Agent.State == AgentWorking && now.Sub(r.ReceivedAt) < policy.WorkingPushAfter &&
 		s.inContext(DeliveryRequest{Kind: KindMessage, ReplyTo: r.ReplyTo})
-}
-
-// countDue is how many held pushes may go now.
-func (s *session) countDue(now time.Time) int {
-	n := 0
-	for _, r := range s.HeldPushes {
-		if !s.pushWaits(r, now) {
-			n++
-		}
-	}
-	return n
 }
 
 // duePushes puts the held pushes that may go now first, in their order, and returns how many

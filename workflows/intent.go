@@ -60,8 +60,7 @@ func IntentWorkflow(ctx workflow.Context, in IntentInput) (IntentState, error) {
 		// replay it.
 		w.st.Pushes, w.st.LastPushedAt = w.st.Reminders, w.st.LastRemindedAt
 	}
-	w.takesBack = w.in.Version >= intentTakesBack ||
-		workflow.GetVersion(ctx, "take-back-ignored", workflow.DefaultVersion, 1) == 1
+	w.takesBack = follows(ctx, w.in.Version, intentTakesBack, "take-back-ignored")
 	if err := w.registerHandlers(ctx); err != nil {
 		return w.st, err
 	}
@@ -251,14 +250,11 @@ func (w *intent) edit(ctx workflow.Context, r EditRequest) (EditResult, error) {
 	}
 	w.in.Text = r.Text
 	w.st.Edits++
-	memo := map[string]any{}
+	text := map[string]any{}
 	if len(r.Text) <= MaxMemoText {
-		memo[MemoTextKey] = r.Text
+		text[MemoTextKey] = r.Text // for the hooks' lists, without a query
 	}
-	if err := workflow.UpsertMemo(ctx, memo); err != nil {
-		workflow.GetLogger(ctx).Warn("edit: memo text", "intent", w.id, "error", err)
-	}
-	if err := w.publishMemo(ctx); err != nil {
+	if err := w.upsertMemo(ctx, text); err != nil {
 		workflow.GetLogger(ctx).Warn("edit: memo", "intent", w.id, "error", err)
 	}
 	err := workflow.SignalExternalWorkflow(ctx, SessionWorkflowID(w.in.Session), "", SignalReplace, ReplaceRequest{Intent: w.id, Text: DeliveryText(w.in)}).Get(ctx, nil)
@@ -334,6 +330,12 @@ func (w *intent) startedPublished(ctx workflow.Context) bool {
 }
 
 func (w *intent) publishMemo(ctx workflow.Context) error {
+	return w.upsertMemo(ctx, nil)
+}
+
+// upsertMemo publishes the memo (publishMemo) and, in the same write, the other memo fields in
+// more (nil: none).
+func (w *intent) upsertMemo(ctx workflow.Context, more map[string]any) error {
 	memo := IntentMemo{
 		Reminders:      w.st.Reminders,
 		LastRemindedAt: w.st.LastRemindedAt,
@@ -344,7 +346,11 @@ func (w *intent) publishMemo(ctx workflow.Context) error {
 		Resets:         len(w.st.Resets),
 		Delivered:      w.st.Delivered,
 	}
-	if err := workflow.UpsertMemo(ctx, map[string]any{MemoKey: memo}); err != nil {
+	fields := map[string]any{MemoKey: memo}
+	for k, v := range more {
+		fields[k] = v
+	}
+	if err := workflow.UpsertMemo(ctx, fields); err != nil {
 		return fmt.Errorf("upsert memo: %w", err)
 	}
 	return nil

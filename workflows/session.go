@@ -187,6 +187,14 @@ const sessionNoAgentWaits = 5
 // the block was typed (found by the ledger checker).
 const sessionTypingHoldsRepeats = 3
 
+// follows reports whether a run started at version follows the rule added at since under
+// changeID: a run at since or above always does and records nothing; an older one asks
+// GetVersion (a run that recorded the rule's marker follows it, one that replays history from
+// before the rule does not). The rules are asked in the same order on every run.
+func follows(ctx workflow.Context, version, since int, changeID string) bool {
+	return version >= since || workflow.GetVersion(ctx, changeID, workflow.DefaultVersion, 1) == 1
+}
+
 // SessionWorkflow is the one place that types into a session's pane: it performs deliveries one
 // at a time in arrival order, so two intents never interleave keystrokes, however many workers
 // run. It never types into a busy pane: the delivery at the head of the queue waits, keeping its
@@ -212,24 +220,15 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	if err := workflow.SetUpdateHandler(ctx, UpdateStop, s.stopTurn); err != nil {
 		return err
 	}
-	s.Ledger.queueWhileTyping = s.Version < sessionTypingHoldsRepeats &&
-		workflow.GetVersion(ctx, "typing-holds-repeats", workflow.DefaultVersion, 1) == workflow.DefaultVersion
-	s.Ledger.keepEmptyExpired = s.Version < sessionDropsEmptyOffers &&
-		workflow.GetVersion(ctx, "drop-empty-expired-offers", workflow.DefaultVersion, 1) == workflow.DefaultVersion
-	s.owedNudgeOnly = s.Version >= sessionOwedNeverEscalates ||
-		workflow.GetVersion(ctx, "owed-answers-nudge-only", workflow.DefaultVersion, 1) == 1
-	s.workingPushesWait = s.Version >= sessionWorkingPushesWait ||
-		workflow.GetVersion(ctx, "working-pushes-wait", workflow.DefaultVersion, 1) == 1
-	s.Ledger.reconcileTakesAllWaiting = s.Version < sessionReconcileKeepsOtherWaits &&
-		workflow.GetVersion(ctx, "reconcile-keeps-other-waits", workflow.DefaultVersion, 1) == workflow.DefaultVersion
-	s.Ledger.offerLateCommitted = s.Version < sessionOfferSkipsLateCommits &&
-		workflow.GetVersion(ctx, "offer-skips-late-commits", workflow.DefaultVersion, 1) == workflow.DefaultVersion
-	s.Ledger.sameByIntent = s.Version < sessionEnqueueByTypedKey &&
-		workflow.GetVersion(ctx, "enqueue-by-typed-key", workflow.DefaultVersion, 1) == workflow.DefaultVersion
-	s.Ledger.reminderBesideMessage = s.Version < sessionReminderNotBesideMessage &&
-		workflow.GetVersion(ctx, "reminder-not-beside-message", workflow.DefaultVersion, 1) == workflow.DefaultVersion
-	s.noAgentWaits = s.Version >= sessionNoAgentWaits ||
-		workflow.GetVersion(ctx, "no-agent-waits", workflow.DefaultVersion, 1) == 1
+	s.Ledger.queueWhileTyping = !follows(ctx, s.Version, sessionTypingHoldsRepeats, "typing-holds-repeats")
+	s.Ledger.keepEmptyExpired = !follows(ctx, s.Version, sessionDropsEmptyOffers, "drop-empty-expired-offers")
+	s.owedNudgeOnly = follows(ctx, s.Version, sessionOwedNeverEscalates, "owed-answers-nudge-only")
+	s.workingPushesWait = follows(ctx, s.Version, sessionWorkingPushesWait, "working-pushes-wait")
+	s.Ledger.reconcileTakesAllWaiting = !follows(ctx, s.Version, sessionReconcileKeepsOtherWaits, "reconcile-keeps-other-waits")
+	s.Ledger.offerLateCommitted = !follows(ctx, s.Version, sessionOfferSkipsLateCommits, "offer-skips-late-commits")
+	s.Ledger.sameByIntent = !follows(ctx, s.Version, sessionEnqueueByTypedKey, "enqueue-by-typed-key")
+	s.Ledger.reminderBesideMessage = !follows(ctx, s.Version, sessionReminderNotBesideMessage, "reminder-not-beside-message")
+	s.noAgentWaits = follows(ctx, s.Version, sessionNoAgentWaits, "no-agent-waits")
 	workflow.Go(ctx, s.takeAlerts)
 	workflow.Go(ctx, s.pushAlerts)
 	workflow.Go(ctx, s.takePushes)

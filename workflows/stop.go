@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/workflow"
-
-	"github.com/intentq/intentq/activities"
 )
 
 // UpdateStop interrupts the agent's running turn (StopResult).
@@ -39,14 +37,8 @@ func (s *session) stopTurn(ctx workflow.Context) (StopResult, error) {
 		return StopResult{Why: "its agent is not working (" + s.Agent.State + ")"}, nil
 	}
 	ctx = workflow.WithActivityOptions(ctx, tmuxActivityOptions)
-	look := func() (string, error) {
-		var pane string
-		err := workflow.ExecuteActivity(ctx, activities.TmuxCaptureName, activities.CaptureRequest{
-			Session: s.Config.Name, Lines: s.Config.Busy.OrDefault().BusyLines,
-		}).Get(ctx, &pane)
-		return pane, err
-	}
-	pane, err := look()
+	lines := s.Config.Busy.OrDefault().BusyLines
+	pane, err := s.capture(ctx, lines)
 	if err != nil {
 		return StopResult{Why: "its pane could not be read (" + ShortCause(err) + ")"}, nil
 	}
@@ -63,7 +55,7 @@ func (s *session) stopTurn(ctx workflow.Context) (StopResult, error) {
 		if err := workflow.Sleep(ctx, time.Second); err != nil {
 			return StopResult{}, err
 		}
-		if pane, err = look(); err != nil {
+		if pane, err = s.capture(ctx, lines); err != nil {
 			continue
 		}
 		if _, busy := Busy(pane, s.Config.BusyPatterns); !busy {

@@ -61,10 +61,7 @@ func (s *session) waitUntilIdle(ctx workflow.Context, req DeliveryRequest) error
 		}
 		pattern, working := s.agentBusy(workflow.Now(ctx))
 		if !working {
-			var pane string
-			err := workflow.ExecuteActivity(ctx, activities.TmuxCaptureName, activities.CaptureRequest{
-				Session: s.Config.Name, Lines: busy.BusyLines,
-			}).Get(ctx, &pane)
+			pane, err := s.capture(ctx, busy.BusyLines)
 			if appErr, ok := asApplicationError(err); ok && appErr.Type() == activities.ErrTypeNotAgent {
 				// The CLI is not in front (it exited and a shell shows): wait for it, as for
 				// a dialog, and tell the person at once.
@@ -271,9 +268,8 @@ func (s *session) submit(ctx workflow.Context, dreq DeliveryRequest, content str
 			if !check {
 				return nil
 			}
-			if err := workflow.ExecuteActivity(ctx, activities.TmuxCaptureName, activities.CaptureRequest{
-				Session: s.Config.Name, Lines: s.Config.InputLines,
-			}).Get(ctx, &res.Bottom); err != nil {
+			var err error
+			if res.Bottom, err = s.capture(ctx, s.Config.InputLines); err != nil {
 				return err
 			}
 		}
@@ -286,9 +282,8 @@ func (s *session) submit(ctx workflow.Context, dreq DeliveryRequest, content str
 			if err := workflow.Sleep(ctx, time.Second); err != nil {
 				return err
 			}
-			if err := workflow.ExecuteActivity(ctx, activities.TmuxCaptureName, activities.CaptureRequest{
-				Session: s.Config.Name, Lines: s.Config.InputLines,
-			}).Get(ctx, &res.Bottom); err != nil {
+			var err error
+			if res.Bottom, err = s.capture(ctx, s.Config.InputLines); err != nil {
 				return err
 			}
 		}
@@ -337,6 +332,13 @@ func StillOnInputLine(bottom, text string) bool {
 		tail = tail[len(tail)-24:]
 	}
 	return len(tail) > 0 && strings.Contains(bottom, string(tail))
+}
+
+// capture reads the bottom lines of the session's pane (ctx carries the activity options).
+func (s *session) capture(ctx workflow.Context, lines int) (string, error) {
+	var pane string
+	err := workflow.ExecuteActivity(ctx, activities.TmuxCaptureName, activities.CaptureRequest{Session: s.Config.Name, Lines: lines}).Get(ctx, &pane)
+	return pane, err
 }
 
 // awaitReceipt waits up to policy.ReceiptWait for the agent's UserPromptSubmit hook to name

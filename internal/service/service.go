@@ -361,6 +361,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger, opts ...
 	s.startWatchdog(cfg, failures, logger)
 
 	if cfg.Telegram.Token.IsSet() {
+		ctl := control{client: s.client, cfg: cfg, log: logger.Named("control"), now: time.Now}
 		poller := telegram.New(telegram.Options{
 			Token:        cfg.Telegram.Token,
 			Endpoint:     cfg.Telegram.APIEndpoint,
@@ -372,12 +373,12 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger, opts ...
 			Alert: func(ctx context.Context, title, message string) {
 				push(ctx, cfg, activities.Push{Title: title, Message: message, Priority: 5, Tags: []string{"warning"}})
 			},
-			Control: control{client: s.client, cfg: cfg, log: logger.Named("control"), now: time.Now},
+			Control: ctl,
 			Reply: func(ctx context.Context, chat, replyTo, text, key string) error {
 				_, err := telegramSender.Send(ctx, activities.SendRequest{ChatID: chat, ReplyTo: replyTo, Text: text, Key: key})
 				return err
 			},
-			Edit: control{client: s.client, cfg: cfg, log: logger.Named("control"), now: time.Now}.edit(rec),
+			Edit: ctl.edit(rec),
 		})
 		pollCtx, cancel := context.WithCancel(context.Background())
 		s.stopPoller = cancel
@@ -472,14 +473,8 @@ func (s *Service) hostChecks(cfg *config.Config) []watchdog.Check {
 		}
 		return states
 	}
-	hosts := map[string]bool{}
-	for _, name := range cfg.SessionNames() {
-		if cfg.Sessions[name].Mode == config.ModeTmux {
-			hosts[cfg.HostOf(name)] = true
-		}
-	}
 	var checks []watchdog.Check
-	for _, host := range slices.Sorted(maps.Keys(hosts)) {
+	for _, host := range slices.Sorted(maps.Keys(doctor.SessionHosts(cfg))) {
 		checks = append(checks, watchdog.Check{Name: "host " + host, Run: func(ctx context.Context) (string, error) {
 			states := look(ctx)
 			if !doctor.SpeaksForHosts(states, cfg.Host, s.hostLock != nil) {

@@ -75,12 +75,7 @@ func (h HostState) Down() bool { return h.Err == nil && len(h.Machines) == 0 }
 func HostStates(ctx context.Context, c client.Client, cfg *config.Config) []HostState {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	sessions := map[string][]string{}
-	for _, name := range cfg.SessionNames() {
-		if cfg.Sessions[name].Mode == config.ModeTmux {
-			sessions[cfg.HostOf(name)] = append(sessions[cfg.HostOf(name)], name)
-		}
-	}
+	sessions := SessionHosts(cfg)
 	var states []HostState
 	for _, host := range slices.Sorted(maps.Keys(sessions)) {
 		h := HostState{Host: host, Sessions: sessions[host]}
@@ -88,6 +83,17 @@ func HostStates(ctx context.Context, c client.Client, cfg *config.Config) []Host
 		states = append(states, h)
 	}
 	return states
+}
+
+// SessionHosts are the hosts that serve cfg's typing sessions, each with its sessions.
+func SessionHosts(cfg *config.Config) map[string][]string {
+	sessions := map[string][]string{}
+	for _, name := range cfg.SessionNames() {
+		if cfg.Sessions[name].Mode == config.ModeTmux {
+			sessions[cfg.HostOf(name)] = append(sessions[cfg.HostOf(name)], name)
+		}
+	}
+	return sessions
 }
 
 // Hosts says, for every host that serves a typing session of cfg, whether its worker polls the
