@@ -38,6 +38,16 @@ type SendRequest struct {
 	// before the next is sent, so a retry after a crash resumes after the last part Telegram
 	// accepted. Empty: only heartbeats record them.
 	Key string `json:"key,omitempty"`
+	// Buttons, when set, go under the last part as an inline keyboard, one row of buttons
+	// (an approval's card, issue 36).
+	Buttons []Button `json:"buttons,omitempty"`
+}
+
+// Button is an inline keyboard button: its label and the opaque data a press sends back
+// (callback_data, at most 64 bytes).
+type Button struct {
+	Text string `json:"text"`
+	Data string `json:"data"`
 }
 
 // Telegram sends messages through the Bot API.
@@ -59,12 +69,7 @@ func (t *Telegram) Send(ctx context.Context, req SendRequest) ([]int, error) {
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("telegram send: chat %q is not a number", req.ChatID), ErrTypeTelegramRejected, err)
 	}
-	endpoint := t.Endpoint
-	if endpoint == "" {
-		endpoint = tgbotapi.APIEndpoint
-	}
-	bot := &tgbotapi.BotAPI{Token: t.Token, Client: &http.Client{Timeout: 30 * time.Second}, Buffer: 1}
-	bot.SetAPIEndpoint(endpoint)
+	bot := t.bot()
 	parts := SplitMessage(req.Text, TelegramMaxChars)
 	var sent []int
 	if activity.IsActivity(ctx) && activity.HasHeartbeatDetails(ctx) {
@@ -94,6 +99,13 @@ func (t *Telegram) Send(ctx context.Context, req SendRequest) ([]int, error) {
 				msg.ReplyToMessageID = id
 				msg.AllowSendingWithoutReply = true
 			}
+		}
+		if i == len(parts)-1 && len(req.Buttons) > 0 {
+			var row []tgbotapi.InlineKeyboardButton
+			for _, b := range req.Buttons {
+				row = append(row, tgbotapi.NewInlineKeyboardButtonData(b.Text, b.Data))
+			}
+			msg.ReplyMarkup = tgbotapi.NewInlineKeyboardMarkup(row)
 		}
 		if err := markSending(ledger, i); err != nil {
 			return sent, fmt.Errorf("telegram send to chat %s (part %d of %d): %w", req.ChatID, i+1, len(parts), err)
@@ -149,6 +161,49 @@ func redactToken(err error, token string) error {
 	return errors.New(strings.ReplaceAll(err.Error(), token, "<token>"))
 }
 
+// EditRequest changes the text of a message the bot sent and takes its buttons away (a card
+// once answered).
+type EditRequest struct {
+	ChatID    string `json:"chat_id"`
+	MessageID int    `json:"message_id"`
+	Text      string `json:"text"`
+}
+
+// TelegramEditName is the registered name of Telegram.Edit.
+const TelegramEditName = "TelegramEdit"
+
+// Edit sets a sent message's text (editMessageText, no reply markup: its buttons go). An edit
+// that changes nothing ("message is not modified": an earlier attempt made it) counts as done;
+// one Telegram refuses otherwise is a non-retryable ErrTypeTelegramRejected.
+func (t *Telegram) Edit(ctx context.Context, req EditRequest) error {
+	chat, err := strconv.ParseInt(req.ChatID, 10, 64)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("telegram edit: chat %q is not a number", req.ChatID), ErrTypeTelegramRejected, err)
+	}
+	if _, err := t.bot().Request(tgbotapi.NewEditMessageText(chat, req.MessageID, req.Text)); err != nil {
+		var apiErr *tgbotapi.Error
+		switch {
+		case errors.As(err, &apiErr) && strings.Contains(apiErr.Message, "message is not modified"):
+			return nil
+		case errors.As(err, &apiErr) && apiErr.Code >= 400 && apiErr.Code < 500 && apiErr.Code != 429:
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("telegram edit of %s/%d: %d %s", req.ChatID, req.MessageID, apiErr.Code, apiErr.Message), ErrTypeTelegramRejected, nil)
+		}
+		return fmt.Errorf("telegram edit of %s/%d: %w", req.ChatID, req.MessageID, redactToken(err, t.Token))
+	}
+	return nil
+}
+
+// bot is a Bot API client of t's token and endpoint.
+func (t *Telegram) bot() *tgbotapi.BotAPI {
+	endpoint := t.Endpoint
+	if endpoint == "" {
+		endpoint = tgbotapi.APIEndpoint
+	}
+	bot := &tgbotapi.BotAPI{Token: t.Token, Client: &http.Client{Timeout: 30 * time.Second}, Buffer: 1}
+	bot.SetAPIEndpoint(endpoint)
+	return bot
+}
+
 // ReactRequest puts an emoji reaction on a message.
 type ReactRequest struct {
 	ChatID    string `json:"chat_id"`
@@ -163,12 +218,7 @@ const TelegramReactName = "TelegramReact"
 // React sets the bot's reaction on a message (setMessageReaction). A reaction Telegram refuses
 // (an emoji outside its list, a message gone) is a non-retryable ErrTypeTelegramRejected.
 func (t *Telegram) React(ctx context.Context, req ReactRequest) error {
-	endpoint := t.Endpoint
-	if endpoint == "" {
-		endpoint = tgbotapi.APIEndpoint
-	}
-	bot := &tgbotapi.BotAPI{Token: t.Token, Client: &http.Client{Timeout: 30 * time.Second}, Buffer: 1}
-	bot.SetAPIEndpoint(endpoint)
+	bot := t.bot()
 	reaction := "[]"
 	if req.Emoji != "" {
 		b, _ := json.Marshal([]map[string]string{{"type": "emoji", "emoji": req.Emoji}})

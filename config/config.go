@@ -205,6 +205,9 @@ type Session struct {
 	// Host is the machine whose worker serves the session (its pane, history and hooks);
 	// empty: this worker's host.
 	Host string `mapstructure:"host"`
+	// Approvals sends the person a card in the session's Telegram chat when its agent asks for
+	// a permission, answered from the phone (issue 36); unset: on when the session has a chat.
+	Approvals *bool `mapstructure:"approvals"`
 }
 
 // Escalation is how hard reminders push by how long a message has gone unanswered (SPEC N1).
@@ -246,6 +249,11 @@ type Hooks struct {
 	// CompletionPatterns and ErrorPatterns extend the built-in patterns (regular expressions).
 	CompletionPatterns []string `mapstructure:"completion_patterns"`
 	ErrorPatterns      []string `mapstructure:"error_patterns"`
+	// ApprovalWait is how long the permission hook of Claude Code waits for the phone's answer
+	// (its terminal dialog can answer meanwhile); CodexApprovalWait that of Codex, whose prompt
+	// waits for the hook (the terminal cannot answer meanwhile), so it is short.
+	ApprovalWait      time.Duration `mapstructure:"approval_wait"`
+	CodexApprovalWait time.Duration `mapstructure:"codex_approval_wait"`
 }
 
 // Delivery is how sessions watch a busy pane before typing (SPEC N2); its type and defaults

@@ -84,6 +84,8 @@ func defaults() map[string]any {
 		"hooks.coordinator":         "coordinator",
 		"hooks.completion_patterns": []string{},
 		"hooks.error_patterns":      []string{},
+		"hooks.approval_wait":       10 * time.Minute,
+		"hooks.codex_approval_wait": 2 * time.Minute,
 
 		"claude.home":         "~/.claude",
 		"claude.settings":     "~/.claude/secretary/settings.json",

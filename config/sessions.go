@@ -32,6 +32,26 @@ func (c *Config) SessionFor(chatID string) (string, error) {
 	return "", fmt.Errorf("chat %s is mapped to no session and no session is marked default (sessions.<name>.default)", chatID)
 }
 
+// ApprovalChat is the Telegram chat where session name's approvals are asked (issue 36): the
+// first chat it lists, else the first allowed chat whose messages go to it; empty when approvals
+// are off for it (sessions.<name>.approvals: false) or it has no chat (or no bot token).
+func (c *Config) ApprovalChat(name string) string {
+	s, ok := c.Sessions[name]
+	if !ok || s.Approvals != nil && !*s.Approvals || c.Telegram.Token.Reveal() == "" {
+		return ""
+	}
+	if len(s.Chats) > 0 {
+		return strconv.FormatInt(s.Chats[0], 10)
+	}
+	for _, id := range c.Telegram.AllowedChatIDs {
+		chat := strconv.FormatInt(id, 10)
+		if to, err := c.SessionFor(chat); err == nil && to == name {
+			return chat
+		}
+	}
+	return ""
+}
+
 // SessionNames lists the configured sessions in name order.
 func (c *Config) SessionNames() []string { return slices.Sorted(maps.Keys(c.Sessions)) }
 

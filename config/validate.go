@@ -149,6 +149,16 @@ func (c *Config) Validate() error {
 	if c.Hooks.Timeout <= 0 || c.Hooks.Timeout > 10*time.Second {
 		bad("hooks.timeout", "%s is not between 0 and 10s", c.Hooks.Timeout)
 	}
+	// The permission hook is installed with a timeout of an hour (hooks.ApprovalTimeout): it
+	// must end itself well before.
+	for _, w := range []struct {
+		key string
+		d   time.Duration
+	}{{"hooks.approval_wait", c.Hooks.ApprovalWait}, {"hooks.codex_approval_wait", c.Hooks.CodexApprovalWait}} {
+		if w.d <= 0 || w.d > 50*time.Minute {
+			bad(w.key, "%s is not between 0 and 50m", w.d)
+		}
+	}
 	for _, p := range append(append([]string{}, c.Hooks.CompletionPatterns...), c.Hooks.ErrorPatterns...) {
 		if _, err := regexp.Compile(p); err != nil {
 			bad("hooks", "pattern %q: %v", p, err)

@@ -46,6 +46,15 @@ func newHook() *cobra.Command {
 				logger.Warn("hook", zap.Error(err))
 			}
 			stdin := cmd.InOrStdin()
+			if a[0] == hooks.EventPermissionRequest {
+				// The input is read here for the Codex thread's agent, and again by Approve.
+				data, err := io.ReadAll(io.LimitReader(stdin, hooks.MaxInput+1))
+				if err != nil {
+					logger.Warn("hook: input unreadable; the terminal decides", zap.Error(err))
+					return nil
+				}
+				stdin = bytes.NewReader(data)
+			}
 			var s hooks.Settings
 			switch cli {
 			case "", "claude":
@@ -60,6 +69,9 @@ func newHook() *cobra.Command {
 				}
 				stdin = bytes.NewReader(data)
 				s = codexHookSettings(cmd.Context(), cfg, session, data, logger)
+				if a[0] == hooks.EventPermissionRequest {
+					return hooks.Approve(cmd.Context(), stdin, cmd.OutOrStdout(), approvalSettings(cfg, s.Session, "codex", cfg.Hooks.CodexApprovalWait, logger), approver(cfg))
+				}
 			case "gemini":
 				// Gemini CLI runs hooks in the TUI's own process: the agent is the environment's.
 				// Its input is read as Claude Code's (hooks.GeminiInput: run keys, MCP tool names).
@@ -76,6 +88,13 @@ func newHook() *cobra.Command {
 				logger.Warn("hook: unknown --cli; allowing", zap.String("cli", cli))
 				_, _ = hooks.ReadInput(stdin)
 				return nil
+			}
+			if a[0] == hooks.EventPermissionRequest {
+				kind := cli
+				if kind == "" {
+					kind = "claude"
+				}
+				return hooks.Approve(cmd.Context(), stdin, cmd.OutOrStdout(), approvalSettings(cfg, s.Session, kind, cfg.Hooks.ApprovalWait, logger), approver(cfg))
 			}
 			return hooks.Run(cmd.Context(), a[0], stdin, cmd.OutOrStdout(), s, hookBackend(cfg), cfg.Hooks.Timeout)
 		},
@@ -103,6 +122,24 @@ func hookBackend(cfg *config.Config) hooks.Dial {
 			return temporal, closeFn, nil
 		}
 		return hooks.ThroughDesk(cfg.DataDir, tok, temporal), closeFn, nil
+	}
+}
+
+// approvalSettings are the permission hook's settings for session: its card's chat (none:
+// approvals off), how long to wait for the phone, and its pushes.
+func approvalSettings(cfg *config.Config, session, cli string, wait time.Duration, logger *zap.Logger) hooks.ApprovalSettings {
+	return hooks.ApprovalSettings{Session: session, CLI: cli, Chat: cfg.ApprovalChat(session), Wait: wait,
+		Push: cfg.NtfyTopicFor(session) != "", RemindEvery: cfg.Reminders.RepeatEvery, Logger: logger}
+}
+
+// approver dials Temporal for the permission hook.
+func approver(cfg *config.Config) func(context.Context) (hooks.Approver, func(), error) {
+	return func(ctx context.Context) (hooks.Approver, func(), error) {
+		c, err := tclient.Dial(ctx, cfg, zap.NewNop())
+		if err != nil {
+			return nil, nil, err
+		}
+		return hooks.TemporalApprover{Client: c, TaskQueue: cfg.Temporal.TaskQueue}, c.Close, nil
 	}
 }
 

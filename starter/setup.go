@@ -224,7 +224,7 @@ func setupHooks(out io.Writer, path, starter string, dryRun bool) error {
 				}
 				continue
 			}
-			group := map[string]any{"hooks": []any{map[string]any{"type": "command", "command": shellQuote(starter) + " hook " + h.Arg, "timeout": 10}}}
+			group := map[string]any{"hooks": []any{map[string]any{"type": "command", "command": shellQuote(starter) + " hook " + h.Arg, "timeout": intentqhooks.TimeoutFor(h.Arg)}}}
 			hooks[h.Name] = append(groups, group)
 			changed = true
 		}
@@ -252,10 +252,11 @@ func setupHooks(out io.Writer, path, starter string, dryRun bool) error {
 
 // mergeCLIHooks adds intentq's hooks for another agent CLI (Codex, Gemini CLI) to the "hooks" of a
 // settings document in Claude Code's shape: for each event, a group running `starter hook <arg>
-// <flag>` with timeout (in the CLI's unit). Every other hook stays; an event that already runs
-// `starter hook <arg>` is left alone, only given flag if it lacks it (a hook installed by hand,
-// or for Claude Code, reads the CLI's input only with it).
-func mergeCLIHooks(doc map[string]any, events []intentqhooks.ClaudeEvent, flag, starter string, timeout int) (bool, error) {
+// <flag>` with timeout(arg) (in the CLI's unit). Every other hook stays; an event that already
+// runs `starter hook <arg>` is left alone, only given flag if it lacks it (a hook installed by
+// hand, or for Claude Code, reads the CLI's input only with it); one an older setup pointed at
+// another argument (Codex's PermissionRequest at notification) is pointed at the current one.
+func mergeCLIHooks(doc map[string]any, events []intentqhooks.ClaudeEvent, flag, starter string, timeout func(arg string) int) (bool, error) {
 	hooks, err := objectAt(doc, "hooks")
 	if err != nil {
 		return false, err
@@ -263,6 +264,19 @@ func mergeCLIHooks(doc map[string]any, events []intentqhooks.ClaudeEvent, flag, 
 	changed := false
 	for _, h := range events {
 		groups, _ := hooks[h.Name].([]any)
+		if h.Arg == intentqhooks.EventPermissionRequest {
+			if group := intentqhooks.Group(groups, intentqhooks.EventNotification); group != nil {
+				list, _ := group["hooks"].([]any)
+				for _, e := range list {
+					entry, _ := e.(map[string]any)
+					if cmd, _ := entry["command"].(string); intentqhooks.IsIntentqHook(cmd) {
+						entry["command"] = strings.Replace(cmd, " hook "+intentqhooks.EventNotification, " hook "+h.Arg, 1)
+						entry["timeout"] = timeout(h.Arg)
+						changed = true
+					}
+				}
+			}
+		}
 		if group := intentqhooks.Group(groups, h.Arg); group != nil {
 			list, _ := group["hooks"].([]any)
 			for _, e := range list {
@@ -275,7 +289,7 @@ func mergeCLIHooks(doc map[string]any, events []intentqhooks.ClaudeEvent, flag, 
 			}
 			continue
 		}
-		entry := map[string]any{"type": "command", "command": shellQuote(starter) + " hook " + h.Arg + " " + flag, "timeout": timeout}
+		entry := map[string]any{"type": "command", "command": shellQuote(starter) + " hook " + h.Arg + " " + flag, "timeout": timeout(h.Arg)}
 		hooks[h.Name] = append(groups, map[string]any{"hooks": []any{entry}})
 		changed = true
 	}

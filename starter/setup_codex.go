@@ -60,7 +60,7 @@ func setupCodex(out io.Writer, home, starter string, dryRun bool) error {
 
 // mergeCodexHooks adds intentq's hooks to a hooks.json document.
 func mergeCodexHooks(doc map[string]any, starter string) (bool, error) {
-	return mergeCLIHooks(doc, intentqhooks.CodexEvents, intentqhooks.CodexFlag, starter, 10)
+	return mergeCLIHooks(doc, intentqhooks.CodexEvents, intentqhooks.CodexFlag, starter, intentqhooks.TimeoutFor)
 }
 
 // updateCodexConfig sets, in Codex's config.toml, mcp_servers.intentq (command: starter, args:

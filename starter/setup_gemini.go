@@ -30,7 +30,7 @@ func geminiHome(dir string) (string, error) { return intentqhooks.GeminiHome(dir
 func setupGemini(out io.Writer, home, starter string, dryRun bool) error {
 	settings := filepath.Join(home, "settings.json")
 	err := updateJSONFile(out, settings, "Gemini CLI hooks and the intentq MCP server", dryRun, func(doc map[string]any) (bool, error) {
-		changed, err := mergeCLIHooks(doc, intentqhooks.GeminiEvents, intentqhooks.GeminiFlag, starter, intentqhooks.GeminiTimeout)
+		changed, err := mergeCLIHooks(doc, intentqhooks.GeminiEvents, intentqhooks.GeminiFlag, starter, func(string) int { return intentqhooks.GeminiTimeout })
 		if err != nil {
 			return false, err
 		}

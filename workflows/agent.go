@@ -10,6 +10,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -89,6 +90,8 @@ func StateAfter(event, detail string) string {
 		return AgentWorking
 	case EventStop, EventSessionStart:
 		return AgentIdle
+	case EventPermissionRequest:
+		return AgentWaiting
 	case EventSessionEnd:
 		if detail != SessionEndClear {
 			return AgentGone
@@ -219,6 +222,9 @@ func (s *session) noteEventQuietly(ctx workflow.Context, ev AgentEvent) (changed
 	if ev.Event == EventSessionStart {
 		s.sessionStarts++
 	}
+	if s.followsApprovals {
+		s.followApproval(ctx, ev)
+	}
 	s.receipts = append(s.receipts, ev.Receipt...)
 	if n := len(s.receipts); n > maxReceipts {
 		s.receipts = append([]string(nil), s.receipts[n-maxReceipts:]...)
@@ -244,6 +250,25 @@ func (s *session) noteEventQuietly(ctx workflow.Context, ev AgentEvent) (changed
 		s.toldNoAgent = false
 	}
 	return true
+}
+
+// followApproval keeps the approval a permission request names, and passes the agent's next
+// hook that shows the terminal went on (a tool used, a turn's end or start, the agent's start or
+// end, another permission asked) to it: its card then says the terminal answered first. The
+// signal is not waited for: an approval the phone answered has ended, and needs nothing.
+func (s *session) followApproval(ctx workflow.Context, ev AgentEvent) {
+	switch ev.Event {
+	case EventPermissionRequest, EventPostToolUse, EventStop, EventUserPromptSubmit, EventSessionStart, EventSessionEnd:
+	default:
+		return
+	}
+	if s.Approval != "" {
+		workflow.SignalExternalWorkflow(ctx, s.Approval, "", SignalFollowed, ApprovalFollow{Event: ev.Event, Tool: ev.Detail, At: ev.At})
+		s.Approval = ""
+	}
+	if ev.Event == EventPermissionRequest && strings.HasPrefix(ev.Detail, ApprovalIDPrefix) {
+		s.Approval = ev.Detail
+	}
 }
 
 // receipted reports (and forgets) a receipt for intent id.

@@ -91,6 +91,9 @@ type SessionInput struct {
 	LastHookRemindAt *time.Time `json:"last_hook_remind_at,omitempty"`
 	// HeldPushes are reminder pushes intents handed over for the next digest.
 	HeldPushes []PushRequest `json:"held_pushes,omitempty"`
+	// Approval is the approval whose permission the agent asked for last, until its next hook
+	// says the terminal went on (issue 36).
+	Approval string `json:"approval,omitempty"`
 }
 
 // SessionView is the session query's answer.
@@ -123,7 +126,7 @@ const ErrTypeUnknownKind = "UnknownKind"
 // version marker. A run started before (Version below it) continues as new at its next quiet
 // point after a worker's configure signal, so every open session reaches the current version
 // within one worker start (docs/design.md, "Changes to running workflows").
-const SessionVersion = 5
+const SessionVersion = 6
 
 // SessionFloor is the oldest session run this code replays: every rule of an older version has
 // gone with its branch (docs/design.md). `starter doctor` names any open run below it.
@@ -181,6 +184,12 @@ const sessionWorkingPushesWait = 5
 // Before, each delivery failed against the missing pane and pushed its error.
 const sessionNoAgentWaits = 5
 
+// sessionFollowsApprovals (SessionVersion 6, change ID follows-approvals): a permission the
+// agent asks for (its PermissionRequest hook, with the approval's ID) leaves the agent waiting
+// for the person, and the agent's next hook is passed on to that approval, so the card learns
+// that the terminal answered first (issue 36).
+const sessionFollowsApprovals = 6
+
 // sessionTypingHoldsRepeats (SessionVersion 3, change ID typing-holds-repeats): a request for
 // what the typed block in flight carries (its intent's wait timed out meanwhile) waits for the
 // block and is answered by it; before, it was queued, and a hook could take and print it while
@@ -229,6 +238,7 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	s.Ledger.sameByIntent = !follows(ctx, s.Version, sessionEnqueueByTypedKey, "enqueue-by-typed-key")
 	s.Ledger.reminderBesideMessage = !follows(ctx, s.Version, sessionReminderNotBesideMessage, "reminder-not-beside-message")
 	s.noAgentWaits = follows(ctx, s.Version, sessionNoAgentWaits, "no-agent-waits")
+	s.followsApprovals = follows(ctx, s.Version, sessionFollowsApprovals, "follows-approvals")
 	workflow.Go(ctx, s.takeAlerts)
 	workflow.Go(ctx, s.pushAlerts)
 	workflow.Go(ctx, s.takePushes)
@@ -323,6 +333,9 @@ type session struct {
 	// is back.
 	noAgentWaits bool
 	toldNoAgent  bool
+	// followsApprovals: the agent's hooks after a permission request are passed on to its
+	// approval (sessionFollowsApprovals).
+	followsApprovals bool
 	// busyWhy is why the delivery at the head waits (the view's WaitsFor).
 	busyWhy string
 	// workingPushesWait: reminder pushes of what the agent works on wait

@@ -4,6 +4,7 @@
 package redact
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -81,3 +82,36 @@ func cutChars(s string, max int) (string, bool) {
 
 // Chars counts the characters (runes) of s.
 func Chars(s string) int { return utf8.RuneCountInString(s) }
+
+// Shown is the form of s for a card that shows the person what an agent asks to do (issue 36):
+// secrets masked, invalid UTF-8 repaired, line breaks kept, and every character that could hide
+// or reorder what is shown (control, bidi and zero-width characters) written out as its code
+// point, e.g. [U+202E]; cut to at most max characters with Ellipsis.
+func Shown(s string, max int) string {
+	if max < 1 {
+		return ""
+	}
+	var b strings.Builder
+	for _, r := range strings.ToValidUTF8(s, string(utf8.RuneError)) {
+		switch {
+		case r == '\n' || r == '\t':
+			b.WriteRune(r)
+		case unicode.IsControl(r) || hiding(r):
+			fmt.Fprintf(&b, "[U+%04X]", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	body, cut := cutChars(Secrets(b.String()), max)
+	if cut {
+		return Secrets(body) + Ellipsis
+	}
+	return body
+}
+
+// hiding reports the characters that change how text around them reads without showing
+// themselves: bidi controls and marks, zero-width characters, the byte order mark, and other
+// format characters (Unicode category Cf).
+func hiding(r rune) bool {
+	return unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029'
+}

@@ -92,3 +92,22 @@ func TestSnippetMasksSecretsFirst(t *testing.T) {
 		}
 	}
 }
+
+// Issue 36: a card shows what an agent asks to run as it is: hidden and reordering characters
+// written out, secrets masked, line breaks kept, cut to its bound.
+func TestShownNeutralisesAndMasks(t *testing.T) {
+	got := Shown("rm -rf /\u202Etxt.exe\u200B\nexport T=ghp_"+strings.Repeat("a", 36)+"\x1b[2J", 500)
+	for _, bad := range []string{"\u202E", "\u200B", "\x1b", "ghp_aaaa"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("Shown kept %q: %q", bad, got)
+		}
+	}
+	for _, want := range []string{"[U+202E]", "[U+200B]", "[U+001B]", "\nexport"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Shown lacks %q: %q", want, got)
+		}
+	}
+	if got := Shown(strings.Repeat("x", 50), 10); got != strings.Repeat("x", 10)+Ellipsis {
+		t.Errorf("cut: %q", got)
+	}
+}

@@ -540,6 +540,7 @@ func Register(r worker.Registry, deps Deps) {
 	r.RegisterWorkflowWithOptions(workflows.InboxWorkflow, workflow.RegisterOptions{Name: workflows.InboxWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.HeadlessSessionWorkflow, workflow.RegisterOptions{Name: workflows.HeadlessWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.SemaphoreWorkflow, workflow.RegisterOptions{Name: workflows.SemaphoreWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.ApprovalWorkflow, workflow.RegisterOptions{Name: workflows.ApprovalWorkflowName})
 	prober := &activities.Prober{Identity: deps.Identity, StartedAt: time.Now()}
 	r.RegisterActivityWithOptions(prober.Probe, activity.RegisterOptions{Name: activities.ProbeActivityName})
 	r.RegisterActivityWithOptions(deps.Tmux.Inject, activity.RegisterOptions{Name: activities.TmuxInjectName})
@@ -572,6 +573,7 @@ func Register(r worker.Registry, deps Deps) {
 func RegisterTelegram(r worker.Registry, deps Deps) {
 	r.RegisterActivityWithOptions(deps.Telegram.Send, activity.RegisterOptions{Name: activities.TelegramSendName})
 	r.RegisterActivityWithOptions(deps.Telegram.React, activity.RegisterOptions{Name: activities.TelegramReactName})
+	r.RegisterActivityWithOptions(deps.Telegram.Edit, activity.RegisterOptions{Name: activities.TelegramEditName})
 }
 
 // Fields describe where the service can be reached, for the `ready` log line.

@@ -32,15 +32,15 @@ import (
 
 // CodexEvents are the hooks intentq installs into Codex's hooks.json (setup --cli codex):
 // Codex's event names with the starter's argument for each. Codex has no Notification event;
-// its PermissionRequest (an approval prompt is about to open) is answered by the notification
-// handler as a permission prompt: the agent waits for the person.
+// its PermissionRequest (an approval prompt is about to open, and waits for the hook) asks the
+// person from the phone for at most hooks.codex_approval_wait (issue 36).
 var CodexEvents = []ClaudeEvent{
 	{"SessionStart", EventSessionStart},
 	{"UserPromptSubmit", EventUserPromptSubmit},
 	{"PreToolUse", EventPreToolUse},
 	{"PostToolUse", EventPostToolUse},
 	{"Stop", EventStop},
-	{"PermissionRequest", EventNotification},
+	{"PermissionRequest", EventPermissionRequest},
 }
 
 // CodexFlag is what a Codex hook command adds after `hook <event>`.

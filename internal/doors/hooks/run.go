@@ -36,6 +36,16 @@ var ClaudeEvents = []ClaudeEvent{
 	{"Stop", EventStop},
 	{"Notification", EventNotification},
 	{"SessionEnd", EventSessionEnd},
+	{"PermissionRequest", EventPermissionRequest},
+}
+
+// TimeoutFor is the timeout (seconds) setup gives the hook of event arg: an hour for the
+// permission hook (it waits for the person; hooks.approval_wait ends it sooner), else 10.
+func TimeoutFor(arg string) int {
+	if arg == EventPermissionRequest {
+		return ApprovalTimeout
+	}
+	return 10
 }
 
 // Events are the starter's arguments, in ClaudeEvents' order.

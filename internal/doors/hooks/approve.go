@@ -1,0 +1,337 @@
+package hooks
+
+// The permission hook (issue 36): Claude Code's and Codex's PermissionRequest. It starts an
+// approval (workflows.ApprovalWorkflow), tells the session the agent waits for the person, and
+// waits for the approval's end: a decision from the phone is handed to the CLI in its own format
+// (hookSpecificOutput.decision); anything else (the terminal answered, the wait ran out,
+// Temporal down) prints nothing, and the CLI's own prompt decides, as without intentq.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+
+	"github.com/intentq/intentq/workflows"
+)
+
+// EventPermissionRequest is the starter's argument for the permission hook.
+const EventPermissionRequest = workflows.EventPermissionRequest
+
+// ApprovalTimeout is the timeout (seconds) setup gives the permission hook in the CLI's
+// settings: above any wait the config allows (MaxApprovalWait), so the hook always ends itself.
+const ApprovalTimeout = 3600
+
+// MaxApprovalWait bounds hooks.approval_wait and hooks.codex_approval_wait.
+const MaxApprovalWait = 50 * time.Minute
+
+// approvalGrace is how much longer than the approval's own wait the hook waits for its end: the
+// workflow ends itself at the wait, and a decision just before that must still reach the hook.
+const approvalGrace = 20 * time.Second
+
+// Approver is what the permission hook needs from Temporal; TemporalApprover is the real one.
+type Approver interface {
+	Start(ctx context.Context, id string, in workflows.ApprovalInput) error
+	// Wait returns the approval's result once it has ended.
+	Wait(ctx context.Context, id string) (workflows.ApprovalResult, error)
+	// Follow tells the approval what happened at the terminal.
+	Follow(ctx context.Context, id string, f workflows.ApprovalFollow) error
+	Report(ctx context.Context, session string, ev workflows.AgentEvent) error
+}
+
+// ApprovalSettings say whether and where the session's approvals go.
+type ApprovalSettings struct {
+	Session string
+	// CLI is the agent's kind: claude (allow for the session offered where Claude Code
+	// suggests it) or codex (allow or deny only: Codex fails closed on anything more).
+	CLI string
+	// Chat is the Telegram chat of the card; empty: approvals are off for the session (the
+	// hook reports the agent waits, and the terminal decides).
+	Chat string
+	// Wait is how long the hook waits for the phone.
+	Wait        time.Duration
+	Push        bool
+	RemindEvery time.Duration
+	Logger      *zap.Logger
+}
+
+// PermissionInput is the PermissionRequest hook's input beyond Input.
+type PermissionInput struct {
+	Input
+	// PermissionSuggestions are Claude Code's offers of a lasting rule ("Yes, and always ...").
+	PermissionSuggestions []map[string]any `json:"permission_suggestions"`
+}
+
+// PermissionOutput is what the permission hook prints for a decision.
+type PermissionOutput struct {
+	HookSpecificOutput PermissionDecisionOutput `json:"hookSpecificOutput"`
+}
+
+// PermissionDecisionOutput carries the decision.
+type PermissionDecisionOutput struct {
+	HookEventName string             `json:"hookEventName"`
+	Decision      PermissionDecision `json:"decision"`
+}
+
+// PermissionDecision is the CLI's decision object: behavior allow or deny, a message for the
+// model when denied, and the rules to add (allow for the session).
+type PermissionDecision struct {
+	Behavior           string           `json:"behavior"`
+	Message            string           `json:"message,omitempty"`
+	UpdatedPermissions []map[string]any `json:"updatedPermissions,omitempty"`
+}
+
+// DeniedMessage is what the model is told of a denial from the phone.
+const DeniedMessage = "The person denied this from their phone. Do not retry it; ask them, or do something else."
+
+// Approve answers one PermissionRequest hook: it reads the input, asks the person through an
+// approval and prints the decision, or nothing. It never fails the CLI: whatever goes wrong
+// is logged, and the CLI's own prompt decides.
+func Approve(ctx context.Context, stdin io.Reader, stdout io.Writer, s ApprovalSettings, dial func(context.Context) (Approver, func(), error)) error {
+	log := s.Logger.With(zap.String("hook", EventPermissionRequest), zap.String("session", s.Session))
+	data, err := io.ReadAll(io.LimitReader(stdin, MaxInput+1))
+	var in PermissionInput
+	if err == nil && len(data) > MaxInput {
+		err = fmt.Errorf("hook input is over %d bytes", MaxInput)
+	}
+	if err == nil {
+		err = json.Unmarshal(data, &in)
+	}
+	if err != nil {
+		log.Warn("permission hook input unusable; the terminal decides", zap.Error(err))
+		return nil
+	}
+	if s.Session == "" || in.AgentID != "" {
+		return nil // serves no session, or a subagent's prompt (shown in the main agent's terminal)
+	}
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	b, closeFn, err := dial(dctx)
+	if err != nil {
+		log.Warn("permission hook could not reach Temporal; the terminal decides", zap.Error(err))
+		return nil
+	}
+	defer closeFn()
+	now := time.Now()
+	if s.Chat == "" {
+		if err := b.Report(dctx, s.Session, workflows.AgentEvent{Event: EventPermissionRequest, At: now, Detail: in.ToolName}); err != nil {
+			log.Warn("permission hook could not tell the session", zap.Error(err))
+		}
+		return nil
+	}
+	req, sessionRules, err := approvalInput(s, in, now)
+	if err != nil {
+		log.Warn("permission hook", zap.Error(err))
+		return nil
+	}
+	id := workflows.ApprovalWorkflowID(s.Session, strings.SplitN(req.Buttons[0].Data, ":", 2)[0])
+	if err := b.Start(dctx, id, req); err != nil {
+		log.Warn("permission hook could not start the approval; the terminal decides", zap.Error(err))
+		return nil
+	}
+	if err := b.Report(dctx, s.Session, workflows.AgentEvent{Event: EventPermissionRequest, At: now, Detail: id}); err != nil {
+		log.Warn("permission hook could not tell the session", zap.String("approval", id), zap.Error(err))
+	}
+	log = log.With(zap.String("approval", id))
+	// The CLI ends the hook when the terminal answers No (Claude Code): the card is told.
+	ended := make(chan os.Signal, 1)
+	signal.Notify(ended, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(ended)
+	wctx, wcancel := context.WithTimeout(ctx, s.Wait+approvalGrace)
+	defer wcancel()
+	got := make(chan workflows.ApprovalResult, 1)
+	go func() {
+		for wctx.Err() == nil {
+			r, err := b.Wait(wctx, id)
+			if err == nil {
+				got <- r
+				return
+			}
+			var nf *serviceerror.NotFound
+			var ended *temporal.WorkflowExecutionError
+			if errors.As(err, &nf) || errors.As(err, &ended) {
+				log.Warn("approval gone; the terminal decides", zap.Error(err))
+				return
+			}
+			// Temporal unreachable (an embedded server restarting with its worker): ask again.
+			select {
+			case <-wctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+	select {
+	case sig := <-ended:
+		fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+		defer fcancel()
+		if err := b.Follow(fctx, id, workflows.ApprovalFollow{Event: workflows.EventHookEnded, At: time.Now()}); err != nil {
+			log.Warn("permission hook ended by its CLI; the card could not be told", zap.String("signal", sig.String()), zap.Error(err))
+		}
+		return nil
+	case <-wctx.Done():
+		log.Warn("no end of the approval within the hook's wait; the terminal decides")
+		return nil
+	case r := <-got:
+		if r.Outcome != workflows.OutcomeDecided {
+			return nil
+		}
+		out := PermissionOutput{HookSpecificOutput: PermissionDecisionOutput{HookEventName: "PermissionRequest", Decision: PermissionDecision{Behavior: "allow"}}}
+		switch r.Choice {
+		case workflows.ChoiceDeny:
+			out.HookSpecificOutput.Decision = PermissionDecision{Behavior: "deny", Message: DeniedMessage}
+		case workflows.ChoiceAllowSession:
+			out.HookSpecificOutput.Decision.UpdatedPermissions = sessionRules
+		}
+		log.Info("approval decided from the phone", zap.String("choice", r.Choice), zap.Int64("by", r.UserID))
+		return json.NewEncoder(stdout).Encode(out)
+	}
+}
+
+// approvalInput is the approval for a permission request: what the card shows, its buttons
+// (opaque random data), and the rules "allow for this session" hands the CLI (Claude Code's
+// own suggestions of lasting rules, scoped to the session; never a mode change).
+func approvalInput(s ApprovalSettings, in PermissionInput, now time.Time) (workflows.ApprovalInput, []map[string]any, error) {
+	token, err := randomID(12)
+	if err != nil {
+		return workflows.ApprovalInput{}, nil, err
+	}
+	req := workflows.ApprovalInput{Session: s.Session, CLI: s.CLI, Chat: s.Chat, Tool: in.ToolName, Wait: s.Wait, AskedAt: now,
+		Push: s.Push, RemindEvery: s.RemindEvery}
+	req.Action, req.Said = describe(in.ToolName, in.ToolInput)
+	var rules []map[string]any
+	if s.CLI == "claude" {
+		for _, sug := range in.PermissionSuggestions {
+			if t, _ := sug["type"].(string); t == "addRules" || t == "addDirectories" {
+				rule := map[string]any{}
+				for k, v := range sug {
+					rule[k] = v
+				}
+				rule["destination"] = "session"
+				rules = append(rules, rule)
+			}
+		}
+	}
+	choices := []string{workflows.ChoiceAllow}
+	if len(rules) > 0 {
+		choices = append(choices, workflows.ChoiceAllowSession)
+	}
+	choices = append(choices, workflows.ChoiceDeny)
+	for _, c := range choices {
+		code, err := randomID(6)
+		if err != nil {
+			return workflows.ApprovalInput{}, nil, err
+		}
+		req.Buttons = append(req.Buttons, workflows.ApprovalButton{Choice: c, Data: token + ":" + code})
+	}
+	return req, rules, nil
+}
+
+// describe is what a tool call will do, as the agent gave it: the command of a shell tool, the
+// path of a file tool, else the tool's whole input; and the agent's own description of it
+// (Bash's description, Codex's justification), which the card shows apart.
+func describe(tool string, input json.RawMessage) (action, said string) {
+	var fields map[string]any
+	if json.Unmarshal(input, &fields) != nil {
+		return string(input), ""
+	}
+	said, _ = fields["description"].(string)
+	for _, key := range []string{"command", "cmd", "file_path", "path", "url", "pattern"} {
+		switch v := fields[key].(type) {
+		case string:
+			action = v
+		case []any: // Codex's exec argv
+			var parts []string
+			for _, p := range v {
+				parts = append(parts, fmt.Sprint(p))
+			}
+			action = strings.Join(parts, " ")
+		}
+		if action != "" {
+			if key != "command" && key != "cmd" {
+				action = key + ": " + action
+			}
+			if rest := others(fields, key); rest != "" && key != "command" && key != "cmd" {
+				action += "\n" + rest
+			}
+			return action, said
+		}
+	}
+	delete(fields, "description")
+	b, _ := json.MarshalIndent(fields, "", "  ")
+	return string(b), said
+}
+
+// others is the input's other fields (not the description), for a file tool's content.
+func others(fields map[string]any, key string) string {
+	rest := map[string]any{}
+	for k, v := range fields {
+		if k != key && k != "description" {
+			rest[k] = v
+		}
+	}
+	if len(rest) == 0 {
+		return ""
+	}
+	b, _ := json.MarshalIndent(rest, "", "  ")
+	return string(b)
+}
+
+// randomID is n random bytes, URL-safe base64.
+func randomID(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("random id: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// TemporalApprover is the Approver on a Temporal client.
+type TemporalApprover struct {
+	Client    client.Client
+	TaskQueue string
+}
+
+// Start starts the approval workflow.
+func (t TemporalApprover) Start(ctx context.Context, id string, in workflows.ApprovalInput) error {
+	_, err := t.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: t.TaskQueue,
+		WorkflowExecutionTimeout: in.Wait + time.Hour}, workflows.ApprovalWorkflowName, in)
+	if err != nil {
+		return fmt.Errorf("start approval %s: %w", id, err)
+	}
+	return nil
+}
+
+// Wait waits for the approval's result.
+func (t TemporalApprover) Wait(ctx context.Context, id string) (workflows.ApprovalResult, error) {
+	var r workflows.ApprovalResult
+	if err := t.Client.GetWorkflow(ctx, id, "").Get(ctx, &r); err != nil {
+		return r, fmt.Errorf("wait for approval %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// Follow signals the approval what happened at the terminal.
+func (t TemporalApprover) Follow(ctx context.Context, id string, f workflows.ApprovalFollow) error {
+	if err := t.Client.SignalWorkflow(ctx, id, "", workflows.SignalFollowed, f); err != nil {
+		return fmt.Errorf("tell approval %s: %w", id, err)
+	}
+	return nil
+}
+
+// Report tells the session the agent waits for the person.
+func (t TemporalApprover) Report(ctx context.Context, session string, ev workflows.AgentEvent) error {
+	return Temporal{Client: t.Client}.Report(ctx, session, ev)
+}
