@@ -211,6 +211,9 @@ func ApprovalWorkflow(ctx workflow.Context, in ApprovalInput) (ApprovalResult, e
 		if len(in.Buttons) == 0 {
 			return temporal.NewApplicationError("this card has no answers: answer at the terminal", ErrTypeUnknownAnswer)
 		}
+		if a.Chat != in.Chat {
+			return temporal.NewApplicationError("the card is in another chat", ErrTypeUnknownAnswer)
+		}
 		for _, b := range in.Buttons {
 			if a.Data != "" && b.Data == a.Data || a.Data == "" && b.Choice == a.Choice {
 				return nil

@@ -50,6 +50,8 @@ func (c control) Answer(ctx context.Context, cmd telegram.Command) string {
 		return c.status(ctx, chat)
 	case "stop":
 		return c.stop(ctx, chat)
+	case "allow", "deny":
+		return c.answerCard(ctx, chat, cmd)
 	}
 	return "Unknown command. Try /pending, /status, or reply /cancel to a message."
 }

@@ -24,12 +24,29 @@ type Command struct {
 	MessageID int
 	ReplyTo   int
 	UserID    int64
+	// User names the sender (for an approval's record).
+	User string
+	// ReplyButtons are the inline buttons of the message the command answers (an approval's
+	// card), label to data: /allow and /deny press them.
+	ReplyButtons map[string]string
 }
 
-// Control answers commands; what it returns is sent to the chat as the answer (short, never a
-// raw error).
+// Press is a press of an inline button (a callback query) from an allowed sender in an allowed
+// chat: Data is the button's opaque data, ChatID and MessageID the card it is on.
+type Press struct {
+	ID        string
+	Data      string
+	ChatID    int64
+	MessageID int
+	UserID    int64
+	User      string
+}
+
+// Control answers commands and presses; what it returns is sent to the chat as the answer, or
+// shown on the press (short, never a raw error).
 type Control interface {
 	Answer(ctx context.Context, c Command) string
+	Press(ctx context.Context, p Press) string
 }
 
 // Commands are the commands the door answers, with their descriptions (setMyCommands).
@@ -38,6 +55,8 @@ var Commands = []tgbotapi.BotCommand{
 	{Command: "cancel", Description: "reply /cancel to a message (or /cancel ID) to take it back"},
 	{Command: "status", Description: "what each session's agent is doing"},
 	{Command: "stop", Description: "interrupt the running turn of this chat's agent"},
+	{Command: "allow", Description: "reply /allow to an approval card (/allow session: for this session)"},
+	{Command: "deny", Description: "reply /deny to an approval card"},
 }
 
 // maxArgs bounds a command's arguments: the door answers what is longer as malformed.
@@ -63,10 +82,59 @@ func command(m *tgbotapi.Message) (*Command, bool) {
 	if m.From != nil {
 		c.UserID = m.From.ID
 	}
-	if m.ReplyToMessage != nil {
-		c.ReplyTo = m.ReplyToMessage.MessageID
+	if m.From != nil {
+		c.User = sender(m.From).String()
+	}
+	if r := m.ReplyToMessage; r != nil {
+		c.ReplyTo = r.MessageID
+		if r.ReplyMarkup != nil {
+			c.ReplyButtons = map[string]string{}
+			for _, row := range r.ReplyMarkup.InlineKeyboard {
+				for _, b := range row {
+					if b.CallbackData != nil {
+						c.ReplyButtons[b.Text] = *b.CallbackData
+					}
+				}
+			}
+		}
 	}
 	return c, true
+}
+
+// maxPressData bounds a press's data (Telegram's limit on callback_data is 64 bytes).
+const maxPressData = 64
+
+// press answers a callback query: from an allowed sender in an allowed chat through Control,
+// else with a refusal; every press is answered (answerCallbackQuery), so the phone stops
+// spinning, and nothing else happens for one that is not allowed, malformed or too long.
+func (p *Poller) press(ctx context.Context, q *tgbotapi.CallbackQuery) {
+	var chat int64
+	msg := 0
+	if q.Message != nil && q.Message.Chat != nil {
+		chat, msg = q.Message.Chat.ID, q.Message.MessageID
+	}
+	var from int64
+	if q.From != nil {
+		from = q.From.ID
+	}
+	text := "Not allowed: you are not on this bot's allowlist."
+	switch {
+	case p.opts.Control == nil:
+		text = "This bot takes no button presses."
+	case chat == 0 || !p.allowed(chat, from):
+		p.log.Warn("button press from a sender not on the allowlist refused", zap.Int64("chat", chat), zap.Int64("user", from))
+	case q.Data == "" || len(q.Data) > maxPressData:
+		text = "That button carries nothing intentq knows."
+	default:
+		pr := Press{ID: q.ID, Data: q.Data, ChatID: chat, MessageID: msg, UserID: from}
+		if q.From != nil {
+			pr.User = sender(q.From).String()
+		}
+		text = p.opts.Control.Press(ctx, pr)
+	}
+	if _, err := p.bot.Request(tgbotapi.NewCallback(q.ID, text)); err != nil {
+		p.log.Warn("button press not answered", zap.Int64("chat", chat), zap.Int("message", msg), zap.Error(p.redact(err)))
+	}
 }
 
 // answer runs a command through Control and sends its answer as a reply to the command, once:

@@ -288,6 +288,7 @@ type item struct {
 	msg      *intent.Message // nil: nothing to record (skipped, logged)
 	cmd      *Command        // a command the door answers (nothing is recorded)
 	edit     *intent.Message // a person's edit of a message recorded before
+	press    *tgbotapi.CallbackQuery
 	res      intent.Result
 	recorded bool
 }
@@ -350,6 +351,9 @@ func (p *Poller) handleBatch(ctx context.Context, updates []json.RawMessage) {
 		if it.cmd != nil {
 			p.answer(ctx, *it.cmd)
 		}
+		if it.press != nil {
+			p.press(ctx, it.press)
+		}
 		if e := it.edit; e != nil {
 			if text := p.opts.Edit(ctx, e.ChatID, e.MessageID, e.Text); text != "" {
 				if err := p.opts.Reply(ctx, e.ChatID, e.MessageID, text, "edit/"+e.ChatID+"/"+e.MessageID+"/"+strconv.Itoa(it.updateID)); err != nil {
@@ -387,6 +391,7 @@ func (p *Poller) parse(raw json.RawMessage) *item {
 		p.log.Warn("update fields of the wrong type passed over", zap.Int("update_id", it.updateID), zap.Strings("fields", dropped))
 	}
 	it.msg = p.message(u, raw)
+	it.press = u.CallbackQuery
 	if m := u.EditedMessage; m != nil && p.opts.Edit != nil && m.Chat != nil {
 		var from int64
 		if m.From != nil {

@@ -402,6 +402,9 @@ type Server struct {
 	all           map[int]*entry
 	queue         []*entry // unconfirmed updates, by id
 	reactions     []Reaction
+	nextCallback  int
+	callbacks     []CallbackAnswer
+	edits         []Edit
 	redeliveries  []*redelivery
 	confirmed     int
 	longPoll      *poller
@@ -879,6 +882,10 @@ func (s *Server) serveMethod(w http.ResponseWriter, r *http.Request, method stri
 		writeResult(w, true)
 	case "setmessagereaction":
 		s.setReaction(w, p)
+	case "answercallbackquery":
+		s.answerCallback(w, p)
+	case "editmessagetext":
+		s.editMessageText(w, p)
 	case "deletewebhook":
 		if b, _ := strconv.ParseBool(p.Get("drop_pending_updates")); b {
 			s.mu.Lock()
@@ -1200,6 +1207,24 @@ func (s *Server) sendMessage(w http.ResponseWriter, p url.Values) {
 			msg["reply_to_message"] = m
 		}
 	}
+	if v := p.Get("reply_markup"); v != "" {
+		var markup InlineKeyboardMarkup
+		if err := json.Unmarshal([]byte(v), &markup); err != nil {
+			writeError(w, http.StatusBadRequest, "Bad Request: can't parse reply keyboard markup JSON object")
+			return
+		}
+		for _, row := range markup.InlineKeyboard {
+			for _, b := range row {
+				if len(b.CallbackData) > 64 {
+					writeError(w, http.StatusBadRequest, "Bad Request: BUTTON_DATA_INVALID")
+					return
+				}
+			}
+		}
+		if len(markup.InlineKeyboard) > 0 {
+			msg["reply_markup"] = markup
+		}
+	}
 	raw, err := json.Marshal(msg)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "Internal Server Error: "+err.Error())
@@ -1268,4 +1293,177 @@ func (s *Server) setReaction(w http.ResponseWriter, p url.Values) {
 	s.reactions = append(s.reactions, r)
 	s.mu.Unlock()
 	writeResult(w, true)
+}
+
+// ---- inline keyboards, callback queries and edits ----
+
+// InlineKeyboardButton is a button under a message; a press sends CallbackData back.
+type InlineKeyboardButton struct {
+	Text         string `json:"text"`
+	CallbackData string `json:"callback_data,omitempty"`
+}
+
+// InlineKeyboardMarkup is a message's inline keyboard (reply_markup).
+type InlineKeyboardMarkup struct {
+	InlineKeyboard [][]InlineKeyboardButton `json:"inline_keyboard"`
+}
+
+// Buttons returns the inline buttons a sent message carries now (none once an edit took them
+// away), label to data.
+func (s *Server) Buttons(chatID int64, messageID int) map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var m struct {
+		ReplyMarkup *InlineKeyboardMarkup `json:"reply_markup"`
+	}
+	_ = json.Unmarshal(s.messages[[2]int64{chatID, int64(messageID)}], &m)
+	out := map[string]string{}
+	if m.ReplyMarkup != nil {
+		for _, row := range m.ReplyMarkup.InlineKeyboard {
+			for _, b := range row {
+				out[b.Text] = b.CallbackData
+			}
+		}
+	}
+	return out
+}
+
+// Message returns a message the bot sent as it is now (edits applied), as the Bot API
+// serialises it; nil when there is none. Tests put it in reply_to_message.
+func (s *Server) Message(chatID int64, messageID int) json.RawMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append(json.RawMessage(nil), s.messages[[2]int64{chatID, int64(messageID)}]...)
+}
+
+// CallbackQuery is a press of an inline button, as the Bot API sends it.
+type CallbackQuery struct {
+	ID           string          `json:"id"`
+	From         User            `json:"from"`
+	Message      json.RawMessage `json:"message,omitempty"`
+	ChatInstance string          `json:"chat_instance"`
+	Data         string          `json:"data,omitempty"`
+}
+
+// CallbackQueryUpdate is a "callback_query" update.
+type CallbackQueryUpdate struct {
+	UpdateID      int           `json:"update_id"`
+	CallbackQuery CallbackQuery `json:"callback_query"`
+}
+
+// Press enqueues a press by user fromID of the button with label on the bot's message
+// messageID in chatID, as Telegram sends it (the message as it is now); it returns the
+// callback query's id, or "" when the message carries no such button.
+func (s *Server) Press(chatID, fromID int64, messageID int, label string) string {
+	data, ok := s.Buttons(chatID, messageID)[label]
+	if !ok {
+		return ""
+	}
+	return s.PressData(chatID, fromID, messageID, data)
+}
+
+// PressData enqueues a press carrying data (any, a forged one too) on message messageID.
+func (s *Server) PressData(chatID, fromID int64, messageID int, data string) string {
+	s.mu.Lock()
+	s.nextCallback++
+	id := fmt.Sprintf("%d%06d", chatID&0xffff, s.nextCallback)
+	s.mu.Unlock()
+	s.AddUpdate(CallbackQueryUpdate{CallbackQuery: CallbackQuery{ID: id, From: NewUser(fromID), Message: s.Message(chatID, messageID),
+		ChatInstance: fmt.Sprint(chatID), Data: data}})
+	return id
+}
+
+// CallbackAnswer is the bot's answerCallbackQuery.
+type CallbackAnswer struct {
+	ID   string
+	Text string
+}
+
+// CallbackAnswers returns the answers to presses so far, oldest first.
+func (s *Server) CallbackAnswers() []CallbackAnswer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]CallbackAnswer(nil), s.callbacks...)
+}
+
+// answerCallback answers answerCallbackQuery: the id must be one Press gave, answered once at
+// most (Telegram refuses an old or repeated one), the text at most 200 characters.
+func (s *Server) answerCallback(w http.ResponseWriter, p url.Values) {
+	id := p.Get("callback_query_id")
+	text := p.Get("text")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.callbacks {
+		if c.ID == id {
+			writeError(w, http.StatusBadRequest, "Bad Request: query is too old and response timeout expired or query ID is invalid")
+			return
+		}
+	}
+	if id == "" || utf8.RuneCountInString(text) > 200 {
+		writeError(w, http.StatusBadRequest, "Bad Request: query ID is invalid or text too long")
+		return
+	}
+	s.callbacks = append(s.callbacks, CallbackAnswer{ID: id, Text: text})
+	s.notifyLocked()
+	writeResult(w, true)
+}
+
+// Edit is an editMessageText the bot made.
+type Edit struct {
+	ChatID    int64
+	MessageID int
+	Text      string
+	// Buttons: the edit kept (or set) an inline keyboard.
+	Buttons bool
+	At      time.Time
+}
+
+// Edits returns the edits so far, oldest first.
+func (s *Server) Edits() []Edit {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Edit(nil), s.edits...)
+}
+
+// editMessageText answers editMessageText for a message the bot sent: its text changes, and its
+// inline keyboard is what reply_markup says (none without it), as on Telegram; an edit that
+// changes nothing is refused with Telegram's "message is not modified".
+func (s *Server) editMessageText(w http.ResponseWriter, p url.Values) {
+	chatID, _ := strconv.ParseInt(p.Get("chat_id"), 10, 64)
+	msgID, _ := strconv.Atoi(p.Get("message_id"))
+	text := p.Get("text")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	raw, ok := s.messages[[2]int64{chatID, int64(msgID)}]
+	if !ok {
+		writeError(w, http.StatusBadRequest, "Bad Request: message to edit not found")
+		return
+	}
+	if strings.TrimSpace(text) == "" {
+		writeError(w, http.StatusBadRequest, "Bad Request: message text is empty")
+		return
+	}
+	var msg map[string]any
+	_ = json.Unmarshal(raw, &msg)
+	_, hadMarkup := msg["reply_markup"]
+	markup := p.Get("reply_markup")
+	if msg["text"] == text && !hadMarkup && markup == "" {
+		writeError(w, http.StatusBadRequest, "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message")
+		return
+	}
+	msg["text"] = text
+	msg["edit_date"] = time.Now().Unix()
+	delete(msg, "reply_markup")
+	if markup != "" {
+		var m InlineKeyboardMarkup
+		if json.Unmarshal([]byte(markup), &m) == nil && len(m.InlineKeyboard) > 0 {
+			msg["reply_markup"] = m
+		}
+	}
+	edited, _ := json.Marshal(msg)
+	s.messages[[2]int64{chatID, int64(msgID)}] = edited
+	_, buttons := msg["reply_markup"]
+	s.edits = append(s.edits, Edit{ChatID: chatID, MessageID: msgID, Text: text, Buttons: buttons, At: time.Now()})
+	s.notifyLocked()
+	writeRawResult(w, edited)
 }
