@@ -321,8 +321,11 @@ func TestCodexApprovalPromptIsNeverAnswered(t *testing.T) {
 		return fakeopenai.Turn{Text: "OK."}
 	})
 	t.Cleanup(api.Close)
+	// The phone is not asked for long (issue 36): after 3 s the hook steps aside and Codex's
+	// own prompt opens, which only the person at the terminal answers.
 	env, home := codexEnv(t, bot, "321:approve", "INTENTQ_NTFY_URL="+ntfy.URL(), "INTENTQ_NTFY_TOPIC=phone",
-		"INTENTQ_REMINDERS_FIRST_AFTER=10m", "INTENTQ_DELIVERY_BUSY_WAIT=1s", "INTENTQ_DELIVERY_WAITS_FOR_YOU_AFTER=3s")
+		"INTENTQ_REMINDERS_FIRST_AFTER=10m", "INTENTQ_DELIVERY_BUSY_WAIT=1s", "INTENTQ_DELIVERY_WAITS_FOR_YOU_AFTER=3s",
+		"INTENTQ_HOOKS_CODEX_APPROVAL_WAIT=3s")
 	_, lines := startWorker(t, bin, env)
 	waitFor(t, lines, "ready", 60*time.Second)
 	capture := codexAgent(t, env, home, api, "on-request", "read-only")
@@ -336,6 +339,15 @@ func TestCodexApprovalPromptIsNeverAnswered(t *testing.T) {
 		return strings.Contains(p, "Would you like to run the following command?") && strings.Contains(p, "Yes, proceed (y)")
 	})
 	prompt := watchPane(t, capture, "You approved", "Ran touch")
+	// The card said the phone was asked, and now says the terminal asks.
+	eventually(t, "the card saying the terminal asks", 30*time.Second, func() bool {
+		for _, e := range bot.Edits() {
+			if strings.Contains(e.Text, "answer at the terminal") && !e.Buttons {
+				return true
+			}
+		}
+		return false
+	}, capture)
 	// The PermissionRequest hook told the session: the agent waits for the person.
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		var view struct {
@@ -401,6 +413,92 @@ func TestCodexApprovalPromptIsNeverAnswered(t *testing.T) {
 	}
 	if p := prompt(); p != "" {
 		t.Errorf("the prompt was approved:\n%s", p)
+	}
+}
+
+// Issue 36 with the real Codex 0.169.0: its PermissionRequest hook runs before the approval
+// prompt and holds it ("Working ... · Running hook"; the terminal cannot answer meanwhile),
+// so the hook waits for the phone at most hooks.codex_approval_wait. A card comes at once; Allow
+// from the phone runs the command and no prompt ever opens; Deny refuses the next one and the
+// model is told. Nothing is typed into the pane.
+func TestCodexApprovalsFromThePhone(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
+	bin := binaries(t)
+	bot := fakebot.New("321:codexok")
+	t.Cleanup(bot.Close)
+	dir := t.TempDir()
+	marker := func(n int) string { return filepath.Join(dir, fmt.Sprintf("ran-%d", n)) }
+	api := fakeopenai.New(func(r fakeopenai.Request) fakeopenai.Turn {
+		if r.AfterCall() {
+			return fakeopenai.Turn{Text: "Done."}
+		}
+		for n := 1; n <= 2; n++ {
+			if slices.ContainsFunc(r.Added("user"), func(s string) bool { return strings.Contains(s, fmt.Sprintf("please do step %d", n)) }) {
+				return fakeopenai.Turn{Call: "exec_command", Arguments: map[string]any{"cmd": "touch " + marker(n),
+					"sandbox_permissions": "require_escalated", "justification": fmt.Sprintf("step %d", n)}}
+			}
+		}
+		return fakeopenai.Turn{Text: "OK."}
+	})
+	t.Cleanup(api.Close)
+	env, home := codexEnv(t, bot, "321:codexok", "INTENTQ_REMINDERS_FIRST_AFTER=10m", "INTENTQ_DELIVERY_BUSY_WAIT=1s")
+	_, lines := startWorker(t, bin, env)
+	waitFor(t, lines, "ready", 60*time.Second)
+	capture := codexAgent(t, env, home, api, "on-request", "read-only")
+	prompt := watchPane(t, capture, "Would you like to run the following command?")
+	card := func(n int) fakebot.SentMessage {
+		t.Helper()
+		tmuxKeys(t, env, "-l", fmt.Sprintf("please do step %d", n))
+		waitPane(t, capture, "the typed prompt", 30*time.Second, func(p string) bool { return strings.Contains(p, fmt.Sprintf("please do step %d", n)) })
+		time.Sleep(300 * time.Millisecond) // the paste's end, before the Enter that submits it
+		tmuxKeys(t, env, "Enter")
+		var c fakebot.SentMessage
+		eventually(t, fmt.Sprintf("the card of step %d", n), 60*time.Second, func() bool {
+			for _, m := range bot.Sent() {
+				if strings.Contains(m.Text, marker(n)) && m.Params.Get("reply_markup") != "" {
+					c = m
+					return true
+				}
+			}
+			return false
+		}, capture)
+		return c
+	}
+	answer := func(id string) string {
+		t.Helper()
+		var text string
+		eventually(t, "the answer to the press", 30*time.Second, func() bool {
+			for _, a := range bot.CallbackAnswers() {
+				if a.ID == id {
+					text = a.Text
+					return true
+				}
+			}
+			return false
+		}, capture)
+		return text
+	}
+
+	c := card(1)
+	if b := bot.Buttons(42, c.MessageID); b["Allow for this session"] != "" || b["Allow once"] == "" || b["Deny"] == "" {
+		t.Errorf("Codex's card offers %v (Codex takes allow or deny only)", b)
+	}
+	waitPane(t, capture, "Codex showing the hook at work", 30*time.Second, func(p string) bool { return strings.Contains(p, "Running hook") })
+	if a := answer(bot.Press(42, 42, c.MessageID, "Allow once")); !strings.Contains(a, "Allowed once") {
+		t.Errorf("Allow was answered %q", a)
+	}
+	eventually(t, "step 1 to run", 60*time.Second, func() bool { _, err := os.Stat(marker(1)); return err == nil }, capture)
+
+	c = card(2)
+	if a := answer(bot.Press(42, 42, c.MessageID, "Deny")); !strings.Contains(a, "Denied") {
+		t.Errorf("Deny was answered %q", a)
+	}
+	eventually(t, "the model told of the denial", 60*time.Second, func() bool { return sawOpenAI(api, "denied this from their phone") }, capture)
+	if _, err := os.Stat(marker(2)); err == nil {
+		t.Error("step 2 ran after Deny")
+	}
+	if p := prompt(); p != "" {
+		t.Errorf("Codex's own prompt opened although the phone answered:\n%s", p)
 	}
 }
 

@@ -89,7 +89,7 @@ func TestI10LocalChecks(t *testing.T) {
 	if err := os.WriteFile(cfg.Claude.Settings, []byte(`{"hooks":{"Stop":[{"hooks":[{"command":"starter hook stop"}]}]}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if res := doctor.Hooks(cfg.Claude.Settings); res.OK || res.Detail != "not installed yet: "+filepath.Clean(cfg.Claude.Settings)+" lacks Notification, PostToolUse, PreToolUse, SessionEnd, SessionStart, UserPromptSubmit" {
+	if res := doctor.Hooks(cfg.Claude.Settings); res.OK || res.Detail != "not installed yet: "+filepath.Clean(cfg.Claude.Settings)+" lacks Notification, PermissionRequest, PostToolUse, PreToolUse, SessionEnd, SessionStart, UserPromptSubmit" {
 		t.Errorf("partial hooks: %+v", res)
 	}
 }

@@ -138,7 +138,8 @@ const HooksSettings = `{
     "PostToolUse": [{"hooks": [{"type": "command", "command": "starter hook post-tool-use", "timeout": 10}]}],
     "Stop": [{"hooks": [{"type": "command", "command": "starter hook stop", "timeout": 10}]}],
     "Notification": [{"hooks": [{"type": "command", "command": "starter hook notification", "timeout": 10}]}],
-    "SessionEnd": [{"hooks": [{"type": "command", "command": "starter hook session-end", "timeout": 10}]}]
+    "SessionEnd": [{"hooks": [{"type": "command", "command": "starter hook session-end", "timeout": 10}]}],
+    "PermissionRequest": [{"hooks": [{"type": "command", "command": "starter hook permission-request", "timeout": 3600}]}]
   }
 }`
 
