@@ -184,7 +184,9 @@ func TestClaudeCodeApprovalsFromThePhone(t *testing.T) {
 	if e := r.edited(t, card); !strings.Contains(e, "Allowed once from the phone by") {
 		t.Errorf("the card after Allow: %s", e)
 	}
-	waitPane(t, r.capture, "the turn's end", 30*time.Second, func(p string) bool { return !strings.Contains(p, "Do you want to proceed?") && strings.Contains(p, "● Done.") })
+	waitPane(t, r.capture, "the turn's end", 30*time.Second, func(p string) bool {
+		return !strings.Contains(p, "Do you want to proceed?") && strings.Contains(p, "● Done.")
+	})
 
 	// 2. Deny, typed as a reply to the card; five messages wait behind the dialog meanwhile.
 	card, _ = r.ask(t, 2)

@@ -43,6 +43,7 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 	r.RegisterWorkflowWithOptions(IntentWorkflow, workflow.RegisterOptions{Name: IntentWorkflowName})
 	r.RegisterWorkflowWithOptions(SessionWorkflow, workflow.RegisterOptions{Name: SessionWorkflowName})
 	r.RegisterWorkflowWithOptions(HeadlessSessionWorkflow, workflow.RegisterOptions{Name: HeadlessWorkflowName})
+	r.RegisterWorkflowWithOptions(ApprovalWorkflow, workflow.RegisterOptions{Name: ApprovalWorkflowName})
 	for _, file := range []string{
 		// Recorded at version 2 by the build before the floor rose to 2 (every older rule's
 		// branch gone): runs at the floor replay across that upgrade, and across version 3's
@@ -50,7 +51,7 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 		"testdata/intent_reminded_v14.json", "testdata/session_reminders_v14.json",
 		"testdata/intent_delivered_closed_v14.json", "testdata/session_v14.json",
 		// The upgrade step: a run at the floor (version 2, as the build before started them)
-		// takes a worker's configure signal and continues as new at SessionVersion (5), on its
+		// takes a worker's configure signal and continues as new at SessionVersion (6), on its
 		// host's task queue. Regenerate with
 		// WRITE_REPLAY_HISTORY=1 go test -run TestSessionUpgradesToTheVersionFloorAtConfigure
 		// ./internal/service/.
@@ -60,7 +61,10 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 		// (take-back-ignored), which they decide by their markers.
 		"testdata/intent_reminded_v4.json", "testdata/session_reminders_v4.json",
 		"testdata/intent_delivered_closed_v4.json", "testdata/session_v4.json",
-		// Current: sessions and intents started at SessionVersion (5) and IntentVersion (3), no
+		// Started at SessionVersion 5 (the build before approvals): they replay across version
+		// 6's rule (follows-approvals), which they decide by its marker.
+		"testdata/session_v5.json", "testdata/session_reminders_v5.json", "testdata/session_taken_back_v5.json",
+		// Current: sessions and intents started at SessionVersion (6) and IntentVersion (3), no
 		// markers.
 		"testdata/intent_reminded.json", "testdata/session_reminders.json",
 		"testdata/intent_delivered_closed.json", "testdata/session.json",
@@ -69,6 +73,11 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 		// Regenerate with WRITE_REPLAY_HISTORY=1 go test -run TestControlCommandsAtTheDoor
 		// ./internal/service/.
 		"testdata/intent_taken_back.json", "testdata/session_taken_back.json",
+		// Current, issue 36: an approval answered from the phone (forged and foreign presses
+		// refused, a second press answered), and its session, which passed the agent's next hook
+		// on to it. Regenerate with WRITE_REPLAY_HISTORY=1 go test -run TestApprovalAtTheDoor
+		// ./internal/service/.
+		"testdata/approval.json", "testdata/session_approval.json",
 		// A headless session (a success, a retried network error, a denied tool) from when runs
 		// carried the program and arguments (issue 23), then one whose runs name the session.
 		// Regenerate with WRITE_HEADLESS_HISTORY=$PWD/workflows/testdata/headless.json
