@@ -18,6 +18,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/intentq/intentq/activities"
+	intentqhooks "github.com/intentq/intentq/internal/doors/hooks"
 	"github.com/intentq/intentq/internal/platform/doctor"
 	"github.com/intentq/intentq/internal/testkit/fakebot"
 	"github.com/intentq/intentq/internal/testkit/fakentfy"
@@ -516,7 +517,7 @@ func TestSetupHooksAndService(t *testing.T) {
 		Hooks map[string][]map[string]any `json:"hooks"`
 	}
 	b, _ := os.ReadFile(settings)
-	if err := json.Unmarshal(b, &got); err != nil || got.Model != "opus" || len(got.Hooks["PreToolUse"]) != 2 || len(got.Hooks) != 7 ||
+	if err := json.Unmarshal(b, &got); err != nil || got.Model != "opus" || len(got.Hooks["PreToolUse"]) != 2 || len(got.Hooks) != len(intentqhooks.ClaudeEvents) ||
 		len(got.Hooks["PostToolUse"]) != 1 || got.Hooks["PostToolUse"][0]["matcher"] != nil {
 		t.Fatalf("merged settings = %s (%v)", b, err)
 	}
