@@ -162,6 +162,11 @@ type Telegram struct {
 	// CancelReaction replaces the reaction on a message the person took back (ignored or
 	// cancelled) before it reached the agent (empty: none).
 	CancelReaction string `mapstructure:"cancel_reaction"`
+	// DeliveredReaction replaces AckReaction once the message is in the agent's context (its
+	// hook took it, or its receipt confirmed it typed); FailedReaction when a delivery failed
+	// (issue 36: the reaction shows where the message is). Empty: none.
+	DeliveredReaction string `mapstructure:"delivered_reaction"`
+	FailedReaction    string `mapstructure:"failed_reaction"`
 }
 
 // Ntfy configures push notifications to the person's phone.

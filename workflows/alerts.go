@@ -30,6 +30,9 @@ func (w *intent) failed(ctx workflow.Context, streak int, what string, err error
 	if appErr, ok := asApplicationError(err); ok && appErr.Type() == ErrTypeDeliveryTimeout {
 		return // a long queue is not a failure worth a push
 	}
+	if streak == 1 && what == "deliver" {
+		w.stage(ctx, w.in.FailedReaction)
+	}
 	if streak != 1 || !w.pushes() {
 		return
 	}

@@ -27,6 +27,9 @@ type intent struct {
 	takesBack    bool
 	tookBack     bool
 	stopDelivery workflow.CancelFunc
+	// staged is the reaction of the message's last stage (issue 36): each stage's reaction is
+	// set after the one before, and the end's after them all.
+	staged workflow.Future
 }
 
 // open refuses an action on an intent that has ended.
@@ -52,7 +55,10 @@ func IntentWorkflow(ctx workflow.Context, in IntentInput) (IntentState, error) {
 		w.st = IntentState{Status: StatusPending, Transitions: []Transition{{Status: StatusPending, At: in.ReceivedAt, Reason: ReasonReceived}}}
 		count(ctx, metricIntents, map[string]string{"door": in.Source, "session": in.Session}, 1)
 		// The sender sees it arrived; fire and forget, it never holds up the intent.
-		w.react(ctx, in.AckReaction)
+		ack := w.react(ctx, in.AckReaction)
+		if in.DeliveredReaction != "" || in.FailedReaction != "" {
+			w.staged = ack // runs started before the stages end as they did
+		}
 	}
 	if w.st.LastPushedAt == nil && w.st.LastRemindedAt != nil && w.pushes() {
 		// Carried over from the combined schedule of intents before separate channels, where
@@ -123,6 +129,9 @@ func IntentWorkflow(ctx workflow.Context, in IntentInput) (IntentState, error) {
 			return w.st, err
 		}
 		w.poked = false
+	}
+	if w.staged != nil {
+		_ = w.staged.Get(ctx, nil) // the last stage's reaction lands last
 	}
 	if w.st.Status == StatusClosed && w.in.DoneReaction != "" {
 		_ = w.react(ctx, w.in.DoneReaction).Get(ctx, nil) // best effort, retried by its options
@@ -414,6 +423,7 @@ func (w *intent) deliver(ctx workflow.Context) {
 	if w.st.SeenAt == nil {
 		w.st.SeenAt = &now
 	}
+	w.stage(ctx, w.in.DeliveredReaction)
 	// Lists (and the worker's recovery at start) see the delivery without a query.
 	if err := w.publishMemo(ctx); err != nil {
 		workflow.GetLogger(ctx).Warn("publish memo", "intent", w.id, "error", err)

@@ -131,6 +131,11 @@ type IntentInput struct {
 	// CancelReaction replaces AckReaction when the person takes the message back before it
 	// reached the agent.
 	CancelReaction string `json:"cancel_reaction,omitempty"`
+	// DeliveredReaction replaces the reaction once the message is in the agent's context, and
+	// FailedReaction when a delivery attempt failed (issue 36; intents started before had
+	// neither, so no run replays a reaction it did not make).
+	DeliveredReaction string `json:"delivered_reaction,omitempty"`
+	FailedReaction    string `json:"failed_reaction,omitempty"`
 	// DeliveryQueued: the door already asked the session to deliver the message (request
 	// DoorDeliveryID), in the order messages arrived; the intent only waits for the result.
 	DeliveryQueued bool           `json:"delivery_queued,omitempty"`

@@ -532,3 +532,32 @@ func TestReactionsAndReplyHint(t *testing.T) {
 	require.Equal(t, []string{"42/7 👀", "42/7 ✅"}, reactions)
 	require.Equal(t, "【新着メッセージ】msg_id=7 chat=42 from=kento (answer with mcp__intentq__reply chat_id=42 reply_to=7): hi", h.session.reqs[0].Text)
 }
+
+// Issue 36: the reaction on the person's message moves through its stages, each set after the
+// one before: recorded, a failed delivery, in the agent's context, answered.
+func TestReactionShowsTheMessagesStage(t *testing.T) {
+	h := newHarness(t)
+	h.session.fail = func(n int, req DeliveryRequest) string {
+		if n == 0 && req.Kind == KindMessage {
+			return "the pane is gone"
+		}
+		return ""
+	}
+	var mu sync.Mutex
+	var reactions []string
+	h.env.RegisterActivityWithOptions(func(_ context.Context, r activities.ReactRequest) error {
+		mu.Lock()
+		defer mu.Unlock()
+		reactions = append(reactions, r.Emoji)
+		return nil
+	}, activity.RegisterOptions{Name: activities.TelegramReactName})
+	var closeErr error
+	h.update(10*time.Minute, UpdateClose, CloseRequest{}, &closeErr)
+	in := h.input("where is it?")
+	in.Deliver, in.AckReaction, in.DeliveredReaction, in.FailedReaction, in.DoneReaction = true, "👀", "✍", "😢", "👌"
+	h.env.ExecuteWorkflow(IntentWorkflowName, in)
+	st := h.result(t)
+	require.NoError(t, closeErr)
+	require.NotNil(t, st.Delivered)
+	require.Equal(t, []string{"👀", "😢", "✍", "👌"}, reactions)
+}

@@ -118,3 +118,20 @@ func (w *intent) react(ctx workflow.Context, emoji string) workflow.Future {
 	return workflow.ExecuteActivity(withTelegram(ctx, telegramReactOptions), activities.TelegramReactName,
 		activities.ReactRequest{ChatID: w.in.ChatID, MessageID: w.in.MessageID, Emoji: emoji})
 }
+
+// stage moves the reaction on the person's message to the stage emoji says (issue 36), fire and
+// forget; the reaction of the intent's end waits for it, so it lands last.
+func (w *intent) stage(ctx workflow.Context, emoji string) {
+	if emoji == "" {
+		return
+	}
+	prev := w.staged
+	f, set := workflow.NewFuture(ctx)
+	w.staged = f
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		if prev != nil {
+			_ = prev.Get(ctx, nil)
+		}
+		set.Set(nil, w.react(ctx, emoji).Get(ctx, nil))
+	})
+}

@@ -261,10 +261,11 @@ func receivedAt(m Message, now func() time.Time) time.Time {
 
 // input builds the workflow input: message, session and the reminder policy from config.
 func (r *Recorder) input(m Message, session string) workflows.IntentInput {
-	var hint, ack, done, cancel string
+	var hint, ack, done, cancel, delivered, failed string
 	if m.Source == workflows.SourceTelegram {
 		hint = r.cfg.ReplyHintFor(session, m.ChatID, m.MessageID)
-		ack, done, cancel = r.cfg.Telegram.AckReaction, r.cfg.Telegram.DoneReaction, r.cfg.Telegram.CancelReaction
+		t := r.cfg.Telegram
+		ack, done, cancel, delivered, failed = t.AckReaction, t.DoneReaction, t.CancelReaction, t.DeliveredReaction, t.FailedReaction
 	}
 	deliver := m.Source == workflows.SourceTelegram && r.cfg.Sessions[session].Mode == config.ModeTmux
 	var sender *workflows.Sender
@@ -288,11 +289,13 @@ func (r *Recorder) input(m Message, session string) workflows.IntentInput {
 		Deliver:    deliver,
 		Headless:   m.Source == workflows.SourceTelegram && r.cfg.Sessions[session].Mode == config.ModeHeadless,
 		// Record runs in arrival order per door, so the door queues the delivery itself.
-		DeliveryQueued: deliver,
-		ReplyHint:      hint,
-		AckReaction:    ack,
-		DoneReaction:   done,
-		CancelReaction: cancel,
+		DeliveryQueued:    deliver,
+		ReplyHint:         hint,
+		AckReaction:       ack,
+		DoneReaction:      done,
+		CancelReaction:    cancel,
+		DeliveredReaction: delivered,
+		FailedReaction:    failed,
 		Policy: workflows.ReminderPolicy{
 			Reminders:       r.cfg.Reminders,
 			Push:            r.cfg.NtfyTopicFor(session) != "",
