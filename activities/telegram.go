@@ -38,6 +38,9 @@ type SendRequest struct {
 	// before the next is sent, so a retry after a crash resumes after the last part Telegram
 	// accepted. Empty: only heartbeats record them.
 	Key string `json:"key,omitempty"`
+	// Session, when set, is the session the text speaks for: a person's reply to any of its
+	// parts goes to that session (issue 36), whatever the chat's mapping says.
+	Session string `json:"session,omitempty"`
 	// Buttons, when set, go under the last part as an inline keyboard, one row of buttons
 	// (an approval's card, issue 36).
 	Buttons []Button `json:"buttons,omitempty"`
@@ -121,6 +124,11 @@ func (t *Telegram) Send(ctx context.Context, req SendRequest) ([]int, error) {
 			return sent, fmt.Errorf("telegram send to chat %s (part %d of %d): %w", req.ChatID, i+1, len(parts), redactToken(err, t.Token))
 		}
 		sent = append(sent, m.MessageID)
+		if req.Session != "" {
+			if err := t.writeSender(req.ChatID, m.MessageID, req.Session); err != nil {
+				return sent, temporal.NewNonRetryableApplicationError(fmt.Sprintf("telegram send to chat %s: part %d sent, but its session not recorded: %v", req.ChatID, i+1, err), ErrTypeTelegramRejected, err)
+			}
+		}
 		if err := writeSent(ledger, sent); err != nil {
 			return sent, temporal.NewNonRetryableApplicationError(fmt.Sprintf("telegram send to chat %s: part %d sent, but not recorded: %v", req.ChatID, i+1, err), ErrTypeTelegramRejected, err)
 		}
@@ -281,6 +289,31 @@ func sendingWas(ledger string) int {
 	}
 	return i
 }
+
+// writeSender records that message msg of chat speaks for session (with SentDir).
+func (t *Telegram) writeSender(chat string, msg int, session string) error {
+	path := keyFile(t.SentDir, senderKey(chat, msg))
+	if path == "" {
+		return nil
+	}
+	return private.WriteFile(path, []byte(session))
+}
+
+// SenderOf is the session that sent message msg of chat, as Send recorded it (Session set);
+// empty when none did (or the record was pruned).
+func (t *Telegram) SenderOf(chat string, msg int) string {
+	path := keyFile(t.SentDir, senderKey(chat, msg))
+	if path == "" {
+		return ""
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func senderKey(chat string, msg int) string { return "sender/" + chat + "/" + strconv.Itoa(msg) }
 
 // sentPath is the file that records the parts sent for key ("" without SentDir or key).
 func (t *Telegram) sentPath(key string) string { return keyFile(t.SentDir, key) }

@@ -227,7 +227,7 @@ func ApprovalWorkflow(ctx workflow.Context, in ApprovalInput) (ApprovalResult, e
 	card := 0
 	if in.Chat != "" {
 		var sent []int
-		req := activities.SendRequest{ChatID: in.Chat, Text: in.CardText(), Key: id + "/card"}
+		req := activities.SendRequest{ChatID: in.Chat, Text: in.CardText(), Key: id + "/card", Session: in.Session}
 		for _, b := range in.Buttons {
 			req.Buttons = append(req.Buttons, activities.Button{Text: ButtonLabel(b.Choice), Data: b.Data})
 		}

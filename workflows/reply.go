@@ -58,7 +58,7 @@ func (w *intent) replyHandler(ctx workflow.Context, r ReplyRequest) (ReplyRecord
 	defer func() { w.replying = false }()
 	var ids []int
 	err := workflow.ExecuteActivity(withTelegram(ctx, telegramSendOptions), activities.TelegramSendName,
-		activities.SendRequest{ChatID: w.in.ChatID, ReplyTo: w.in.MessageID, Text: r.Text, Key: w.id + "/reply/" + r.Key}).Get(ctx, &ids)
+		activities.SendRequest{ChatID: w.in.ChatID, ReplyTo: w.in.MessageID, Text: r.Text, Key: w.id + "/reply/" + r.Key, Session: w.in.Session}).Get(ctx, &ids)
 	if err != nil {
 		return ReplyRecord{}, err
 	}

@@ -50,6 +50,9 @@ type Message struct {
 	// ReceivedAt is when the door received it; zero means now. Doors that start several
 	// intents at once set it in arrival order.
 	ReceivedAt time.Time
+	// Session, when set, is the session the message answers (a reply to its answer or its
+	// card, issue 36); it goes there whatever the chat's mapping says. Empty: the chat's.
+	Session string
 }
 
 // Result says what Record did.
@@ -140,6 +143,9 @@ func (r *Recorder) Start(ctx context.Context, m Message) (Result, error) {
 		return Result{}, err
 	}
 	session, err := r.cfg.SessionFor(m.ChatID)
+	if _, ok := r.cfg.Sessions[m.Session]; ok {
+		session, err = m.Session, nil
+	}
 	if err != nil {
 		return Result{}, &InvalidError{Field: "chat_id", Reason: err.Error()}
 	}

@@ -13,6 +13,9 @@ import (
 
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/doors/hooks"
+	"github.com/intentq/intentq/internal/intent"
+	"github.com/intentq/intentq/internal/testkit/fakebot"
+	"github.com/intentq/intentq/internal/testkit/testenv"
 	"github.com/intentq/intentq/workflows"
 )
 
@@ -118,5 +121,54 @@ func TestApprovalAtTheDoor(t *testing.T) {
 	if os.Getenv("WRITE_REPLAY_HISTORY") != "" {
 		writeHistory(t, svc, id, "../../workflows/testdata/approval.json")
 		writeHistory(t, svc, workflows.SessionWorkflowID(session), "../../workflows/testdata/session_approval.json")
+	}
+}
+
+// Issue 36: a person's reply to what a session sent (its card here; its answers the same way)
+// goes to that session, whatever the chat's mapping says: chat 1001 maps to the default session,
+// the card is the builder's.
+func TestReplyToACardGoesToItsSession(t *testing.T) {
+	bot := fakebot.New(botToken)
+	t.Cleanup(bot.Close)
+	cfg := testenv.Config(t)
+	cfg.Telegram.Token = botToken
+	cfg.Telegram.APIEndpoint = bot.Endpoint()
+	cfg.Telegram.AllowedChatIDs = []int64{allowedChat}
+	cfg.Reminders.FirstAfter = time.Hour
+	cfg.Sessions["builder"] = config.Session{CLI: "claude", Mode: config.ModeTmux, TmuxTarget: "builder:0"}
+	svc, _ := startService(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	go func() {
+		s := hooks.ApprovalSettings{Session: "builder", CLI: "claude", Chat: "1001", Wait: 30 * time.Second, Logger: zap.NewNop()}
+		_ = hooks.Approve(ctx, strings.NewReader(`{"tool_name":"Bash","tool_input":{"command":"make"}}`), &bytes.Buffer{}, s,
+			func(context.Context) (hooks.Approver, func(), error) {
+				return hooks.TemporalApprover{Client: svc.Client(), TaskQueue: cfg.Temporal.TaskQueue}, func() {}, nil
+			})
+	}()
+	var card int
+	waitUntil(t, "the card", 30*time.Second, func() bool {
+		for _, m := range bot.Sent() {
+			if strings.Contains(m.Text, "builder asks to use Bash") {
+				card = m.MessageID
+			}
+		}
+		return card != 0
+	})
+	var replied map[string]any
+	_ = json.Unmarshal(bot.Message(allowedChat, card), &replied)
+	bot.AddUpdate(map[string]any{"message": map[string]any{"message_id": 51, "date": time.Now().Unix(), "from": fakebot.NewUser(allowedUser),
+		"chat": fakebot.ChatFor(allowedChat, fakebot.NewUser(allowedUser)), "text": "use the other target", "reply_to_message": replied}})
+	bot.AddMessage(allowedChat, allowedUser, 52, "a new question")
+	var list []intent.Summary
+	waitUntil(t, "both recorded", 30*time.Second, func() bool {
+		list, _ = intent.List(ctx, svc.Client(), intent.Filter{})
+		return len(list) == 2
+	})
+	want := map[string]string{"51": "builder", "52": config.DefaultSessionName}
+	for _, s := range list {
+		if s.Session != want[s.MessageID] {
+			t.Errorf("message %s went to %q, want %s", s.MessageID, s.Session, want[s.MessageID])
+		}
 	}
 }

@@ -378,7 +378,8 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger, opts ...
 				_, err := telegramSender.Send(ctx, activities.SendRequest{ChatID: chat, ReplyTo: replyTo, Text: text, Key: key})
 				return err
 			},
-			Edit: ctl.edit(rec),
+			Edit:     ctl.edit(rec),
+			SenderOf: telegramSender.SenderOf,
 		})
 		pollCtx, cancel := context.WithCancel(context.Background())
 		s.stopPoller = cancel

@@ -67,6 +67,9 @@ type Options struct {
 	// Edit, when set, takes a person's edit of a message (chat, message, new text) and says
 	// what to tell them ("" nothing); unset, edits are logged and passed over.
 	Edit func(ctx context.Context, chat, message, text string) string
+	// SenderOf, when set, names the session that sent a bot message (chat, message): a
+	// person's reply to it goes to that session (issue 36).
+	SenderOf func(chat string, msg int) string
 }
 
 // PollerStatus is what the poller keeps in Options.StatusFile.
@@ -510,6 +513,9 @@ func (p *Poller) message(u tgbotapi.Update, raw json.RawMessage) *intent.Message
 	if m.From != nil {
 		msg.Sender = sender(m.From)
 		msg.User = msg.Sender.String()
+	}
+	if r := m.ReplyToMessage; r != nil && r.From != nil && r.From.IsBot && p.opts.SenderOf != nil {
+		msg.Session = p.opts.SenderOf(msg.ChatID, r.MessageID)
 	}
 	if m.ViaBot != nil {
 		// An inline bot's result: marked in the header (issue 33), not the sender's own words.
