@@ -54,7 +54,7 @@ func newRoot() *cobra.Command {
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &exitError{code: 2, err: fmt.Errorf("%w\n%s", err, cmd.UsageString())}
 	})
-	root.AddCommand(newDoctor(), newRecord(), newPending(), newShow(), newClose(), newLink(), newIgnore(), newRemindNow(), newHistory(), newInbox(), newHook(), newPatchPlugin(), newRunAgent(), newPrompt(), newSessionsCmd(), newCost(), newCancel(), newSessionShow(), newWatch(), newSetup(), newMCP(), newReply(), newKeygen(), newUI())
+	root.AddCommand(newDoctor(), newRecord(), newPending(), newShow(), newClose(), newLink(), newIgnore(), newRemindNow(), newHistory(), newInbox(), newHook(), newPatchPlugin(), newRunAgent(), newPrompt(), newSessionsCmd(), newCost(), newCancel(), newSessionShow(), newWatch(), newSetup(), newMCP(), newReply(), newKeygen(), newUI(), newApprovals())
 	return root
 }
 

@@ -250,6 +250,38 @@ func TestClaudeCodeApprovalsFromThePhone(t *testing.T) {
 			t.Errorf("message %d reached the model %d times", 300+i, n)
 		}
 	}
+	// Every decision is recorded: who, when, what, from where.
+	var rows []struct {
+		Action string `json:"action"`
+		Result *struct {
+			Outcome, Choice, By, Via string
+			UserID                   int64 `json:"user_id"`
+		} `json:"result"`
+	}
+	eventually(t, "the four approvals in starter approvals", 30*time.Second, func() bool {
+		rows = nil
+		_ = json.Unmarshal([]byte(starterRun(t, r.env, 0, "approvals", "--json")), &rows)
+		ended := 0
+		for _, row := range rows {
+			if row.Result != nil {
+				ended++
+			}
+		}
+		return len(rows) == 4 && ended == 4
+	}, func() string { return starterRun(t, r.env, 0, "approvals") })
+	got := map[string]string{}
+	for _, row := range rows {
+		got[row.Action] = row.Result.Outcome + " " + row.Result.Choice + " " + row.Result.Via
+		if row.Result.Outcome == "decided" && (row.Result.UserID != 42 || !strings.Contains(row.Result.By, "42")) {
+			t.Errorf("%s decided by %q (%d)", row.Action, row.Result.By, row.Result.UserID)
+		}
+	}
+	want := map[string]string{"touch ran-1": "decided allow button", "touch ran-2": "decided deny typed", "touch ran-3": "terminal  ", "touch ran-4": "decided allow button"}
+	for action, w := range want {
+		if got[action] != w {
+			t.Errorf("starter approvals: %s %q, want %q (all: %v)", action, got[action], w, got)
+		}
+	}
 	pushes := 0
 	for _, m := range r.ntfy.Messages() {
 		if strings.Contains(m.Title, "asks for your approval") {

@@ -63,6 +63,15 @@ func ApprovalWorkflowID(session, token string) string {
 	return ApprovalIDPrefix + session + "/" + token
 }
 
+// ApprovalMemo is what an approval's memo (MemoKey) says of it, for `starter approvals` and
+// the Web UI's list: the session, the tool and a snippet of the action.
+type ApprovalMemo struct {
+	Session string    `json:"session"`
+	Tool    string    `json:"tool"`
+	Action  string    `json:"action"`
+	AskedAt time.Time `json:"asked_at"`
+}
+
 // ApprovalButton is one answer the card offers and the opaque data its button sends.
 type ApprovalButton struct {
 	Choice string `json:"choice"`

@@ -25,6 +25,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
+	"github.com/intentq/intentq/internal/redact"
 	"github.com/intentq/intentq/workflows"
 )
 
@@ -306,8 +307,9 @@ type TemporalApprover struct {
 
 // Start starts the approval workflow.
 func (t TemporalApprover) Start(ctx context.Context, id string, in workflows.ApprovalInput) error {
+	memo := workflows.ApprovalMemo{Session: in.Session, Tool: in.Tool, Action: redact.Snippet(redact.Shown(in.Action, 200), 80), AskedAt: in.AskedAt}
 	_, err := t.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: t.TaskQueue,
-		WorkflowExecutionTimeout: in.Wait + time.Hour}, workflows.ApprovalWorkflowName, in)
+		WorkflowExecutionTimeout: in.Wait + time.Hour, Memo: map[string]any{workflows.MemoKey: memo}}, workflows.ApprovalWorkflowName, in)
 	if err != nil {
 		return fmt.Errorf("start approval %s: %w", id, err)
 	}
