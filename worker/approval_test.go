@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,11 +24,13 @@ type approvalRun struct {
 	ntfy    *fakentfy.Server
 	work    string
 	restart func()
+	// opened is when the last dialog was seen on the screen.
+	opened time.Time
 }
 
 // startApprovalRun starts it; the model answers "step N" with a Bash call that creates
 // ran-N in the working folder, and everything else with "Done.".
-func startApprovalRun(t *testing.T) *approvalRun {
+func startApprovalRun(t testing.TB) *approvalRun {
 	t.Helper()
 	bin := binaries(t)
 	bot := fakebot.New("321:approve")
@@ -81,12 +84,16 @@ func startApprovalRun(t *testing.T) *approvalRun {
 
 // ask has the person ask for step n at the terminal and waits for the card; it returns the
 // card's message and when the dialog opened.
-func (r *approvalRun) ask(t *testing.T, n int) (card fakebot.SentMessage, opened time.Time) {
+func (r *approvalRun) ask(t testing.TB, n int) (card fakebot.SentMessage, opened time.Time) {
 	t.Helper()
 	submitTyped(t, r.env, r.capture, fmt.Sprintf("please do step %d", n), func() bool {
-		return strings.Contains(r.capture(), "Do you want to proceed?")
+		if !strings.Contains(r.capture(), "Do you want to proceed?") {
+			return false
+		}
+		r.opened = time.Now()
+		return true
 	})
-	opened = time.Now()
+	opened = r.opened
 	eventually(t, fmt.Sprintf("the card of step %d", n), 30*time.Second, func() bool {
 		for _, m := range r.bot.Sent() {
 			if strings.Contains(m.Text, fmt.Sprintf("touch ran-%d", n)) && m.Params.Get("reply_markup") != "" {
@@ -106,7 +113,7 @@ func (r *approvalRun) ran(n int) bool {
 }
 
 // answered waits for the answer to the press with callback id and returns its text.
-func (r *approvalRun) answered(t *testing.T, id string) string {
+func (r *approvalRun) answered(t testing.TB, id string) string {
 	t.Helper()
 	var text string
 	eventually(t, "the answer to the press", 30*time.Second, func() bool {
@@ -122,7 +129,7 @@ func (r *approvalRun) answered(t *testing.T, id string) string {
 }
 
 // edited waits for the card's edit and returns its text; the card has no buttons after it.
-func (r *approvalRun) edited(t *testing.T, card fakebot.SentMessage) string {
+func (r *approvalRun) edited(t testing.TB, card fakebot.SentMessage) string {
 	t.Helper()
 	var text string
 	eventually(t, "the card's edit", 30*time.Second, func() bool {
@@ -307,4 +314,56 @@ func buttonsOf(t *testing.T, card fakebot.SentMessage) map[string]string {
 		}
 	}
 	return out
+}
+
+// Issue 36's figures with the real Claude Code: the permission request (the hook's start, which
+// Claude Code runs as it opens the dialog) -> the card on the phone (the Bot API stand-in's
+// receipt of sendMessage), and the press -> the tool running (the command's file exists), over 8
+// approvals.
+func BenchmarkN36Approvals(b *testing.B) {
+	var card, press []time.Duration
+	for range b.N {
+		r := startApprovalRun(b)
+		sent := map[string]time.Time{}
+		for n := 1; n <= 8; n++ {
+			c, _ := r.ask(b, n)
+			sent[fmt.Sprintf("touch ran-%d", n)] = c.At
+			at := time.Now()
+			r.bot.Press(42, 42, c.MessageID, "Allow once")
+			for !r.ran(n) {
+				if time.Since(at) > time.Minute {
+					b.Fatalf("step %d did not run; pane:\n%s", n, r.capture())
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			press = append(press, time.Since(at))
+			waitPane(b, r.capture, "the turn's end", 30*time.Second, func(p string) bool { return strings.Contains(p, "● Done.") && !strings.Contains(p, "Do you want to proceed?") })
+		}
+		var rows []struct {
+			Action  string    `json:"action"`
+			AskedAt time.Time `json:"asked_at"`
+		}
+		_ = json.Unmarshal([]byte(starterRun(b, r.env, 0, "approvals", "--json")), &rows)
+		for _, row := range rows {
+			if at, ok := sent[row.Action]; ok {
+				card = append(card, at.Sub(row.AskedAt))
+			}
+		}
+	}
+	cp50, cmax := spread(card)
+	pp50, pmax := spread(press)
+	b.ReportMetric(float64(cp50.Milliseconds()), "card-p50-ms")
+	b.ReportMetric(float64(pp50.Milliseconds()), "press-p50-ms")
+	fmt.Printf("approvals (Claude Code 2.1.330, %d): permission request -> card p50 %s max %s; press -> tool running p50 %s max %s\n",
+		len(card), cp50.Round(time.Millisecond), cmax.Round(time.Millisecond), pp50.Round(time.Millisecond), pmax.Round(time.Millisecond))
+}
+
+// spread is the median and the maximum of ds.
+func spread(ds []time.Duration) (p50, max time.Duration) {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0, 0
+	}
+	return s[len(s)/2], s[len(s)-1]
 }
