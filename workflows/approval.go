@@ -67,6 +67,7 @@ func ApprovalWorkflowID(session, token string) string {
 // the Web UI's list: the session, the tool and a snippet of the action.
 type ApprovalMemo struct {
 	Session string    `json:"session"`
+	Chat    string    `json:"chat,omitempty"`
 	Tool    string    `json:"tool"`
 	Action  string    `json:"action"`
 	AskedAt time.Time `json:"asked_at"`

@@ -71,6 +71,29 @@ func TestApprovalAtTheDoor(t *testing.T) {
 		})
 		return got
 	}
+	// /pending lists the approval that waits (visibility: asked again until it shows), /status
+	// says the agent waits for it.
+	msg := 100
+	ask := func(command, want string) {
+		t.Helper()
+		waitUntil(t, command+" saying "+want, 30*time.Second, func() bool {
+			msg++
+			bot.AddMessage(allowedChat, allowedUser, msg, command)
+			var got string
+			waitUntil(t, "the answer to "+command, 30*time.Second, func() bool {
+				for _, m := range bot.Sent() {
+					if m.ReplyTo == msg {
+						got = m.Text
+						return true
+					}
+				}
+				return false
+			})
+			return strings.Contains(got, want)
+		})
+	}
+	ask("/pending", "Waiting for your approval, ")
+	ask("/status", session+": waits for your approval")
 	token, _, _ := strings.Cut(buttons["Deny"], ":")
 	for data, want := range map[string]string{
 		"forged":                    "not one intentq knows",

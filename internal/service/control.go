@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.uber.org/zap"
 
 	"github.com/intentq/intentq/config"
@@ -64,7 +66,11 @@ func (c control) pending(ctx context.Context, chat string) string {
 		c.log.Warn("/pending: list", zap.String("chat", chat), zap.Error(err))
 		return "Could not read what waits right now; try again in a minute."
 	}
+	asks := c.approvalsWaiting(ctx, chat)
 	if len(list) == 0 {
+		if asks != "" {
+			return "Every message of this chat is answered." + asks
+		}
 		return "Nothing waits: every message of this chat is answered."
 	}
 	slices.SortFunc(list, func(a, b intent.Summary) int { return a.ReceivedAt.Compare(b.ReceivedAt) })
@@ -80,6 +86,29 @@ func (c control) pending(ctx context.Context, chat string) string {
 			where = "with " + s.Session + ", no answer yet"
 		}
 		fmt.Fprintf(&sb, "\n#%s %s ago, %s: %s", s.MessageID, age(c.now().Sub(s.ReceivedAt)), where, redact.Snippet(s.Snippet, 60))
+	}
+	return sb.String() + asks
+}
+
+// approvalsWaiting lists the approvals of this chat's sessions that wait for the person, for
+// /pending ("" when none, or when they cannot be read: the messages are what /pending is for).
+func (c control) approvalsWaiting(ctx context.Context, chat string) string {
+	resp, err := c.client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{PageSize: pendingListed,
+		Query: fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running'", workflows.ApprovalWorkflowName)})
+	if err != nil {
+		c.log.Warn("/pending: approvals", zap.String("chat", chat), zap.Error(err))
+		return ""
+	}
+	var sb strings.Builder
+	for _, e := range resp.Executions {
+		var m workflows.ApprovalMemo
+		if p, ok := e.GetMemo().GetFields()[workflows.MemoKey]; !ok || converter.GetDefaultDataConverter().FromPayload(p, &m) != nil {
+			continue
+		}
+		if m.Chat != chat {
+			continue
+		}
+		fmt.Fprintf(&sb, "\nWaiting for your approval, %s ago: %s asks to use %s: %s (answer its card)", age(c.now().Sub(m.AskedAt)), m.Session, m.Tool, m.Action)
 	}
 	return sb.String()
 }
@@ -202,6 +231,8 @@ func agentDoing(v workflows.SessionView, now time.Time) string {
 		return "waits for you at the terminal (" + v.WaitsFor + ")"
 	case v.Agent == nil:
 		return "agent state unknown (no hook yet)"
+	case v.Agent.State == workflows.AgentWaiting && v.Agent.Event == workflows.EventPermissionRequest:
+		return "waits for your approval (answer its card, or at the terminal)"
 	}
 	switch v.Agent.State {
 	case workflows.AgentWorking:

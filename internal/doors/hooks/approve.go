@@ -307,7 +307,7 @@ type TemporalApprover struct {
 
 // Start starts the approval workflow.
 func (t TemporalApprover) Start(ctx context.Context, id string, in workflows.ApprovalInput) error {
-	memo := workflows.ApprovalMemo{Session: in.Session, Tool: in.Tool, Action: redact.Snippet(redact.Shown(in.Action, 200), 80), AskedAt: in.AskedAt}
+	memo := workflows.ApprovalMemo{Session: in.Session, Chat: in.Chat, Tool: in.Tool, Action: redact.Snippet(redact.Shown(in.Action, 200), 80), AskedAt: in.AskedAt}
 	_, err := t.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: t.TaskQueue,
 		WorkflowExecutionTimeout: in.Wait + time.Hour, Memo: map[string]any{workflows.MemoKey: memo}}, workflows.ApprovalWorkflowName, in)
 	if err != nil {
