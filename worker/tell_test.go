@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -137,8 +138,8 @@ func TestAgentGoneIsToldOnceAndItsMessagesWait(t *testing.T) {
 
 // Issue 35: a message the person edits while it waits in its session (a shell in the pane, no
 // agent yet) reaches the agent once, as edited, never as first sent; an edit of a message the
-// agent already has is answered in the chat (send the correction as a new message) and changes
-// nothing.
+// agent already has reaches it once as a correction that names the original, and the chat is
+// told so.
 func TestEditedWhileWaitingReachesTheAgentAsEdited(t *testing.T) {
 	t.Parallel() // end to end: waits on real time; its own home, tmux server and ports
 	bin, env, bot, pane := shellFirst(t, "35:edit")
@@ -161,18 +162,23 @@ func TestEditedWhileWaitingReachesTheAgentAsEdited(t *testing.T) {
 		t.Errorf("the agent got:\n%s", got())
 	}
 
-	// An edit after the agent had it: told, nothing changes.
-	bot.AddUpdate(fakebot.EditedMessageUpdate(fakebot.TextMessage(42, 42, 1, "meet at 5pm")))
+	// An edit after the agent had it: it reaches the agent once as a correction of message 1,
+	// and the chat is told; the same edit read again changes nothing more.
+	late := fakebot.EditedMessageUpdate(fakebot.Edited(fakebot.TextMessage(42, 42, 1, "meet at 3pm"), "meet at 5pm"))
+	bot.AddUpdate(late)
 	eventually(t, "the answer to the late edit", 30*time.Second, func() bool {
 		for _, m := range bot.Sent() {
-			if m.ReplyTo == 1 && strings.Contains(m.Text, "send the correction as a new message") {
+			if m.ReplyTo == 1 && strings.Contains(m.Text, "your edit goes to it as a correction") {
 				return true
 			}
 		}
 		return false
 	}, func() string { return fmt.Sprintf("%+v", bot.Sent()) })
-	if strings.Contains(got(), "5pm") {
-		t.Errorf("a late edit reached the agent:\n%s", got())
+	bot.AddUpdate(late)
+	eventually(t, "the correction at the agent", 60*time.Second, func() bool { return strings.Contains(got(), "meet at 5pm") }, show)
+	time.Sleep(3 * time.Second) // a second correction would show by now
+	if n := strings.Count(got(), "meet at 5pm"); n != 1 || !regexp.MustCompile(`msg_id=1\.edit\d+ chat=42 corrects=1 `).MatchString(got()) {
+		t.Errorf("the correction reached the agent %d times, or without naming message 1:\n%s", n, got())
 	}
 }
 

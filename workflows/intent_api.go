@@ -135,6 +135,9 @@ type IntentInput struct {
 	// FailedReaction when a delivery attempt failed (issue 36; intents started before had
 	// neither, so no run replays a reaction it did not make).
 	DeliveredReaction string `json:"delivered_reaction,omitempty"`
+	// Corrects is the message this one corrects (an edit of a message the agent already had);
+	// the delivered header says corrects=<message>.
+	Corrects string `json:"corrects,omitempty"`
 	FailedReaction    string `json:"failed_reaction,omitempty"`
 	// DeliveryQueued: the door already asked the session to deliver the message (request
 	// DoorDeliveryID), in the order messages arrived; the intent only waits for the result.

@@ -25,6 +25,9 @@ func ReminderText(messageID, chatID, snippet string) string {
 func DeliveryText(in IntentInput) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s%s chat=%s", deliveryHeader, in.MessageID, in.ChatID)
+	if in.Corrects != "" {
+		b.WriteString(" corrects=" + in.Corrects)
+	}
 	if in.ChatType != "" && in.ChatType != "private" {
 		b.WriteString(" group=" + in.ChatID)
 	}

@@ -133,3 +133,12 @@ func TestShortCause(t *testing.T) {
 	require.Len(t, []rune(ShortCause(other)), 160)
 	require.Equal(t, "an internal error (the worker's log has it)", ShortCause(errors.New("rpc error: code = Unavailable")))
 }
+
+// Issue 35: a correction (an edit of a message the agent already had) names the message it
+// corrects in its header.
+func TestDeliveryTextNamesWhatItCorrects(t *testing.T) {
+	got := DeliveryText(IntentInput{ChatID: "42", MessageID: "7.edit1700000000", Corrects: "7", Text: "meet at 5pm"})
+	if !strings.HasPrefix(got, deliveryHeader+"7.edit1700000000 chat=42 corrects=7") || !strings.HasSuffix(got, ": meet at 5pm") {
+		t.Errorf("correction header: %q", got)
+	}
+}

@@ -50,6 +50,9 @@ type Message struct {
 	// ReceivedAt is when the door received it; zero means now. Doors that start several
 	// intents at once set it in arrival order.
 	ReceivedAt time.Time
+	// Corrects, when set, is the message this one corrects: the person edited it after its
+	// agent had it (issue 35); the delivered header names it.
+	Corrects string
 	// Session, when set, is the session the message answers (a reply to its answer or its
 	// card, issue 36); it goes there whatever the chat's mapping says. Empty: the chat's.
 	Session string
@@ -300,6 +303,7 @@ func (r *Recorder) input(m Message, session string) workflows.IntentInput {
 		AckReaction:       ack,
 		DoneReaction:      done,
 		CancelReaction:    cancel,
+		Corrects:          m.Corrects,
 		DeliveredReaction: delivered,
 		FailedReaction:    failed,
 		Policy: workflows.ReminderPolicy{

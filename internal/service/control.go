@@ -166,11 +166,12 @@ func (c control) stop(ctx context.Context, chat string) string {
 }
 
 // edit returns the door's handler of a person's edit of a message (issue 35): a message that has
-// not reached its agent delivers the edited text instead (quietly); one the agent already has is
-// left as it was, and the person is told to send the correction as a new message.
-func (c control) edit(rec *intent.Recorder) func(ctx context.Context, chat, msg, text string) string {
-	return func(ctx context.Context, chat, msg, text string) string {
-		m := intent.Message{ChatID: chat, MessageID: msg, Text: text, Source: workflows.SourceTelegram}
+// not reached its agent delivers the edited text instead (quietly); one the agent already has
+// reaches it once more as a correction that names it (its own intent, <message>.edit<date>, so
+// the same edit read again after a crash is recorded once), and the person is told.
+func (c control) edit(rec *intent.Recorder) func(ctx context.Context, m intent.Message) string {
+	return func(ctx context.Context, m intent.Message) string {
+		chat, msg := m.ChatID, m.MessageID
 		if _, err := rec.Prepare(&m); err != nil {
 			return fmt.Sprintf("Your edit of #%s was not taken: %s.", msg, err.Error())
 		}
@@ -183,10 +184,24 @@ func (c control) edit(rec *intent.Recorder) func(ctx context.Context, chat, msg,
 		case err != nil:
 			c.log.Warn("edit", zap.String("chat", chat), zap.String("message", msg), zap.Error(err))
 			return fmt.Sprintf("Your edit of #%s could not be passed on right now; send the correction as a new message.", msg)
-		case res.Delivered:
-			return fmt.Sprintf("The agent already had #%s when you edited it: send the correction as a new message.", msg)
+		case !res.Delivered:
+			return ""
 		}
-		return ""
+		m.Corrects = msg
+		m.MessageID = msg + ".edit" + strconv.FormatInt(m.SentAt.Unix(), 10)
+		if m.SentAt.IsZero() {
+			m.MessageID = msg + ".edit"
+		}
+		correction, err := rec.Start(ctx, m)
+		if err != nil {
+			c.log.Warn("edit: correction", zap.String("chat", chat), zap.String("message", msg), zap.Error(err))
+			return fmt.Sprintf("The agent already had #%s, and your correction could not be passed on right now; send it as a new message.", msg)
+		}
+		rec.QueueDeliveries(ctx, []*intent.Result{&correction})
+		if !correction.Created {
+			return "" // this edit was passed on before (the batch read again)
+		}
+		return fmt.Sprintf("The agent already had #%s: your edit goes to it as a correction of it.", msg)
 	}
 }
 

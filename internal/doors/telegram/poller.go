@@ -64,9 +64,10 @@ type Options struct {
 	// door, through Reply (chat, the command's message, the answer, a key that sends it once).
 	Control Control
 	Reply   func(ctx context.Context, chat, replyTo, text, key string) error
-	// Edit, when set, takes a person's edit of a message (chat, message, new text) and says
-	// what to tell them ("" nothing); unset, edits are logged and passed over.
-	Edit func(ctx context.Context, chat, message, text string) string
+	// Edit, when set, takes a person's edit of a message (the message as edited: its chat, ID,
+	// new text, sender, and SentAt the edit's date) and says what to tell them ("" nothing);
+	// unset, edits are logged and passed over.
+	Edit func(ctx context.Context, edited intent.Message) string
 	// SenderOf, when set, names the session that sent a bot message (chat, message): a
 	// person's reply to it goes to that session (issue 36).
 	SenderOf func(chat string, msg int) string
@@ -358,7 +359,7 @@ func (p *Poller) handleBatch(ctx context.Context, updates []json.RawMessage) {
 			p.press(ctx, it.press)
 		}
 		if e := it.edit; e != nil {
-			if text := p.opts.Edit(ctx, e.ChatID, e.MessageID, e.Text); text != "" {
+			if text := p.opts.Edit(ctx, *e); text != "" {
 				if err := p.opts.Reply(ctx, e.ChatID, e.MessageID, text, "edit/"+e.ChatID+"/"+e.MessageID+"/"+strconv.Itoa(it.updateID)); err != nil {
 					p.log.Warn("edit answer not sent", zap.String("chat", e.ChatID), zap.String("message", e.MessageID), zap.Error(p.redact(err)))
 				}
@@ -401,7 +402,12 @@ func (p *Poller) parse(raw json.RawMessage) *item {
 			from = m.From.ID
 		}
 		if p.allowed(m.Chat.ID, from) {
-			it.edit = &intent.Message{ChatID: strconv.FormatInt(m.Chat.ID, 10), MessageID: strconv.Itoa(m.MessageID), Text: Text(m)}
+			it.edit = &intent.Message{ChatID: strconv.FormatInt(m.Chat.ID, 10), MessageID: strconv.Itoa(m.MessageID), Text: Text(m),
+				ChatType: m.Chat.Type, Source: workflows.SourceTelegram, SentAt: sentAt(m.EditDate), ReceivedAt: time.Now()}
+			if m.From != nil {
+				it.edit.Sender = sender(m.From)
+				it.edit.User = it.edit.Sender.String()
+			}
 		}
 	}
 	if it.msg != nil && p.opts.Control != nil {
