@@ -663,3 +663,50 @@ func TestClaudeCodeExitIsToldAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// Issue 35's figure with the real Claude Code and the default busy wait (10 s): a message sent
+// during a turn (a model that thinks 2 s, no tool call), about a second before the turn ends,
+// reaches the model this long after it was sent. The build before typed it the whole busy wait
+// after the turn's end (11.5 s after it was sent): Claude Code draws "esc to interrupt" until a
+// moment after its Stop hook, and the session did not look again before the busy wait.
+func BenchmarkN35MessageAtTurnEnd(b *testing.B) {
+	var took []time.Duration
+	for range b.N {
+		bin := binaries(b)
+		bot := fakebot.New("321:turnend")
+		api := fakeanthropic.New(func(r fakeanthropic.Request) fakeanthropic.Turn {
+			if strings.Contains(r.SinceAssistant(), "slow turn") {
+				time.Sleep(2 * time.Second)
+			}
+			return fakeanthropic.Turn{Text: "Noted."}
+		})
+		env, home := claudeEnv(b, bot, "321:turnend", "INTENTQ_REMINDERS_FIRST_AFTER=10m")
+		_, lines := startWorker(b, bin, env)
+		waitFor(b, lines, "ready", 60*time.Second)
+		starterRun(b, env, 0, "setup")
+		capture := claudeAgent(b, env, home, api)
+		waitPane(b, capture, "Claude Code's input line", 60*time.Second, func(p string) bool { return strings.Contains(p, "❯") })
+		for i := 1; i <= 5; i++ {
+			n := len(api.Requests())
+			submitTyped(b, env, capture, fmt.Sprintf("slow turn %d", i), func() bool { return len(api.Requests()) > n })
+			time.Sleep(time.Second)
+			sent := time.Now()
+			bot.AddMessage(42, 42, 100+i, fmt.Sprintf("at the turn's end %d", i))
+			eventually(b, "the message at the model", 60*time.Second, func() bool {
+				for _, r := range api.Requests() {
+					if strings.Contains(r.SinceAssistant(), fmt.Sprintf("at the turn's end %d", i)) {
+						took = append(took, r.At.Sub(sent))
+						return true
+					}
+				}
+				return false
+			}, capture)
+			time.Sleep(2 * time.Second)
+		}
+		api.Close()
+		bot.Close()
+	}
+	p50, max := spread(took)
+	b.ReportMetric(float64(p50.Milliseconds()), "p50-ms")
+	fmt.Printf("message sent ~1 s before a turn's end -> model request (default busy wait, %d): p50 %s, max %s\n", len(took), p50.Round(time.Millisecond), max.Round(time.Millisecond))
+}

@@ -190,6 +190,12 @@ const sessionNoAgentWaits = 5
 // that the terminal answered first (issue 36).
 const sessionFollowsApprovals = 6
 
+// sessionRelooksAfterStop (SessionVersion 6, change ID relook-after-stop): when the agent's hooks
+// say its turn ended and its screen still shows it at work (the CLI draws its end a moment
+// later), the pane is looked at again after policy.ScreenRelook, for policy.ScreenLag, instead
+// of after the busy wait (issue 35).
+const sessionRelooksAfterStop = 6
+
 // sessionTypingHoldsRepeats (SessionVersion 3, change ID typing-holds-repeats): a request for
 // what the typed block in flight carries (its intent's wait timed out meanwhile) waits for the
 // block and is answered by it; before, it was queued, and a hook could take and print it while
@@ -239,6 +245,7 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	s.Ledger.reminderBesideMessage = !follows(ctx, s.Version, sessionReminderNotBesideMessage, "reminder-not-beside-message")
 	s.noAgentWaits = follows(ctx, s.Version, sessionNoAgentWaits, "no-agent-waits")
 	s.followsApprovals = follows(ctx, s.Version, sessionFollowsApprovals, "follows-approvals")
+	s.relooksAfterStop = follows(ctx, s.Version, sessionRelooksAfterStop, "relook-after-stop")
 	workflow.Go(ctx, s.takeAlerts)
 	workflow.Go(ctx, s.pushAlerts)
 	workflow.Go(ctx, s.takePushes)
@@ -336,6 +343,9 @@ type session struct {
 	// followsApprovals: the agent's hooks after a permission request are passed on to its
 	// approval (sessionFollowsApprovals).
 	followsApprovals bool
+	// relooksAfterStop: a screen still drawn busy right after the hooks said the turn ended is
+	// looked at again soon (sessionRelooksAfterStop).
+	relooksAfterStop bool
 	// busyWhy is why the delivery at the head waits (the view's WaitsFor).
 	busyWhy string
 	// workingPushesWait: reminder pushes of what the agent works on wait

@@ -1011,3 +1011,25 @@ func TestSubmitLooksAgainBeforeRetyping(t *testing.T) {
 	require.Equal(t, []string{"typed hello"}, h.events, "typed once, never cleared")
 	require.True(t, h.results["a"].OK)
 }
+
+// Issue 35: the agent's Stop hook says the turn ended while its screen still draws it at work
+// (Claude Code draws its end a moment after the hook): the pane is looked at again after
+// policy.ScreenRelook, not after the 10 s busy wait (the build before typed it 10.5 s after the
+// turn's end, measured with the real Claude Code), and the message goes in at once.
+func TestMessageGoesInRightAfterTheTurnsEnd(t *testing.T) {
+	for _, c := range []struct {
+		version       int
+		after, within time.Duration
+	}{{SessionVersion, 500 * time.Millisecond, time.Second}} {
+		h := newSessionHarness(t)
+		h.busyTill = 20*time.Second + 500*time.Millisecond // the screen lags the Stop at 20 s
+		h.send(time.Second, SignalHookWords, said(AgentEvent{Event: EventUserPromptSubmit}))
+		h.send(5*time.Second, SignalDeliver, DeliveryRequest{ID: "m#1", ReplyTo: "intent/1/m", Kind: KindMessage, Text: "hello"})
+		h.send(20*time.Second, SignalHookWords, said(AgentEvent{Event: EventStop}))
+		h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
+		h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: c.version, Config: claudeSession()})
+		require.Equal(t, []string{"hello"}, h.typed, "version %d", c.version)
+		require.Less(t, h.typedAt[0], 20*time.Second+c.within, "version %d: typed at %s", c.version, h.typedAt[0])
+		require.GreaterOrEqual(t, h.typedAt[0], 20*time.Second+c.after, "version %d: typed at %s", c.version, h.typedAt[0])
+	}
+}

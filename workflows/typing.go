@@ -109,7 +109,11 @@ func (s *session) waitUntilIdle(ctx workflow.Context, req DeliveryRequest) error
 		// moment to type; a take may have handed req over).
 		s.standOffer(ctx)
 		timerCtx, cancel := workflow.WithCancel(ctx)
-		timer := workflow.NewTimer(timerCtx, busy.BusyWait)
+		wait := busy.BusyWait
+		if s.relooksAfterStop && s.screenLags(now, pattern) {
+			wait = policy.ScreenRelook
+		}
+		timer := workflow.NewTimer(timerCtx, wait)
 		for !timer.IsReady() {
 			if s.waitForSignal(ctx, timer) && s.Agent != nil || s.restand {
 				break
@@ -375,4 +379,19 @@ func (s *session) pressKeys(ctx workflow.Context, keys []string) error {
 	return workflow.ExecuteActivity(ctx, activities.TmuxSendKeysName, activities.KeysRequest{
 		Session: s.Config.Name, Keys: keys, Delay: 200 * time.Millisecond,
 	}).Get(ctx, nil)
+}
+
+// screenLags reports whether the screen's busy look (pattern) is a drawing the agent's hooks have
+// overtaken: they said its turn ended less than policy.ScreenLag ago. A dialog, a draft or no
+// agent is not a lag.
+func (s *session) screenLags(now time.Time, pattern string) bool {
+	if s.Agent == nil || s.Agent.State != AgentIdle || now.Sub(s.Agent.Since) >= policy.ScreenLag {
+		return false
+	}
+	for _, not := range []string{"dialog", "a draft", noAgentPattern, "the agent is working"} {
+		if strings.HasPrefix(pattern, not) {
+			return false
+		}
+	}
+	return true
 }

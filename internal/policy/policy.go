@@ -90,6 +90,16 @@ const (
 	ReceiptWait = 5 * time.Second
 )
 
+// ScreenLag is how long after the agent's hooks said its turn ended the screen may still show
+// it at work (Claude Code 2.1.330 draws "esc to interrupt" until a moment after its Stop hook
+// returns), and ScreenRelook how soon the pane is looked at again meanwhile, instead of the
+// busy wait (issue 35: a message waiting for that turn's end went in 10.5 s after it, the whole
+// busy wait, not at once).
+const (
+	ScreenLag    = 5 * time.Second
+	ScreenRelook = 250 * time.Millisecond
+)
+
 // Coalesced delivery (issue 15): what waits for a session is typed together, at most MaxBatch
 // requests and MaxBatchBytes of text per prompt; a reminder at the head of the queue waits
 // DigestGather for the others due at the same tick, so that they go out as one digest.
