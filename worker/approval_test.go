@@ -337,7 +337,9 @@ func BenchmarkN36Approvals(b *testing.B) {
 				time.Sleep(10 * time.Millisecond)
 			}
 			press = append(press, time.Since(at))
-			waitPane(b, r.capture, "the turn's end", 30*time.Second, func(p string) bool { return strings.Contains(p, "● Done.") && !strings.Contains(p, "Do you want to proceed?") })
+			waitPane(b, r.capture, "the turn's end", 30*time.Second, func(p string) bool {
+				return strings.Contains(p, "● Done.") && !strings.Contains(p, "Do you want to proceed?")
+			})
 		}
 		var rows []struct {
 			Action  string    `json:"action"`

@@ -137,8 +137,8 @@ type IntentInput struct {
 	DeliveredReaction string `json:"delivered_reaction,omitempty"`
 	// Corrects is the message this one corrects (an edit of a message the agent already had);
 	// the delivered header says corrects=<message>.
-	Corrects string `json:"corrects,omitempty"`
-	FailedReaction    string `json:"failed_reaction,omitempty"`
+	Corrects       string `json:"corrects,omitempty"`
+	FailedReaction string `json:"failed_reaction,omitempty"`
 	// DeliveryQueued: the door already asked the session to deliver the message (request
 	// DoorDeliveryID), in the order messages arrived; the intent only waits for the result.
 	DeliveryQueued bool           `json:"delivery_queued,omitempty"`

@@ -382,10 +382,11 @@ func (s *session) pressKeys(ctx workflow.Context, keys []string) error {
 }
 
 // screenLags reports whether the screen's busy look (pattern) is a drawing the agent's hooks have
-// overtaken: they said its turn ended less than policy.ScreenLag ago. A dialog, a draft or no
-// agent is not a lag.
+// overtaken: its Stop hook said its turn ended less than policy.ScreenLag ago. A dialog, a draft
+// or no agent is not a lag, nor a CLI that has just started (its SessionStart: it may still be
+// loading, and Enter typed then is lost).
 func (s *session) screenLags(now time.Time, pattern string) bool {
-	if s.Agent == nil || s.Agent.State != AgentIdle || now.Sub(s.Agent.Since) >= policy.ScreenLag {
+	if s.Agent == nil || s.Agent.State != AgentIdle || s.Agent.Event != EventStop || now.Sub(s.Agent.Since) >= policy.ScreenLag {
 		return false
 	}
 	for _, not := range []string{"dialog", "a draft", noAgentPattern, "the agent is working"} {
