@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/intentq/intentq/internal/testkit/fakeanthropic"
 	"github.com/intentq/intentq/internal/testkit/fakebot"
 	"github.com/intentq/intentq/internal/testkit/fakentfy"
 )
@@ -215,4 +217,94 @@ func agentComes(t *testing.T, bin string, env []string, pane string) {
 func waiting(t *testing.T, bin string, env []string, n int) bool {
 	out, _ := run(t, filepath.Join(bin, "starter"), env, "", "session", "show", "secretary")
 	return strings.Contains(out, fmt.Sprintf("waiting %d,", n))
+}
+
+// Issue 35: a 44 s turn of the real Claude Code (44 Bash calls) while 6 messages arrive in its
+// first 15 s, with the default reminders (first after 30 s, so each is reminded during the turn)
+// and ntfy: each message reaches the model once, at a tool call, and at most one push comes
+// while the agent works on them and right after the turn; then the agent answers them all and
+// no push comes for them.
+func TestClaudeCodeTurnWithSixMessagesIsNotNoise(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
+	bin := binaries(t)
+	bot := fakebot.New("321:quiet")
+	t.Cleanup(bot.Close)
+	ntfy := fakentfy.New()
+	t.Cleanup(ntfy.Close)
+	turn, calls, ended := longTurnOf(44, "sleep 1")
+	answered := map[string]bool{}
+	var mu sync.Mutex
+	api := fakeanthropic.New(func(r fakeanthropic.Request) fakeanthropic.Turn {
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.Contains(r.SinceAssistant(), "answer them now") || (len(answered) > 0 && strings.Contains(r.SinceAssistant(), "tool_result")) {
+			var all strings.Builder
+			for _, m := range r.Messages {
+				all.WriteString(m.Text())
+			}
+			for _, m := range msgIDRE.FindAllStringSubmatch(all.String(), -1) {
+				if !answered[m[1]] {
+					answered[m[1]] = true
+					return fakeanthropic.Turn{ToolName: "mcp__intentq__reply", ToolInput: map[string]any{"chat_id": "42", "reply_to": m[1], "text": "done: " + m[1]}}
+				}
+			}
+			return fakeanthropic.Turn{Text: "All answered."}
+		}
+		return turn(r)
+	})
+	t.Cleanup(api.Close)
+	env, home := claudeEnv(t, bot, "321:quiet", "INTENTQ_NTFY_URL="+ntfy.URL(), "INTENTQ_NTFY_TOPIC=phone")
+	_, lines := startWorker(t, bin, env)
+	waitFor(t, lines, "ready", 60*time.Second)
+	starterRun(t, env, 0, "setup")
+	allowTools(t, home, "Bash")
+	capture := claudeAgent(t, env, home, api)
+	waitPane(t, capture, "Claude Code's input line", 60*time.Second, func(p string) bool { return strings.Contains(p, "❯") })
+	submitTyped(t, env, capture, "start the long job", func() bool { return calls.Load() > 0 })
+	for i := 1; i <= 6; i++ {
+		bot.AddMessage(42, 42, 500+i, fmt.Sprintf("during the turn %d", i))
+		time.Sleep(2500 * time.Millisecond)
+	}
+	eventually(t, "the turn's end", 120*time.Second, func() bool { return ended.at.Load() != 0 }, capture)
+	time.Sleep(15 * time.Second) // held pushes would go out at the turn's end
+	pushes := func() (n int, titles []string) {
+		for _, m := range ntfy.Messages() {
+			n++
+			titles = append(titles, m.Title)
+		}
+		return n, titles
+	}
+	if n, titles := pushes(); n > 1 {
+		t.Errorf("%d pushes during and right after a 44 s turn with 6 messages: %q", n, titles)
+	} else {
+		t.Logf("%d push(es) during and right after the turn: %q", n, titles)
+	}
+	for i := 1; i <= 6; i++ {
+		seen := 0
+		for _, r := range api.Requests() {
+			seen += strings.Count(r.SinceAssistant(), fmt.Sprintf("新着メッセージ】msg_id=%d chat=42", 500+i))
+		}
+		if seen != 1 {
+			t.Errorf("message %d reached the model %d times (reminders aside)", 500+i, seen)
+		}
+	}
+	before, _ := pushes()
+	submitTyped(t, env, capture, "answer them now", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(answered) > 0
+	})
+	eventually(t, "six answers in the chat", 90*time.Second, func() bool {
+		n := 0
+		for _, m := range bot.Sent() {
+			if strings.HasPrefix(m.Text, "done: ") {
+				n++
+			}
+		}
+		return n == 6
+	}, capture)
+	time.Sleep(5 * time.Second) // a digest held for the answered messages would go out now
+	if after, titles := pushes(); after != before {
+		t.Errorf("pushes came for answered messages: %q", titles)
+	}
 }
