@@ -4,6 +4,7 @@ package main_test
 // back never reaches the agent, and an agent that is gone is said plainly.
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -306,5 +307,66 @@ func TestClaudeCodeTurnWithSixMessagesIsNotNoise(t *testing.T) {
 	time.Sleep(5 * time.Second) // a digest held for the answered messages would go out now
 	if after, titles := pushes(); after != before {
 		t.Errorf("pushes came for answered messages: %q", titles)
+	}
+}
+
+// Issue 35, the morning that wiped the secretary's context, on a compressed clock: the real
+// Claude Code has a message (typed by intentq, confirmed by its receipt) and does not answer it,
+// while escalation would interrupt after 3 s and reset (opted in) after 12 s, reminders every 8 s.
+// It owes an answer; it is not stuck: only the reminder lines reach it, never an interrupt or a
+// reset (its conversation goes on, no new context), and no menu opens.
+func TestClaudeCodeUnansweredMessageIsOnlyReminded(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
+	bin := binaries(t)
+	bot := fakebot.New("321:owed")
+	t.Cleanup(bot.Close)
+	api := fakeanthropic.New(func(fakeanthropic.Request) fakeanthropic.Turn { return fakeanthropic.Turn{Text: "Noted."} })
+	t.Cleanup(api.Close)
+	env, home := claudeEnv(t, bot, "321:owed",
+		"INTENTQ_REMINDERS_FIRST_AFTER=5s", "INTENTQ_REMINDERS_REPEAT_EVERY=8s", "INTENTQ_DELIVERY_BUSY_WAIT=1s",
+		"INTENTQ_SESSIONS_SECRETARY_TMUX_TARGET=secretary:0", "INTENTQ_SESSIONS_SECRETARY_CLI=claude", "INTENTQ_SESSIONS_SECRETARY_DEFAULT=true",
+		"INTENTQ_SESSIONS_SECRETARY_ESCALATION_INTERRUPT_AFTER=3s", "INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET_AFTER=12s",
+		"INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET_COOLDOWN=10s", "INTENTQ_SESSIONS_SECRETARY_ESCALATION_STEP_EVERY=1s",
+		"INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET=true")
+	_, lines := startWorker(t, bin, env)
+	waitFor(t, lines, "ready", 60*time.Second)
+	starterRun(t, env, 0, "setup")
+	capture := claudeAgent(t, env, home, api)
+	waitPane(t, capture, "Claude Code's input line", 60*time.Second, func(p string) bool { return strings.Contains(p, "❯") })
+	menu := watchPane(t, capture, "Rewind", "Restore the code")
+
+	bot.AddMessage(42, 42, 7, "are you there?")
+	reminders := func() (n int) {
+		for _, r := range api.Requests() {
+			n += strings.Count(r.SinceAssistant(), "【未対応メッセージ】msg_id=7")
+		}
+		return n
+	}
+	eventually(t, "three reminders at the model", 90*time.Second, func() bool { return reminders() >= 3 }, capture)
+	var st struct {
+		LastPhase int   `json:"last_phase"`
+		Resets    []any `json:"resets"`
+	}
+	_ = json.Unmarshal([]byte(starterRun(t, env, 0, "show", "42/7", "--json")), &st)
+	if st.LastPhase > 1 || len(st.Resets) > 0 {
+		t.Errorf("an owed answer escalated: phase %d, resets %v", st.LastPhase, st.Resets)
+	}
+	for _, r := range api.Requests() {
+		if strings.Contains(r.SinceAssistant(), "pending message(s) for session secretary") {
+			t.Fatalf("the agent's context was reset; pane:\n%s", capture())
+		}
+	}
+	// One conversation throughout: the latest request still carries the message itself.
+	reqs := api.Requests()
+	last := reqs[len(reqs)-1]
+	var all strings.Builder
+	for _, m := range last.Messages {
+		all.WriteString(m.Text())
+	}
+	if !strings.Contains(all.String(), "【新着メッセージ】msg_id=7 chat=42") {
+		t.Errorf("the conversation lost the message: its latest request:\n%s", all.String())
+	}
+	if p := menu(); p != "" {
+		t.Errorf("a menu opened:\n%s", p)
 	}
 }
