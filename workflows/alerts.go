@@ -163,14 +163,18 @@ func (s *session) alertNoAgent(ctx workflow.Context, why string) {
 
 // alertReset tells the person that intentq reset the session's agent (sessionOwedNeverEscalates):
 // what it cost and how to turn it off.
-func (s *session) alertReset(ctx workflow.Context, unanswered time.Duration) {
+func (s *session) alertReset(ctx workflow.Context, unanswered time.Duration, byPerson bool) {
 	if !s.Config.pushes() {
 		return
 	}
+	why := "escalation.reset: false turns this off"
+	if byPerson {
+		why = "as you allowed with /reset"
+	}
 	s.HeldAlerts = append(s.HeldAlerts, Alert{
 		Title: "intentq: " + s.Config.Name + " was reset",
-		Message: fmt.Sprintf("session=%s: a message had not reached its agent for %s; intentq reset the agent (its conversation is gone) and typed it again. escalation.reset: false turns this off",
-			s.Config.Name, unanswered.Round(time.Second)),
+		Message: fmt.Sprintf("session=%s: a message had not reached its agent for %s; intentq reset the agent (its conversation is gone) and typed it again, %s",
+			s.Config.Name, unanswered.Round(time.Second), why),
 		At: workflow.Now(ctx),
 	})
 }

@@ -94,6 +94,11 @@ type SessionInput struct {
 	// Approval is the approval whose permission the agent asked for last, until its next hook
 	// says the terminal went on (issue 36).
 	Approval string `json:"approval,omitempty"`
+	// ResetAskedAt is when the person was last asked to allow a reset the session's config does
+	// not opt into; ResetAllowed: they allowed one (/reset), for the next reminder that calls
+	// for it (issue 35).
+	ResetAskedAt *time.Time `json:"reset_asked_at,omitempty"`
+	ResetAllowed bool       `json:"reset_allowed,omitempty"`
 }
 
 // SessionView is the session query's answer.
@@ -196,6 +201,12 @@ const sessionFollowsApprovals = 6
 // of after the busy wait (issue 35).
 const sessionRelooksAfterStop = 6
 
+// sessionResetAsks (SessionVersion 6, change ID reset-asks-the-person): a reminder of a message
+// the agent did not take in, old enough for the reset phase, in a session whose config does not
+// opt into resets: the person is asked (a push: reply /reset), at most once per reset cooldown,
+// and their yes allows one reset (issue 35). Before, the phase fell back to an interrupt.
+const sessionResetAsks = 6
+
 // sessionTypingHoldsRepeats (SessionVersion 3, change ID typing-holds-repeats): a request for
 // what the typed block in flight carries (its intent's wait timed out meanwhile) waits for the
 // block and is answered by it; before, it was queued, and a hook could take and print it while
@@ -235,6 +246,9 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	if err := workflow.SetUpdateHandler(ctx, UpdateStop, s.stopTurn); err != nil {
 		return err
 	}
+	if err := workflow.SetUpdateHandler(ctx, UpdateAllowReset, s.allowReset); err != nil {
+		return err
+	}
 	s.Ledger.queueWhileTyping = !follows(ctx, s.Version, sessionTypingHoldsRepeats, "typing-holds-repeats")
 	s.Ledger.keepEmptyExpired = !follows(ctx, s.Version, sessionDropsEmptyOffers, "drop-empty-expired-offers")
 	s.owedNudgeOnly = follows(ctx, s.Version, sessionOwedNeverEscalates, "owed-answers-nudge-only")
@@ -246,6 +260,7 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	s.noAgentWaits = follows(ctx, s.Version, sessionNoAgentWaits, "no-agent-waits")
 	s.followsApprovals = follows(ctx, s.Version, sessionFollowsApprovals, "follows-approvals")
 	s.relooksAfterStop = follows(ctx, s.Version, sessionRelooksAfterStop, "relook-after-stop")
+	s.resetAsks = follows(ctx, s.Version, sessionResetAsks, "reset-asks-the-person")
 	workflow.Go(ctx, s.takeAlerts)
 	workflow.Go(ctx, s.pushAlerts)
 	workflow.Go(ctx, s.takePushes)
@@ -346,6 +361,8 @@ type session struct {
 	// relooksAfterStop: a screen still drawn busy right after the hooks said the turn ended is
 	// looked at again soon (sessionRelooksAfterStop).
 	relooksAfterStop bool
+	// resetAsks: a reset the config does not opt into is asked of the person (sessionResetAsks).
+	resetAsks bool
 	// busyWhy is why the delivery at the head waits (the view's WaitsFor).
 	busyWhy string
 	// workingPushesWait: reminder pushes of what the agent works on wait

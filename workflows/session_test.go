@@ -1033,3 +1033,48 @@ func TestMessageGoesInRightAfterTheTurnsEnd(t *testing.T) {
 		require.GreaterOrEqual(t, h.typedAt[0], 20*time.Second+c.after, "version %d: typed at %s", c.version, h.typedAt[0])
 	}
 }
+
+// Issue 35: a stuck message old enough for the reset phase, in a session whose config does not
+// opt into resets: the person is asked (a push naming /reset), once per cooldown, and the
+// session interrupts instead; after their yes (allow-reset) the next reminder resets the agent
+// once, and the one after that does not.
+func TestResetWaitsForThePersonsYes(t *testing.T) {
+	h := newSessionHarness(t)
+	cfg := claudeSession()
+	cfg.Escalation = EscalationPolicy{Interrupt: true, Reset: false, StepEvery: time.Minute, ResetCooldown: time.Minute}
+	cfg.Reset = ResetSteps{Command: "/clear"}
+	remind := func(at time.Duration, id string) {
+		h.send(at, SignalDeliver, DeliveryRequest{ID: id, ReplyTo: "intent/1/m", Kind: KindReminder, Text: "nudge " + id, Since: h.start})
+	}
+	remind(5*time.Minute, "a")
+	remind(6*time.Minute+30*time.Second, "b")
+	var allowed AllowResetResult
+	h.env.RegisterDelayedCallback(func() {
+		h.env.UpdateWorkflow(UpdateAllowReset, "", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { t.Error(err) }, OnAccept: func() {},
+			OnComplete: func(v any, err error) { allowed, _ = v.(AllowResetResult) },
+		})
+	}, 7*time.Minute)
+	remind(8*time.Minute, "c")
+	remind(10*time.Minute, "d")
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 15*time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
+	require.Equal(t, []string{
+		"keys Escape Escape C-c", "typed nudge a",
+		"keys Escape Escape C-c", "typed nudge b",
+		"typed /clear", "typed nudge c",
+		"keys Escape Escape C-c", "typed nudge d",
+	}, h.events)
+	require.True(t, allowed.Allowed, allowed.Why)
+	var told []string
+	for _, p := range h.pushes {
+		switch {
+		case strings.Contains(p.Title, "is stuck") && strings.Contains(p.Message, "Send /reset"):
+			told = append(told, "asked")
+		case strings.Contains(p.Title, "was reset") && strings.Contains(p.Message, "as you allowed with /reset"):
+			told = append(told, "reset")
+		}
+	}
+	// Asked at 5 min, again past the 1-min cooldown; reset once at 8; still stuck at 10: asked.
+	require.Equal(t, []string{"asked", "asked", "reset", "asked"}, told, "%+v", h.pushes)
+}

@@ -136,7 +136,17 @@ func (s *session) escalate(ctx workflow.Context, req DeliveryRequest) (phase int
 		return PhaseNudge, false, nil // not stuck: it owes an answer, and is reminded
 	}
 	esc := s.Config.Escalation
-	phase = esc.Effective(esc.PhaseFor(now.Sub(req.Since)), now, s.LastResetAt, s.Config.Reset.Possible())
+	want := esc.PhaseFor(now.Sub(req.Since))
+	allowed := false
+	if s.resetAsks && want == PhaseReset && !esc.Reset && s.Config.Reset.Possible() && !req.Backlog {
+		// Not opted in: the person says yes (allowed once), or is asked.
+		if allowed = s.ResetAllowed; allowed {
+			esc.Reset = true
+		} else {
+			s.askReset(ctx, req, now)
+		}
+	}
+	phase = esc.Effective(want, now, s.LastResetAt, s.Config.Reset.Possible())
 	// Escalation is the session's, not each reminder's: one step per session per tick at most,
 	// and a reminder that is late because intentq itself was down or behind (a backlog) is not
 	// the agent ignoring it.
@@ -182,9 +192,12 @@ func (s *session) escalate(ctx workflow.Context, req DeliveryRequest) (phase int
 		if err == nil {
 			s.LastResetAt = &now
 			reset = true
+			if allowed {
+				s.ResetAllowed = false // the person's yes was for one reset
+			}
 			workflow.GetLogger(ctx).Warn("session reset", "session", s.Config.Name, "request", req.ID)
 			if s.owedNudgeOnly {
-				s.alertReset(ctx, now.Sub(req.Since))
+				s.alertReset(ctx, now.Sub(req.Since), allowed)
 			}
 			_ = workflow.Sleep(ctx, 2*time.Second)
 			err = s.waitUntilIdle(ctx, req)

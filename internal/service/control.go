@@ -54,6 +54,8 @@ func (c control) Answer(ctx context.Context, cmd telegram.Command) string {
 		return c.stop(ctx, chat)
 	case "allow", "deny":
 		return c.answerCard(ctx, chat, cmd)
+	case "reset":
+		return c.reset(ctx, chat)
 	}
 	return "Unknown command. Try /pending, /status, or reply /cancel to a message."
 }
@@ -163,6 +165,30 @@ func (c control) stop(ctx context.Context, chat string) string {
 		return "Stopped " + name + "'s running turn. Your messages wait for it and go in now."
 	}
 	return name + " not stopped: " + res.Why + "."
+}
+
+// reset is the person's yes to one reset of the agent of this chat's session
+// (workflows.UpdateAllowReset): used only for a message the agent did not take in.
+func (c control) reset(ctx context.Context, chat string) string {
+	name, err := c.cfg.SessionFor(chat)
+	if err != nil || c.cfg.Sessions[name].Mode != config.ModeTmux {
+		return "No agent in tmux serves this chat."
+	}
+	h, err := c.client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: workflows.SessionWorkflowID(name), UpdateName: workflows.UpdateAllowReset, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	var res workflows.AllowResetResult
+	if err == nil {
+		err = h.Get(ctx, &res)
+	}
+	switch {
+	case err != nil:
+		c.log.Warn("/reset", zap.String("session", name), zap.Error(err))
+		return "Could not reach " + name + " right now; try again in a minute."
+	case res.Allowed:
+		return "Reset of " + name + " allowed once: " + res.Why + "."
+	}
+	return name + " not reset: " + res.Why + "."
 }
 
 // edit returns the door's handler of a person's edit of a message (issue 35): a message that has

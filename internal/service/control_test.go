@@ -85,6 +85,10 @@ func TestControlCommandsAtTheDoor(t *testing.T) {
 	if got := answer(11); !strings.Contains(got, config.DefaultSessionName+" not stopped: ") {
 		t.Errorf("/stop with no agent reporting: %s", got)
 	}
+	bot.AddMessage(allowedChat, allowedUser, 12, "/reset")
+	if got := answer(12); !strings.Contains(got, "Reset of "+config.DefaultSessionName+" allowed once: nothing is stuck now") {
+		t.Errorf("/reset: %s", got)
+	}
 	bot.AddMessage(allowedChat+1, allowedUser, 9, "/pending") // a chat not on the allowlist
 	bot.AddMessage(allowedChat, allowedUser, 10, "/pending "+strings.Repeat("x", 300))
 	if got := answer(10); !strings.Contains(got, "too long") {

@@ -55,6 +55,7 @@ var Commands = []tgbotapi.BotCommand{
 	{Command: "cancel", Description: "reply /cancel to a message (or /cancel ID) to take it back"},
 	{Command: "status", Description: "what each session's agent is doing"},
 	{Command: "stop", Description: "interrupt the running turn of this chat's agent"},
+	{Command: "reset", Description: "allow one reset of this chat's agent when a message is stuck"},
 	{Command: "allow", Description: "reply /allow to an approval card (/allow session: for this session)"},
 	{Command: "deny", Description: "reply /deny to an approval card"},
 }
