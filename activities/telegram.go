@@ -188,17 +188,26 @@ func (t *Telegram) Edit(ctx context.Context, req EditRequest) error {
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("telegram edit: chat %q is not a number", req.ChatID), ErrTypeTelegramRejected, err)
 	}
-	if _, err := t.bot().Request(tgbotapi.NewEditMessageText(chat, req.MessageID, req.Text)); err != nil {
-		var apiErr *tgbotapi.Error
-		switch {
-		case errors.As(err, &apiErr) && strings.Contains(apiErr.Message, "message is not modified"):
-			return nil
-		case errors.As(err, &apiErr) && apiErr.Code >= 400 && apiErr.Code < 500 && apiErr.Code != 429:
-			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("telegram edit of %s/%d: %d %s", req.ChatID, req.MessageID, apiErr.Code, apiErr.Message), ErrTypeTelegramRejected, nil)
-		}
-		return fmt.Errorf("telegram edit of %s/%d: %w", req.ChatID, req.MessageID, redactToken(err, t.Token))
+	_, err = t.bot().Request(tgbotapi.NewEditMessageText(chat, req.MessageID, req.Text))
+	var apiErr *tgbotapi.Error
+	if errors.As(err, &apiErr) && strings.Contains(apiErr.Message, "message is not modified") {
+		return nil
 	}
-	return nil
+	return t.failed(err, fmt.Sprintf("telegram edit of %s/%d", req.ChatID, req.MessageID))
+}
+
+// failed is err of a Bot API call (what: the call, for the message) as an activity error: an
+// answer Telegram refuses for good (4xx but 429) is a non-retryable ErrTypeTelegramRejected,
+// anything else is retried; the token never shows. nil stays nil.
+func (t *Telegram) failed(err error, what string) error {
+	var apiErr *tgbotapi.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &apiErr) && apiErr.Code >= 400 && apiErr.Code < 500 && apiErr.Code != 429:
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %d %s", what, apiErr.Code, apiErr.Message), ErrTypeTelegramRejected, nil)
+	}
+	return fmt.Errorf("%s: %w", what, redactToken(err, t.Token))
 }
 
 // bot is a Bot API client of t's token and endpoint.
@@ -233,13 +242,8 @@ func (t *Telegram) React(ctx context.Context, req ReactRequest) error {
 		reaction = string(b)
 	}
 	params := tgbotapi.Params{"chat_id": req.ChatID, "message_id": req.MessageID, "reaction": reaction}
-	if _, err := bot.MakeRequest("setMessageReaction", params); err != nil {
-		if apiErr, ok := err.(*tgbotapi.Error); ok && apiErr.Code >= 400 && apiErr.Code < 500 && apiErr.Code != 429 {
-			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("telegram reaction on %s/%s: %d %s", req.ChatID, req.MessageID, apiErr.Code, apiErr.Message), ErrTypeTelegramRejected, nil)
-		}
-		return fmt.Errorf("telegram reaction on %s/%s: %w", req.ChatID, req.MessageID, redactToken(err, t.Token))
-	}
-	return nil
+	_, err := bot.MakeRequest("setMessageReaction", params)
+	return t.failed(err, fmt.Sprintf("telegram reaction on %s/%s", req.ChatID, req.MessageID))
 }
 
 // resentLabel heads a part sent again because the attempt that sent it before lost Telegram's

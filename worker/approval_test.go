@@ -55,19 +55,7 @@ func startApprovalRun(t testing.TB) *approvalRun {
 	w, lines := startWorker(t, bin, env)
 	waitFor(t, lines, "ready", 60*time.Second)
 	starterRun(t, env, 0, "setup")
-	settings := filepath.Join(home, ".claude", "secretary", "settings.json")
-	var doc map[string]any
-	b, _ := os.ReadFile(settings)
-	if err := json.Unmarshal(b, &doc); err != nil {
-		t.Fatal(err)
-	}
-	// Permissions as a careful person has them: Bash asks (Claude Code 2.1.330's default "auto"
-	// mode needs Anthropic's server-side check, which no offline run has).
-	doc["permissions"].(map[string]any)["defaultMode"] = "default"
-	b, _ = json.Marshal(doc)
-	if err := os.WriteFile(settings, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	manualPermissions(t, home)
 	capture := claudeAgent(t, env, home, r.api)
 	waitPane(t, capture, "Claude Code's input line", 60*time.Second, func(p string) bool { return strings.Contains(p, "❯") })
 	reqs, conv := claudeRequests(r.api)

@@ -223,18 +223,7 @@ func TestClaudeCodeDraftAndDialogAreNeverTyped(t *testing.T) {
 	_, lines := startWorker(t, bin, env)
 	waitFor(t, lines, "ready", 60*time.Second)
 	starterRun(t, env, 0, "setup")
-	// Permissions as a careful person has them: Bash asks.
-	settings := filepath.Join(home, ".claude", "secretary", "settings.json")
-	var doc map[string]any
-	b, _ := os.ReadFile(settings)
-	if err := json.Unmarshal(b, &doc); err != nil {
-		t.Fatal(err)
-	}
-	doc["permissions"].(map[string]any)["defaultMode"] = "default"
-	b, _ = json.Marshal(doc)
-	if err := os.WriteFile(settings, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	manualPermissions(t, home)
 	capture := claudeAgent(t, env, home, api)
 	waitPane(t, capture, "Claude Code's input line", 60*time.Second, func(p string) bool { return strings.Contains(p, "❯") })
 	keys := func(args ...string) { t.Helper(); tmuxKeys(t, env, args...) }

@@ -72,6 +72,24 @@ func allowTools(t testing.TB, home string, tools ...string) {
 	}
 }
 
+// manualPermissions sets the secretary's permission mode to the manual one (after setup): Bash
+// asks, as a careful person has it. (Claude Code 2.1.330's default "auto" mode needs Anthropic's
+// server-side check, which no offline run has.)
+func manualPermissions(t testing.TB, home string) {
+	t.Helper()
+	settings := filepath.Join(home, ".claude", "secretary", "settings.json")
+	var doc map[string]any
+	b, _ := os.ReadFile(settings)
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["permissions"].(map[string]any)["defaultMode"] = "default"
+	b, _ = json.Marshal(doc)
+	if err := os.WriteFile(settings, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // tmuxKeys sends keys to the secretary's pane, as the person at the keyboard.
 func tmuxKeys(t testing.TB, env []string, args ...string) {
 	t.Helper()

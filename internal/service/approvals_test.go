@@ -15,7 +15,6 @@ import (
 	"github.com/intentq/intentq/internal/doors/hooks"
 	"github.com/intentq/intentq/internal/intent"
 	"github.com/intentq/intentq/internal/testkit/fakebot"
-	"github.com/intentq/intentq/internal/testkit/testenv"
 	"github.com/intentq/intentq/workflows"
 )
 
@@ -151,13 +150,7 @@ func TestApprovalAtTheDoor(t *testing.T) {
 // goes to that session, whatever the chat's mapping says: chat 1001 maps to the default session,
 // the card is the builder's.
 func TestReplyToACardGoesToItsSession(t *testing.T) {
-	bot := fakebot.New(botToken)
-	t.Cleanup(bot.Close)
-	cfg := testenv.Config(t)
-	cfg.Telegram.Token = botToken
-	cfg.Telegram.APIEndpoint = bot.Endpoint()
-	cfg.Telegram.AllowedChatIDs = []int64{allowedChat}
-	cfg.Reminders.FirstAfter = time.Hour
+	bot, cfg := telegramConfig(t)
 	cfg.Sessions["builder"] = config.Session{CLI: "claude", Mode: config.ModeTmux, TmuxTarget: "builder:0"}
 	svc, _ := startService(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

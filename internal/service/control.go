@@ -146,21 +146,11 @@ func (c control) cancel(ctx context.Context, chat string, cmd telegram.Command) 
 // stop interrupts the running turn of the agent of this chat's session (workflows.UpdateStop):
 // its CLI's stop key, once, only while its hooks say it works; nothing the person sent is lost.
 func (c control) stop(ctx context.Context, chat string) string {
-	name, err := c.cfg.SessionFor(chat)
-	if err != nil || c.cfg.Sessions[name].Mode != config.ModeTmux {
-		return "No agent in tmux serves this chat."
-	}
-	h, err := c.client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: workflows.SessionWorkflowID(name), UpdateName: workflows.UpdateStop, WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
 	var res workflows.StopResult
-	if err == nil {
-		err = h.Get(ctx, &res)
-	}
+	name, answer := c.askSession(ctx, chat, "/stop", workflows.UpdateStop, &res)
 	switch {
-	case err != nil:
-		c.log.Warn("/stop", zap.String("session", name), zap.Error(err))
-		return "Could not reach " + name + " right now; try again in a minute."
+	case answer != "":
+		return answer
 	case res.Stopped:
 		return "Stopped " + name + "'s running turn. Your messages wait for it and go in now."
 	}
@@ -170,25 +160,35 @@ func (c control) stop(ctx context.Context, chat string) string {
 // reset is the person's yes to one reset of the agent of this chat's session
 // (workflows.UpdateAllowReset): used only for a message the agent did not take in.
 func (c control) reset(ctx context.Context, chat string) string {
-	name, err := c.cfg.SessionFor(chat)
-	if err != nil || c.cfg.Sessions[name].Mode != config.ModeTmux {
-		return "No agent in tmux serves this chat."
-	}
-	h, err := c.client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: workflows.SessionWorkflowID(name), UpdateName: workflows.UpdateAllowReset, WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
 	var res workflows.AllowResetResult
-	if err == nil {
-		err = h.Get(ctx, &res)
-	}
+	name, answer := c.askSession(ctx, chat, "/reset", workflows.UpdateAllowReset, &res)
 	switch {
-	case err != nil:
-		c.log.Warn("/reset", zap.String("session", name), zap.Error(err))
-		return "Could not reach " + name + " right now; try again in a minute."
+	case answer != "":
+		return answer
 	case res.Allowed:
 		return "Reset of " + name + " allowed once: " + res.Why + "."
 	}
 	return name + " not reset: " + res.Why + "."
+}
+
+// askSession runs update on the typing session of chat and reads its result into res; it
+// returns the session's name, and the person's answer when it could not (else "").
+func (c control) askSession(ctx context.Context, chat, command, update string, res any) (name, answer string) {
+	name, err := c.cfg.SessionFor(chat)
+	if err != nil || c.cfg.Sessions[name].Mode != config.ModeTmux {
+		return name, "No agent in tmux serves this chat."
+	}
+	h, err := c.client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: workflows.SessionWorkflowID(name), UpdateName: update, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err == nil {
+		err = h.Get(ctx, res)
+	}
+	if err != nil {
+		c.log.Warn(command, zap.String("session", name), zap.Error(err))
+		return name, "Could not reach " + name + " right now; try again in a minute."
+	}
+	return name, ""
 }
 
 // edit returns the door's handler of a person's edit of a message (issue 35): a message that has

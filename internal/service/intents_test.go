@@ -65,6 +65,15 @@ func startService(t *testing.T, cfg *config.Config) (*service.Service, *observer
 // records what allowedChat sends, with no reminders during the test.
 func telegramService(t *testing.T) (*service.Service, *observer.ObservedLogs, *fakebot.Server, *config.Config) {
 	t.Helper()
+	bot, cfg := telegramConfig(t)
+	svc, logs := startService(t, cfg)
+	return svc, logs, bot, cfg
+}
+
+// telegramConfig is telegramService's Bot API stand-in and config, for a test that changes the
+// config before the service starts.
+func telegramConfig(t *testing.T) (*fakebot.Server, *config.Config) {
+	t.Helper()
 	bot := fakebot.New(botToken)
 	t.Cleanup(bot.Close)
 	cfg := testenv.Config(t)
@@ -72,8 +81,7 @@ func telegramService(t *testing.T) (*service.Service, *observer.ObservedLogs, *f
 	cfg.Telegram.APIEndpoint = bot.Endpoint()
 	cfg.Telegram.AllowedChatIDs = []int64{allowedChat}
 	cfg.Reminders.FirstAfter = time.Hour
-	svc, logs := startService(t, cfg)
-	return svc, logs, bot, cfg
+	return bot, cfg
 }
 
 func waitUntil(t *testing.T, what string, timeout time.Duration, ok func() bool) {

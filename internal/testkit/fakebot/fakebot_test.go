@@ -812,3 +812,57 @@ func TestWhatTgbotapiSends(t *testing.T) {
 		t.Fatalf("requests:\n%s\nwant:\n%s", strings.Join(c.reqs, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// Inline keyboards as the Bot API has them: a sent message keeps its buttons, a press comes as
+// a callback_query carrying the message as it is now, answerCallbackQuery takes each id once,
+// editMessageText without reply_markup takes the buttons away, an edit that changes nothing is
+// refused with "message is not modified", and callback_data over 64 bytes is refused.
+func TestInlineKeyboardPressAnswerAndEdit(t *testing.T) {
+	s, bot := start(t)
+	msg := tgbotapi.NewMessage(42, "approve?")
+	msg.ReplyMarkup = tgbotapi.NewInlineKeyboardMarkup(tgbotapi.NewInlineKeyboardRow(
+		tgbotapi.NewInlineKeyboardButtonData("Yes", "tok:y"), tgbotapi.NewInlineKeyboardButtonData("No", "tok:n")))
+	sent, err := bot.Send(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := s.Buttons(42, sent.MessageID); b["Yes"] != "tok:y" || b["No"] != "tok:n" {
+		t.Fatalf("buttons: %v", b)
+	}
+	id := s.Press(42, 7, sent.MessageID, "Yes")
+	updates, err := bot.GetUpdates(tgbotapi.UpdateConfig{Timeout: 1})
+	if err != nil || len(updates) != 1 || updates[0].CallbackQuery == nil {
+		t.Fatalf("updates: %+v %v", updates, err)
+	}
+	q := updates[0].CallbackQuery
+	if q.ID != id || q.Data != "tok:y" || q.From.ID != 7 || q.Message.MessageID != sent.MessageID || q.Message.ReplyMarkup == nil {
+		t.Errorf("callback query: %+v", q)
+	}
+	if _, err := bot.Request(tgbotapi.NewCallback(id, "Allowed")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bot.Request(tgbotapi.NewCallback(id, "again")); err == nil {
+		t.Error("a callback query was answered twice")
+	}
+	if a := s.CallbackAnswers(); len(a) != 1 || a[0].Text != "Allowed" {
+		t.Errorf("answers: %+v", a)
+	}
+	if _, err := bot.Request(tgbotapi.NewEditMessageText(42, sent.MessageID, "approved")); err != nil {
+		t.Fatal(err)
+	}
+	if b := s.Buttons(42, sent.MessageID); len(b) != 0 || s.Press(42, 7, sent.MessageID, "Yes") != "" {
+		t.Errorf("the edit left buttons: %v", b)
+	}
+	_, err = bot.Request(tgbotapi.NewEditMessageText(42, sent.MessageID, "approved"))
+	if e := apiError(t, err); !strings.Contains(e.Message, "message is not modified") {
+		t.Errorf("an edit that changes nothing: %v", err)
+	}
+	long := tgbotapi.NewMessage(42, "x")
+	long.ReplyMarkup = tgbotapi.NewInlineKeyboardMarkup(tgbotapi.NewInlineKeyboardRow(tgbotapi.NewInlineKeyboardButtonData("x", strings.Repeat("d", 65))))
+	if _, err := bot.Send(long); err == nil {
+		t.Error("callback_data over 64 bytes was taken")
+	}
+	if e := s.Edits(); len(e) != 1 || e[0].Text != "approved" || e[0].Buttons {
+		t.Errorf("edits: %+v", e)
+	}
+}
