@@ -84,6 +84,19 @@ func newHook() *cobra.Command {
 				}
 				stdin = bytes.NewReader(hooks.GeminiInput(data))
 				s = settingsFor(cfg, session, envAgent(cmd.Context()), false, logger)
+			case "copilot":
+				// Copilot CLI runs hooks in the TUI's own process: the agent is the environment's.
+				// Its input is read as Claude Code's (hooks.CopilotInput), its output flat. Its hook
+				// file is the person's, read by every Copilot they run: a hook that names no agent
+				// serves no session.
+				data, err := io.ReadAll(io.LimitReader(stdin, hooks.MaxInput+1))
+				if err != nil {
+					logger.Warn("hook: input unreadable; allowing", zap.Error(err))
+					return nil
+				}
+				stdin = bytes.NewReader(hooks.CopilotInput(data))
+				s = settingsFor(cfg, session, envAgent(cmd.Context()), false, logger)
+				s.Flat = true
 			default:
 				logger.Warn("hook: unknown --cli; allowing", zap.String("cli", cli))
 				_, _ = hooks.ReadInput(stdin)
@@ -100,7 +113,7 @@ func newHook() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&session, "session", "", "the intentq session this agent serves (default: the agent's own, else the default session)")
-	cmd.Flags().StringVar(&cli, "cli", "claude", "the agent CLI that runs the hook: claude, codex (its agent is found from its thread: session_id) or gemini (Gemini CLI's input)")
+	cmd.Flags().StringVar(&cli, "cli", "claude", "the agent CLI that runs the hook: claude, codex (its agent is found from its thread: session_id), gemini (Gemini CLI's input) or copilot (Copilot CLI's input and flat output)")
 	cmd.AddCommand(newHookPolicy())
 	return cmd
 }

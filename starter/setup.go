@@ -25,9 +25,9 @@ import (
 
 func newSetup() *cobra.Command {
 	var service, remove, dryRun bool
-	var workerPath, cli, codexDir, geminiDir string
+	var workerPath, cli, codexDir, geminiDir, copilotDir string
 	cmd := &cobra.Command{
-		Use:   "setup [--cli claude|codex|gemini] [--service [--remove]] [--dry-run]",
+		Use:   "setup [--cli claude|codex|gemini|copilot] [--service [--remove]] [--dry-run]",
 		Short: "install intentq's hooks into the secretary's Claude Code settings (or Codex's, --cli codex, or Gemini CLI's, --cli gemini); --service also runs the worker as a user service with a watchdog",
 		Long: "setup writes intentq's hooks (session-start, user-prompt-submit, pre-tool-use, post-tool-use, stop,\nnotification) into claude.settings, merging\n" +
 			"with what is there (a backup first; running it again changes nothing), allows intentq's MCP tools\n" +
@@ -42,7 +42,10 @@ func newSetup() *cobra.Command {
 			"Codex's own review does, so that Codex does not ask for it at its next start.\n\n" +
 			"--cli gemini installs them into Gemini CLI's settings.json ($GEMINI_CLI_HOME/.gemini, else\n" +
 			"~/.gemini; or --gemini-home) under its event names, registers the MCP server there (mcpServers), and\n" +
-			"writes policies/intentq.toml, which lets the session-scoped MCP tools run without a confirmation.",
+			"writes policies/intentq.toml, which lets the session-scoped MCP tools run without a confirmation.\n\n" +
+			"--cli copilot installs them into Copilot CLI's hooks/intentq.json ($COPILOT_HOME, else ~/.copilot;\n" +
+			"or --copilot-home) under Claude Code's event names, and registers the MCP server in its\n" +
+			"mcp-config.json.",
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if remove && !service {
@@ -68,6 +71,15 @@ func newSetup() *cobra.Command {
 					return err
 				}
 				return setupCodex(out, home, starter, dryRun)
+			case "copilot":
+				if service {
+					return usage(cmd, errors.New("--service goes without --cli copilot (run setup --service once)"))
+				}
+				home, err := intentqhooks.CopilotHome(copilotDir)
+				if err != nil {
+					return err
+				}
+				return setupCopilot(out, home, starter, dryRun)
 			case "gemini":
 				if service {
 					return usage(cmd, errors.New("--service goes without --cli gemini (run setup --service once)"))
@@ -78,7 +90,7 @@ func newSetup() *cobra.Command {
 				}
 				return setupGemini(out, home, starter, dryRun)
 			default:
-				return usage(cmd, fmt.Errorf("--cli %s: setup knows claude, codex and gemini", cli))
+				return usage(cmd, fmt.Errorf("--cli %s: setup knows claude, codex, gemini and copilot", cli))
 			}
 			if !remove {
 				if err := setupHooks(out, cfg.Claude.Settings, starter, dryRun); err != nil {
@@ -125,7 +137,8 @@ func newSetup() *cobra.Command {
 	cmd.Flags().BoolVar(&remove, "remove", false, "with --service: stop and remove the user service and its timer")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would change and change nothing")
 	cmd.Flags().StringVar(&workerPath, "worker", "", "the worker binary for the service (default: worker next to starter)")
-	cmd.Flags().StringVar(&cli, "cli", "claude", "the agent CLI to install the hooks and the MCP server into: claude, codex or gemini")
+	cmd.Flags().StringVar(&cli, "cli", "claude", "the agent CLI to install the hooks and the MCP server into: claude, codex, gemini or copilot")
+	cmd.Flags().StringVar(&copilotDir, "copilot-home", "", "Copilot CLI's folder (default $COPILOT_HOME, else ~/.copilot)")
 	cmd.Flags().StringVar(&codexDir, "codex-home", "", "with --cli codex: Codex's folder (default $CODEX_HOME, else ~/.codex)")
 	cmd.Flags().StringVar(&geminiDir, "gemini-home", "", "with --cli gemini: Gemini CLI's folder (default $GEMINI_CLI_HOME/.gemini, else ~/.gemini)")
 	return cmd

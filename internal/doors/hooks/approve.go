@@ -197,6 +197,10 @@ func Approve(ctx context.Context, stdin io.Reader, stdout io.Writer, s ApprovalS
 			out.HookSpecificOutput.Decision.UpdatedPermissions = sessionRules
 		}
 		log.Info("approval decided from the phone", zap.String("choice", r.Choice), zap.Int64("by", r.UserID))
+		if s.CLI == "copilot" {
+			// Copilot CLI 1.0.102 reads the decision flat (no hookSpecificOutput).
+			return json.NewEncoder(stdout).Encode(out.HookSpecificOutput.Decision)
+		}
 		return json.NewEncoder(stdout).Encode(out)
 	}
 }

@@ -128,8 +128,10 @@ type Settings struct {
 	// (Claude Code 2.1.330: a user and a system message), so the stop hook hands no message
 	// over; it lets the agent stop, and the session types what waits into the idle pane, once.
 	StopTyped bool
-	Now       func() time.Time
-	Logger    *zap.Logger
+	// Flat: the CLI reads a flat output (Copilot CLI: additionalContext at the top, FlatOutput).
+	Flat   bool
+	Now    func() time.Time
+	Logger *zap.Logger
 }
 
 // Default patterns of SPEC S2; config may add more.
@@ -157,10 +159,14 @@ func ReadInput(r io.Reader) (Input, error) {
 	return in, nil
 }
 
-// Write prints out as Claude Code reads it; nothing for an empty Output.
-func Write(w io.Writer, out Output) error {
-	if out == (Output{}) {
+// Write prints out as Claude Code reads it (flat: as Copilot CLI does, FlatOutput); nothing for
+// an empty Output.
+func Write(w io.Writer, out Output, flat bool) error {
+	switch {
+	case out == (Output{}):
 		return nil
+	case flat:
+		return json.NewEncoder(w).Encode(Flat(out))
 	}
 	return json.NewEncoder(w).Encode(out)
 }

@@ -150,7 +150,7 @@ func Run(ctx context.Context, event string, stdin io.Reader, stdout io.Writer, s
 		log.Warn("hook answered too late to commit what it would print; printing nothing", zap.Duration("left", left))
 		return nil
 	}
-	if err := Write(stdout, r.answer.Output); err != nil {
+	if err := Write(stdout, r.answer.Output, s.Flat); err != nil {
 		return err // not printed: not committed, the messages wait again
 	}
 	cctx, ccancel := context.WithTimeout(context.WithoutCancel(parent), max(left, 100*time.Millisecond))
