@@ -21,7 +21,10 @@ import (
 )
 
 // CopilotEvents are the hooks intentq installs into Copilot CLI's hook file (setup --cli
-// copilot), under Claude Code's event names, which Copilot 1.0.102 also takes.
+// copilot), under Claude Code's event names, which Copilot 1.0.102 also takes. Not its
+// PermissionRequest: Copilot runs it before its own rules, for every tool call (with
+// --allow-all-tools too), so it cannot tell a prompt that will open from one that will not; its
+// Notification (permission_prompt) says when one opens, and the agent then waits for the person.
 var CopilotEvents = []ClaudeEvent{
 	{"SessionStart", EventSessionStart},
 	{"UserPromptSubmit", EventUserPromptSubmit},
@@ -30,7 +33,6 @@ var CopilotEvents = []ClaudeEvent{
 	{"Stop", EventStop},
 	{"Notification", EventNotification},
 	{"SessionEnd", EventSessionEnd},
-	{"PermissionRequest", EventPermissionRequest},
 }
 
 // CopilotFlag is what a Copilot CLI hook command adds after `hook <event>`.

@@ -85,6 +85,23 @@ func Codex(t testing.TB) string {
 	return ""
 }
 
+// Copilot returns Copilot CLI (pinned by scripts/install-peers: @github/copilot@1.0.102) and
+// the cache folder its binary unpacks into on first run (about 235 MB, XDG_CACHE_HOME; shared,
+// so each test's private HOME does not unpack it again): $INTENTQ_COPILOT, else the repository's
+// .tools/copilot install; or fails the test.
+func Copilot(t testing.TB) (bin, cache string) {
+	t.Helper()
+	cache = filepath.Join(repoRoot(), ".tools", "copilot", "cache")
+	if p := os.Getenv("INTENTQ_COPILOT"); p != "" {
+		return p, cache
+	}
+	if p := filepath.Join(repoRoot(), ".tools", "copilot", "node_modules", ".bin", "copilot"); executable(p) {
+		return p, cache
+	}
+	t.Fatal("Copilot CLI is not installed: scripts/install-peers (make test runs it) installs @github/copilot@1.0.102 into .tools/copilot, or set INTENTQ_COPILOT")
+	return "", ""
+}
+
 // Postgres returns the folder of PostgreSQL's server programs (initdb, pg_ctl): $PG_BIN, else
 // the newest /usr/lib/postgresql/<version>/bin; or fails the test.
 func Postgres(t testing.TB) string {
