@@ -227,7 +227,9 @@ func Builtin() map[string]CLI {
 			// C-u clears the input line; Escape twice on an idle input opens the rewind (observed:
 			// "Nothing to rewind yet" without a conversation); C-c twice quits.
 			InterruptKeys: "C-u",
-			StopKeys:      "Escape",
+			// A running turn shows "esc esc interrupt": one Escape does nothing, two interrupt it
+			// (observed 1.0.102, 2026-11-27); /stop presses them only while its hooks say it works.
+			StopKeys: "Escape Escape",
 			// Through npm tmux shows "node" (npm-loader.js starts the native binary).
 			ProcessNames: []string{"node", "copilot"},
 		},
