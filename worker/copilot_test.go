@@ -1,14 +1,19 @@
 package main_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/intentq/intentq/internal/testkit/fakebot"
 	"github.com/intentq/intentq/internal/testkit/fakeopenai"
 	"github.com/intentq/intentq/internal/testkit/peers"
 )
@@ -79,4 +84,127 @@ func TestCopilotHooksHandOverWaitingMessages(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(copilotHome, "hooks", "intentq.json"))
 		return out + "\n" + string(b)
 	})
+}
+
+// copilotTUI starts a worker whose secretary session is Copilot CLI, and the real Copilot CLI
+// 1.0.102 in the secretary's tmux pane (started by hand in the agent's environment, offline
+// against api, the folder trusted, intentq's hooks from setup --cli copilot); it returns the
+// environment, the worker's log lines and a capture of the pane once Copilot's input line shows.
+func copilotTUI(t *testing.T, bin string, api *fakeopenai.Server, token string, bot *fakebot.Server) (env []string, lines <-chan map[string]any, capture func() string) {
+	t.Helper()
+	copilot, cache := peers.Copilot(t)
+	peers.Tmux(t)
+	env, home, _ := ingestEnv(t, "INTENTQ_AGENT_ID=secretary", "INTENTQ_REMINDERS_FIRST_AFTER=1h", "INTENTQ_DELIVERY_BUSY_WAIT=1s",
+		"INTENTQ_TELEGRAM_TOKEN="+token, "INTENTQ_TELEGRAM_API_ENDPOINT="+bot.Endpoint())
+	env = append(env, "INTENTQ_CONFIG="+writeConfig(t, env, home, "telegram:\n  allowed_chat_ids: [42]\n  allowed_user_ids: [42]\n"+
+		"sessions:\n  secretary: {tmux_target: \"secretary:0\", cli: copilot, chats: [42], default: true}\n"))
+	_, lines = startWorker(t, bin, env)
+	waitFor(t, lines, "ready", 90*time.Second)
+	copilotHome := filepath.Join(home, ".copilot")
+	starterRun(t, append(env, "COPILOT_HOME="+copilotHome), 0, "setup", "--cli", "copilot")
+	work := filepath.Join(home, "work")
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	trusted, _ := json.Marshal(map[string]any{"trustedFolders": []string{work}})
+	if err := os.WriteFile(filepath.Join(copilotHome, "config.json"), trusted, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vars := append(append([]string{}, env...), "COPILOT_HOME="+copilotHome, "XDG_CACHE_HOME="+cache, "COPILOT_OFFLINE=true",
+		"COPILOT_PROVIDER_BASE_URL="+api.URL(), "COPILOT_PROVIDER_WIRE_API=responses", "COPILOT_PROVIDER_API_KEY=sk-test",
+		"COPILOT_MODEL=gpt-4.1", "TERM=xterm-256color")
+	args := append(append([]string{"new-session", "-d", "-s", "secretary", "-x", "200", "-y", "50", "-c", work, "--", "env"}, vars...), copilot, "--no-auto-update")
+	tmux := exec.Command("tmux", args...)
+	tmux.Env = env
+	if out, err := tmux.CombinedOutput(); err != nil {
+		t.Fatalf("start copilot in tmux: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		// Copilot (node, and the native binary it starts) writes into HOME as it exits: every
+		// process of the pane ends before the temporary HOME is removed.
+		pidCmd := exec.Command("tmux", "display-message", "-p", "-t", "=secretary:", "#{pane_pid}")
+		pidCmd.Env = env
+		out, _ := pidCmd.Output()
+		pids := descendants(strings.TrimSpace(string(out)))
+		k := exec.Command("tmux", "kill-server")
+		k.Env = env
+		_ = k.Run()
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			alive := 0
+			for _, pid := range pids {
+				if syscall.Kill(pid, 0) == nil {
+					alive++
+					if time.Now().After(deadline.Add(-10 * time.Second)) {
+						_ = syscall.Kill(pid, syscall.SIGKILL)
+					}
+				}
+			}
+			if alive == 0 || time.Now().After(deadline) {
+				return
+			}
+		}
+	})
+	capture = func() string {
+		c := exec.Command("tmux", "capture-pane", "-p", "-t", "=secretary:")
+		c.Env = env
+		out, _ := c.CombinedOutput()
+		return strings.ReplaceAll(string(out), "\u00a0", " ")
+	}
+	waitPane(t, capture, "Copilot's input line", 60*time.Second, func(p string) bool { return strings.Contains(p, "❯") && !strings.Contains(p, "trust") })
+	return env, lines, capture
+}
+
+// Issue 37: a message to the idle real Copilot CLI, in its TUI, is typed once and reaches the
+// model once, confirmed by its UserPromptSubmit hook's receipt (no "no receipt" warning).
+func TestCopilotIdleMessageTypedWithItsReceipt(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; its own home, tmux server and ports
+	bin := binaries(t)
+	bot := fakebot.New("37:idle")
+	t.Cleanup(bot.Close)
+	api := fakeopenai.New(func(fakeopenai.Request) fakeopenai.Turn { return fakeopenai.Turn{Text: "Noted."} })
+	t.Cleanup(api.Close)
+	_, lines, capture := copilotTUI(t, bin, api, "37:idle", bot)
+	var mu sync.Mutex
+	var warned []string
+	go func() {
+		for l := range lines {
+			if msg, _ := l["msg"].(string); strings.Contains(msg, "no receipt") {
+				mu.Lock()
+				warned = append(warned, msg)
+				mu.Unlock()
+			}
+		}
+	}()
+	bot.AddMessage(42, 42, 1, "hello copilot")
+	seen := func() (n int) {
+		for _, r := range api.Requests() {
+			n += strings.Count(r.SinceAssistant(), "msg_id=1 chat=42")
+		}
+		return n
+	}
+	eventually(t, "the message at the model", 90*time.Second, func() bool { return seen() > 0 }, capture)
+	time.Sleep(6 * time.Second) // past the receipt's wait: a warning, or a second typing, would show by now
+	mu.Lock()
+	defer mu.Unlock()
+	if len(warned) > 0 {
+		t.Errorf("typed without Copilot's receipt: %v", warned)
+	}
+	if n := seen(); n != 1 {
+		t.Errorf("the message reached the model %d times", n)
+	}
+}
+
+// descendants are pid and every process below it (empty for an empty pid).
+func descendants(pid string) []int {
+	var out []int
+	for queue := []string{pid}; len(queue) > 0; queue = queue[1:] {
+		n, err := strconv.Atoi(queue[0])
+		if err != nil {
+			continue
+		}
+		out = append(out, n)
+		children, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", n, n))
+		queue = append(queue, strings.Fields(string(children))...)
+	}
+	return out
 }
