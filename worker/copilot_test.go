@@ -6,9 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -90,7 +92,7 @@ func TestCopilotHooksHandOverWaitingMessages(t *testing.T) {
 // 1.0.102 in the secretary's tmux pane (started by hand in the agent's environment, offline
 // against api, the folder trusted, intentq's hooks from setup --cli copilot); it returns the
 // environment, the worker's log lines and a capture of the pane once Copilot's input line shows.
-func copilotTUI(t *testing.T, bin string, api *fakeopenai.Server, token string, bot *fakebot.Server) (env []string, lines <-chan map[string]any, capture func() string) {
+func copilotTUI(t *testing.T, bin string, api *fakeopenai.Server, token string, bot *fakebot.Server, flags ...string) (env []string, lines <-chan map[string]any, capture func() string) {
 	t.Helper()
 	copilot, cache := peers.Copilot(t)
 	peers.Tmux(t)
@@ -114,6 +116,7 @@ func copilotTUI(t *testing.T, bin string, api *fakeopenai.Server, token string, 
 		"COPILOT_PROVIDER_BASE_URL="+api.URL(), "COPILOT_PROVIDER_WIRE_API=responses", "COPILOT_PROVIDER_API_KEY=sk-test",
 		"COPILOT_MODEL=gpt-4.1", "TERM=xterm-256color")
 	args := append(append([]string{"new-session", "-d", "-s", "secretary", "-x", "200", "-y", "50", "-c", work, "--", "env"}, vars...), copilot, "--no-auto-update")
+	args = append(args, flags...)
 	tmux := exec.Command("tmux", args...)
 	tmux.Env = env
 	if out, err := tmux.CombinedOutput(); err != nil {
@@ -207,4 +210,62 @@ func descendants(pid string) []int {
 		queue = append(queue, strings.Fields(string(children))...)
 	}
 	return out
+}
+
+// Issue 37: ten messages while the real Copilot CLI works through a turn of 25 shell calls (the
+// person started it with --allow-all-tools): each reaches the model once, handed over by its
+// PostToolUse hook with a tool's result, none typed while it works.
+func TestCopilotMessagesReachAWorkingAgentAtToolCalls(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; its own home, tmux server and ports
+	bin := binaries(t)
+	bot := fakebot.New("37:busy")
+	t.Cleanup(bot.Close)
+	var calls atomic.Int32
+	var ended atomic.Int64
+	api := fakeopenai.New(func(r fakeopenai.Request) fakeopenai.Turn {
+		started := slices.ContainsFunc(r.Added("user"), func(s string) bool { return strings.Contains(s, "start the long job") })
+		if started || r.AfterCall() && calls.Load() > 0 && calls.Load() < 25 {
+			calls.Add(1)
+			return fakeopenai.Turn{Call: "bash", Arguments: map[string]any{"command": "sleep 1", "description": "wait a moment", "mode": "sync", "initial_wait": 10}}
+		}
+		if calls.Load() >= 25 {
+			ended.CompareAndSwap(0, time.Now().UnixNano())
+		}
+		return fakeopenai.Turn{Text: "Noted."}
+	})
+	t.Cleanup(api.Close)
+	env, _, capture := copilotTUI(t, bin, api, "37:busy", bot, "--allow-all-tools")
+	tmuxKeys(t, env, "-l", "start the long job")
+	waitPane(t, capture, "the typed prompt", 30*time.Second, func(p string) bool { return strings.Contains(p, "start the long job") })
+	time.Sleep(300 * time.Millisecond) // the paste's end, before the Enter that submits it
+	tmuxKeys(t, env, "Enter")
+	eventually(t, "the turn's second tool call", 60*time.Second, func() bool { return calls.Load() >= 2 }, capture)
+	for i := 1; i <= 10; i++ {
+		bot.AddMessage(42, 42, 100+i, fmt.Sprintf("while copilot works %d", i))
+		time.Sleep(1500 * time.Millisecond)
+	}
+	eventually(t, "the turn's end", 120*time.Second, func() bool { return ended.Load() != 0 }, capture)
+	eventually(t, "every message at the model", 60*time.Second, func() bool {
+		for i := 1; i <= 10; i++ {
+			if !sawOpenAI(api, fmt.Sprintf("msg_id=%d chat=42", 100+i)) {
+				return false
+			}
+		}
+		return true
+	}, capture)
+	for i := 1; i <= 10; i++ {
+		id := fmt.Sprintf("msg_id=%d chat=42", 100+i)
+		n, typed := 0, 0
+		for _, r := range api.Requests() {
+			n += strings.Count(r.SinceAssistant(), id)
+			for _, u := range r.Added("user") {
+				if strings.Contains(u, id) && r.At.UnixNano() < ended.Load() {
+					typed++
+				}
+			}
+		}
+		if n != 1 || typed != 0 {
+			t.Errorf("message %d reached the model %d times, %d typed while Copilot worked", 100+i, n, typed)
+		}
+	}
 }
