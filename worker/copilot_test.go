@@ -269,3 +269,44 @@ func TestCopilotMessagesReachAWorkingAgentAtToolCalls(t *testing.T) {
 		}
 	}
 }
+
+// Issue 37: the real Copilot CLI answers a Telegram message with intentq's reply tool, through
+// `starter mcp` as setup --cli copilot registered it in mcp-config.json: the person's chat gets
+// the answer as a reply, and the intent closes.
+func TestCopilotRepliesThroughMCP(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; its own home, tmux server and ports
+	bin := binaries(t)
+	bot := fakebot.New("37:reply")
+	t.Cleanup(bot.Close)
+	var tools atomic.Value
+	api := fakeopenai.New(func(r fakeopenai.Request) fakeopenai.Turn {
+		var names []string
+		for _, tl := range r.Tools {
+			names = append(names, tl.Name)
+		}
+		tools.Store(strings.Join(names, " "))
+		if !r.AfterCall() && sawIn(r, "msg_id=7 chat=42") {
+			for _, name := range names {
+				if strings.Contains(name, "intentq") && strings.HasSuffix(name, "reply") {
+					return fakeopenai.Turn{Call: name, Arguments: map[string]any{"chat_id": "42", "reply_to": "7", "text": "Hello from Copilot"}}
+				}
+			}
+		}
+		return fakeopenai.Turn{Text: "Done."}
+	})
+	t.Cleanup(api.Close)
+	env, _, capture := copilotTUI(t, bin, api, "37:reply", bot, "--allow-all-tools")
+	bot.AddMessage(42, 42, 7, "hello there")
+	eventually(t, "the answer in the chat", 90*time.Second, func() bool {
+		for _, m := range bot.Sent() {
+			if m.ReplyTo == 7 && m.Text == "Hello from Copilot" {
+				return true
+			}
+		}
+		return false
+	}, func() string { s, _ := tools.Load().(string); return capture() + "\ntools offered: " + s })
+	waitIntentClosed(t, env, "42/7", 30*time.Second)
+}
+
+// sawIn reports whether request r adds s to the conversation.
+func sawIn(r fakeopenai.Request, s string) bool { return strings.Contains(r.SinceAssistant(), s) }
