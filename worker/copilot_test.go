@@ -310,3 +310,53 @@ func TestCopilotRepliesThroughMCP(t *testing.T) {
 
 // sawIn reports whether request r adds s to the conversation.
 func sawIn(r fakeopenai.Request, s string) bool { return strings.Contains(r.SinceAssistant(), s) }
+
+// Issue 37: the real Copilot CLI's approval prompt ("Do you want to run this command?", which a
+// digit or Enter answers) is never answered by intentq: a message that arrives while it is open
+// waits, nothing is typed, the command does not run; once the person declines it (Escape), the
+// message reaches the model once.
+func TestCopilotApprovalPromptIsNeverAnswered(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; its own home, tmux server and ports
+	bin := binaries(t)
+	bot := fakebot.New("37:ask")
+	t.Cleanup(bot.Close)
+	marker := filepath.Join(t.TempDir(), "approved-by-intentq")
+	api := fakeopenai.New(func(r fakeopenai.Request) fakeopenai.Turn {
+		if !r.AfterCall() && slices.ContainsFunc(r.Added("user"), func(s string) bool { return strings.Contains(s, "please run the tests") }) {
+			return fakeopenai.Turn{Call: "bash", Arguments: map[string]any{"command": "touch " + marker, "description": "run the tests", "mode": "sync", "initial_wait": 10}}
+		}
+		return fakeopenai.Turn{Text: "OK."}
+	})
+	t.Cleanup(api.Close)
+	env, _, capture := copilotTUI(t, bin, api, "37:ask", bot)
+	ran := watchPane(t, capture, "Ran touch")
+	tmuxKeys(t, env, "-l", "please run the tests")
+	waitPane(t, capture, "the typed prompt", 30*time.Second, func(p string) bool { return strings.Contains(p, "please run the tests") })
+	time.Sleep(300 * time.Millisecond) // the paste's end, before the Enter that submits it
+	tmuxKeys(t, env, "Enter")
+	waitPane(t, capture, "the approval prompt", 60*time.Second, func(p string) bool { return strings.Contains(p, "Do you want to run this command?") })
+	bot.AddMessage(42, 42, 2, "2 hello during the prompt") // a digit first: typed, it would answer the prompt
+	time.Sleep(8 * time.Second)                            // several looks at the pane
+	if p := capture(); !strings.Contains(p, "Do you want to run this command?") || sawOpenAI(api, "msg_id=2 chat=42") {
+		t.Fatalf("the prompt was answered or the message typed into it:\n%s", p)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the command ran: the prompt was approved")
+	}
+	tmuxKeys(t, env, "Escape") // the person declines
+	eventually(t, "the message after the prompt", 60*time.Second, func() bool { return sawOpenAI(api, "msg_id=2 chat=42") }, capture)
+	time.Sleep(2 * time.Second)
+	n := 0
+	for _, r := range api.Requests() {
+		n += strings.Count(r.SinceAssistant(), "msg_id=2 chat=42")
+	}
+	if n != 1 {
+		t.Errorf("the message reached the model %d times", n)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the command ran")
+	}
+	if p := ran(); p != "" {
+		t.Errorf("the prompt was approved:\n%s", p)
+	}
+}
