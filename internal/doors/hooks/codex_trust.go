@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,17 +18,7 @@ import (
 // CodexHome is Codex's folder: dir, else $CODEX_HOME, else ~/.codex; with its links resolved,
 // as Codex names the files in it (a hook's trust is keyed by the path of its hooks.json).
 func CodexHome(dir string) (string, error) {
-	if dir == "" {
-		dir = os.Getenv("CODEX_HOME")
-	}
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("home directory: %w", err)
-		}
-		dir = filepath.Join(home, ".codex")
-	}
-	dir, err := filepath.Abs(dir)
+	dir, err := cliHome(dir, "CODEX_HOME", ".codex")
 	if err != nil {
 		return "", err
 	}

@@ -39,16 +39,19 @@ var CopilotEvents = []ClaudeEvent{
 const CopilotFlag = "--cli copilot"
 
 // CopilotHome is Copilot CLI's folder: dir, else $COPILOT_HOME, else ~/.copilot.
-func CopilotHome(dir string) (string, error) {
+func CopilotHome(dir string) (string, error) { return cliHome(dir, "COPILOT_HOME", ".copilot") }
+
+// cliHome is an agent CLI's folder: dir, else $env, else folder in the home directory; absolute.
+func cliHome(dir, env, folder string) (string, error) {
 	if dir == "" {
-		dir = os.Getenv("COPILOT_HOME")
+		dir = os.Getenv(env)
 	}
 	if dir == "" {
 		home, err := os.UserHomeDir()
 		if err != nil {
 			return "", fmt.Errorf("home directory: %w", err)
 		}
-		dir = filepath.Join(home, ".copilot")
+		dir = filepath.Join(home, folder)
 	}
 	return filepath.Abs(dir)
 }
@@ -67,10 +70,7 @@ func CopilotInput(data []byte) []byte {
 	}
 	str := func(k string) string { s, _ := in[k].(string); return s }
 	stamp := fmt.Sprint(in["timestamp"])
-	key := func(parts ...string) string {
-		h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
-		return "copilot-" + hex.EncodeToString(h[:12])
-	}
+	key := func(parts ...string) string { return hashKey("copilot-", parts...) }
 	if _, camel := in["toolName"]; camel {
 		for from, to := range map[string]string{"sessionId": "session_id", "toolInput": "tool_input", "toolArgs": "tool_input", "permissionSuggestions": "permission_suggestions"} {
 			if v, ok := in[from]; ok {
@@ -122,4 +122,11 @@ func Flat(out Output) FlatOutput {
 		f.AdditionalContext = out.HookSpecificOutput.AdditionalContext
 	}
 	return f
+}
+
+// hashKey is the key of a hook run a CLI does not name (a tool call, a prompt): prefix and a hash
+// of what identifies the run, so the same run gets the same key.
+func hashKey(prefix string, parts ...string) string {
+	h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	return prefix + hex.EncodeToString(h[:12])
 }

@@ -10,8 +10,6 @@ package hooks
 // lacks what intentq keys a hook run by (tool_use_id, prompt_id); GeminiInput fills them in.
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -53,10 +51,7 @@ func GeminiInput(data []byte) []byte {
 		return data
 	}
 	str := func(k string) string { s, _ := in[k].(string); return s }
-	key := func(parts ...string) string {
-		h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
-		return "gemini-" + hex.EncodeToString(h[:12])
-	}
+	key := func(parts ...string) string { return hashKey("gemini-", parts...) }
 	switch str("hook_event_name") {
 	case "BeforeTool", "AfterTool":
 		if str("tool_use_id") == "" {
