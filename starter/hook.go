@@ -45,43 +45,35 @@ func newHook() *cobra.Command {
 			if err := hooks.ClearError(cfg.DataDir); err != nil {
 				logger.Warn("hook", zap.Error(err))
 			}
+			if cli == "" {
+				cli = "claude"
+			}
 			stdin := cmd.InOrStdin()
-			if a[0] == hooks.EventPermissionRequest {
-				// The input is read here for the Codex thread's agent, and again by Approve.
-				data, err := io.ReadAll(io.LimitReader(stdin, hooks.MaxInput+1))
-				if err != nil {
-					logger.Warn("hook: input unreadable; the terminal decides", zap.Error(err))
+			var data []byte
+			if cli != "claude" || a[0] == hooks.EventPermissionRequest {
+				// Read here once: for the Codex thread's agent, to turn another CLI's input into
+				// Claude Code's, and for the permission hook, which reads it again.
+				if data, err = io.ReadAll(io.LimitReader(stdin, hooks.MaxInput+1)); err != nil {
+					logger.Warn("hook: input unreadable; printing nothing (the CLI goes on as without intentq)", zap.Error(err))
 					return nil
 				}
 				stdin = bytes.NewReader(data)
 			}
 			var s hooks.Settings
+			wait := cfg.Hooks.ApprovalWait
 			switch cli {
-			case "", "claude":
+			case "claude":
 				s = hookSettings(cmd.Context(), cfg, session, logger)
 			case "codex":
 				// The agent from the hook's thread (Codex's shared daemon runs hooks with another
-				// TUI's environment); the input is read here for its thread id, and again by Run.
-				data, err := io.ReadAll(io.LimitReader(stdin, hooks.MaxInput+1))
-				if err != nil {
-					logger.Warn("hook: input unreadable; allowing", zap.Error(err))
-					return nil
-				}
-				stdin = bytes.NewReader(data)
+				// TUI's environment). Its prompt waits for the permission hook: a short wait.
 				s = codexHookSettings(cmd.Context(), cfg, session, data, logger)
-				if a[0] == hooks.EventPermissionRequest {
-					return hooks.Approve(cmd.Context(), stdin, cmd.OutOrStdout(), approvalSettings(cfg, s.Session, "codex", cfg.Hooks.CodexApprovalWait, logger), approver(cfg))
-				}
+				wait = cfg.Hooks.CodexApprovalWait
 			case "gemini":
 				// Gemini CLI runs hooks in the TUI's own process: the agent is the environment's.
 				// Its input is read as Claude Code's (hooks.GeminiInput: run keys, MCP tool names).
 				// Its settings.json is the person's global one, read by every Gemini they run: a
 				// hook that names no agent serves no session (never the default one).
-				data, err := io.ReadAll(io.LimitReader(stdin, hooks.MaxInput+1))
-				if err != nil {
-					logger.Warn("hook: input unreadable; allowing", zap.Error(err))
-					return nil
-				}
 				stdin = bytes.NewReader(hooks.GeminiInput(data))
 				s = settingsFor(cfg, session, envAgent(cmd.Context()), false, logger)
 			case "copilot":
@@ -89,11 +81,6 @@ func newHook() *cobra.Command {
 				// Its input is read as Claude Code's (hooks.CopilotInput), its output flat. Its hook
 				// file is the person's, read by every Copilot they run: a hook that names no agent
 				// serves no session.
-				data, err := io.ReadAll(io.LimitReader(stdin, hooks.MaxInput+1))
-				if err != nil {
-					logger.Warn("hook: input unreadable; allowing", zap.Error(err))
-					return nil
-				}
 				stdin = bytes.NewReader(hooks.CopilotInput(data))
 				s = settingsFor(cfg, session, envAgent(cmd.Context()), false, logger)
 				s.Flat = true
@@ -103,11 +90,7 @@ func newHook() *cobra.Command {
 				return nil
 			}
 			if a[0] == hooks.EventPermissionRequest {
-				kind := cli
-				if kind == "" {
-					kind = "claude"
-				}
-				return hooks.Approve(cmd.Context(), stdin, cmd.OutOrStdout(), approvalSettings(cfg, s.Session, kind, cfg.Hooks.ApprovalWait, logger), approver(cfg))
+				return hooks.Approve(cmd.Context(), stdin, cmd.OutOrStdout(), approvalSettings(cfg, s.Session, cli, wait, logger), approver(cfg))
 			}
 			return hooks.Run(cmd.Context(), a[0], stdin, cmd.OutOrStdout(), s, hookBackend(cfg), cfg.Hooks.Timeout)
 		},

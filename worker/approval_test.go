@@ -103,16 +103,23 @@ func (r *approvalRun) ran(n int) bool {
 // answered waits for the answer to the press with callback id and returns its text.
 func (r *approvalRun) answered(t testing.TB, id string) string {
 	t.Helper()
+	return pressAnswer(t, r.bot, id, r.capture)
+}
+
+// pressAnswer waits for the bot's answer to the press with callback id (answerCallbackQuery)
+// and returns its text; show says what to print when it does not come.
+func pressAnswer(t testing.TB, bot *fakebot.Server, id string, show func() string) string {
+	t.Helper()
 	var text string
 	eventually(t, "the answer to the press", 30*time.Second, func() bool {
-		for _, a := range r.bot.CallbackAnswers() {
+		for _, a := range bot.CallbackAnswers() {
 			if a.ID == id {
 				text = a.Text
 				return true
 			}
 		}
 		return false
-	}, r.capture)
+	}, show)
 	return text
 }
 

@@ -464,20 +464,7 @@ func TestCodexApprovalsFromThePhone(t *testing.T) {
 		}, capture)
 		return c
 	}
-	answer := func(id string) string {
-		t.Helper()
-		var text string
-		eventually(t, "the answer to the press", 30*time.Second, func() bool {
-			for _, a := range bot.CallbackAnswers() {
-				if a.ID == id {
-					text = a.Text
-					return true
-				}
-			}
-			return false
-		}, capture)
-		return text
-	}
+	answer := func(id string) string { t.Helper(); return pressAnswer(t, bot, id, capture) }
 
 	c := card(1)
 	if b := bot.Buttons(42, c.MessageID); b["Allow for this session"] != "" || b["Allow once"] == "" || b["Deny"] == "" {

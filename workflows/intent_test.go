@@ -169,6 +169,20 @@ func (h *harness) input(text string) IntentInput {
 	}
 }
 
+// reactions records the emoji the intent puts on the person's message, in order (read once the
+// workflow has run).
+func (h *harness) reactions() *[]string {
+	var mu sync.Mutex
+	var got []string
+	h.env.RegisterActivityWithOptions(func(_ context.Context, r activities.ReactRequest) error {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, r.Emoji)
+		return nil
+	}, activity.RegisterOptions{Name: activities.TelegramReactName})
+	return &got
+}
+
 // update sends an update at a given workflow time and records its outcome.
 func (h *harness) update(at time.Duration, name string, arg interface{}, outcome *error) {
 	h.env.RegisterDelayedCallback(func() {
@@ -359,14 +373,7 @@ func TestI5IgnoreByHand(t *testing.T) {
 func TestIgnoredMessageIsTakenBack(t *testing.T) {
 	h := newHarness(t)
 	h.session.hold = true
-	var mu sync.Mutex
-	var reactions []string
-	h.env.RegisterActivityWithOptions(func(_ context.Context, r activities.ReactRequest) error {
-		mu.Lock()
-		defer mu.Unlock()
-		reactions = append(reactions, r.Emoji)
-		return nil
-	}, activity.RegisterOptions{Name: activities.TelegramReactName})
+	reactions := h.reactions()
 	var ignoreErr error
 	h.update(20*time.Second, UpdateIgnore, IgnoreRequest{}, &ignoreErr)
 	in := h.input("never mind")
@@ -379,7 +386,7 @@ func TestIgnoredMessageIsTakenBack(t *testing.T) {
 	require.Equal(t, []string{IntentID("42", "7")}, h.session.withdrawn)
 	require.Empty(t, h.session.alerts, "a delivery taken back did not fail")
 	require.Zero(t, st.DeliveryFailures)
-	require.Equal(t, []string{"👀", "🕊"}, reactions)
+	require.Equal(t, []string{"👀", "🕊"}, *reactions)
 	require.Equal(t, 20*time.Second, h.env.Now().Sub(h.session.start).Round(time.Second), "the wait ended at once")
 
 	h = newHarness(t)
@@ -543,14 +550,7 @@ func TestReactionShowsTheMessagesStage(t *testing.T) {
 		}
 		return ""
 	}
-	var mu sync.Mutex
-	var reactions []string
-	h.env.RegisterActivityWithOptions(func(_ context.Context, r activities.ReactRequest) error {
-		mu.Lock()
-		defer mu.Unlock()
-		reactions = append(reactions, r.Emoji)
-		return nil
-	}, activity.RegisterOptions{Name: activities.TelegramReactName})
+	reactions := h.reactions()
 	var closeErr error
 	h.update(10*time.Minute, UpdateClose, CloseRequest{}, &closeErr)
 	in := h.input("where is it?")
@@ -559,5 +559,5 @@ func TestReactionShowsTheMessagesStage(t *testing.T) {
 	st := h.result(t)
 	require.NoError(t, closeErr)
 	require.NotNil(t, st.Delivered)
-	require.Equal(t, []string{"👀", "😢", "✍", "👌"}, reactions)
+	require.Equal(t, []string{"👀", "😢", "✍", "👌"}, *reactions)
 }
