@@ -20,6 +20,8 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/intentq/intentq/internal/receipt"
 )
 
 // Error types of the tmux activities, as seen by workflows in ApplicationError.Type().
@@ -42,7 +44,7 @@ const (
 	tmuxChunkBytes = 1000
 	// tmuxPaneFormat is what resolve asks tmux about the target pane.
 	// The foreground program's name goes last: it may hold spaces.
-	tmuxPaneFormat = "#{pane_id} #{pane_dead} #{pane_in_mode} #{pane_current_command}"
+	tmuxPaneFormat = "#{pane_id} #{pane_dead} #{pane_in_mode} #{socket_path} #{pane_current_command}"
 )
 
 // Tmux types into tmux panes. Zero value works: Bin "tmux", default server, EnterDelay 300ms.
@@ -58,6 +60,10 @@ type Tmux struct {
 	// pressed: a retry of a delivery that reached the pane (the worker died before it could
 	// report it) types nothing again.
 	TypedDir string
+	// ReceiptsDir, when set, records where each block that begins with intentq's header was
+	// typed (receipt.Record): the session and the pane, so that an agent the person started by
+	// hand is bound to its session by its hook's receipt of the block (issue 37).
+	ReceiptsDir string
 	// Sessions resolves a request's session name to the pane, keys and programs the worker's
 	// config names (the worker always sets it); nil: requests are taken as they are (tests and
 	// tools that type where they are told).
@@ -99,6 +105,7 @@ type paneInfo struct {
 	dead    bool   // the pane's program has exited (remain-on-exit keeps the pane)
 	inMode  bool   // copy mode or another mode: keys would go to the mode, not the program
 	command string // the foreground program (#{pane_current_command})
+	socket  string // the tmux server's socket (#{socket_path})
 }
 
 // Inject types req.Text into the pane req.Target literally, waits EnterDelay and presses Enter.
@@ -185,6 +192,10 @@ func (t *Tmux) Inject(ctx context.Context, req InjectRequest) (InjectResult, err
 	if err := t.typeText(tctx, req, pane.id, done, func(n int) { noteTypedPieces(marker, n) }); err != nil {
 		return InjectResult{}, err
 	}
+	if err := receipt.Record(t.ReceiptsDir, req.Text, receipt.Typed{Session: req.Session, Pane: pane.id, Socket: pane.socket, At: time.Now()}); err != nil && activity.IsActivity(ctx) {
+		// The block still goes in: only the binding of a hand-started agent waits for the next.
+		activity.GetLogger(ctx).Warn("typed block not recorded", "session", req.Session, "error", err)
+	}
 	delay := t.EnterDelay
 	if delay <= 0 {
 		delay = defaultTmuxEnterDelay
@@ -261,6 +272,9 @@ func keyFile(dir, key string) string {
 func (t *Tmux) PruneTyped(age time.Duration) error {
 	if err := pruneOlder(t.TypedDir, age); err != nil {
 		return fmt.Errorf("prune typing markers: %w", err)
+	}
+	if err := pruneOlder(t.ReceiptsDir, age); err != nil {
+		return fmt.Errorf("prune typed blocks: %w", err)
 	}
 	return nil
 }
@@ -466,13 +480,13 @@ func (t *Tmux) resolve(ctx context.Context, target string) (paneInfo, error) {
 	if err != nil {
 		return paneInfo{}, err
 	}
-	f := strings.SplitN(strings.TrimRight(out, "\n"), " ", 4)
-	if len(f) < 3 || !strings.HasPrefix(f[0], "%") {
+	f := strings.SplitN(strings.TrimRight(out, "\n"), " ", 5)
+	if len(f) < 4 || !strings.HasPrefix(f[0], "%") {
 		return paneInfo{}, fmt.Errorf("tmux display-message for %s: unexpected output %q", target, out)
 	}
-	p := paneInfo{id: f[0], dead: f[1] == "1", inMode: f[2] == "1"}
-	if len(f) == 4 {
-		p.command = f[3]
+	p := paneInfo{id: f[0], dead: f[1] == "1", inMode: f[2] == "1", socket: f[3]}
+	if len(f) == 5 {
+		p.command = f[4]
 	}
 	if p.dead {
 		return paneInfo{}, temporal.NewNonRetryableApplicationError(

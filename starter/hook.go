@@ -48,47 +48,51 @@ func newHook() *cobra.Command {
 			if cli == "" {
 				cli = "claude"
 			}
-			stdin := cmd.InOrStdin()
-			var data []byte
-			if cli != "claude" || a[0] == hooks.EventPermissionRequest {
-				// Read here once: for the Codex thread's agent, to turn another CLI's input into
-				// Claude Code's, and for the permission hook, which reads it again.
-				if data, err = io.ReadAll(io.LimitReader(stdin, hooks.MaxInput+1)); err != nil {
-					logger.Warn("hook: input unreadable; printing nothing (the CLI goes on as without intentq)", zap.Error(err))
-					return nil
-				}
-				stdin = bytes.NewReader(data)
+			// Read here once: for the agent (a Codex thread's, a hand-started agent's session id
+			// and receipt), to turn another CLI's input into Claude Code's, and for the permission
+			// hook, which reads it again.
+			data, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), hooks.MaxInput+1))
+			if err != nil {
+				logger.Warn("hook: input unreadable; printing nothing (the CLI goes on as without intentq)", zap.Error(err))
+				return nil
 			}
-			var s hooks.Settings
+			var agent string
+			shared, flat := false, false
 			wait := cfg.Hooks.ApprovalWait
 			switch cli {
 			case "claude":
-				s = hookSettings(cmd.Context(), cfg, session, logger)
+				agent = envAgent(cmd.Context())
 			case "codex":
 				// The agent from the hook's thread (Codex's shared daemon runs hooks with another
 				// TUI's environment). Its prompt waits for the permission hook: a short wait.
-				s = codexHookSettings(cmd.Context(), cfg, session, data, logger)
+				shared = hooks.SharedDaemon()
+				agent = codexThreadAgent(cmd.Context(), cfg, data, shared, logger)
 				wait = cfg.Hooks.CodexApprovalWait
 			case "gemini":
 				// Gemini CLI runs hooks in the TUI's own process: the agent is the environment's.
 				// Its input is read as Claude Code's (hooks.GeminiInput: run keys, MCP tool names).
-				// Its settings.json is the person's global one, read by every Gemini they run: a
-				// hook that names no agent serves no session (never the default one).
-				stdin = bytes.NewReader(hooks.GeminiInput(data))
-				s = settingsFor(cfg, session, envAgent(cmd.Context()), false, logger)
+				data = hooks.GeminiInput(data)
+				agent = envAgent(cmd.Context())
 			case "copilot":
 				// Copilot CLI runs hooks in the TUI's own process: the agent is the environment's.
-				// Its input is read as Claude Code's (hooks.CopilotInput), its output flat. Its hook
-				// file is the person's, read by every Copilot they run: a hook that names no agent
-				// serves no session.
-				stdin = bytes.NewReader(hooks.CopilotInput(data))
-				s = settingsFor(cfg, session, envAgent(cmd.Context()), false, logger)
-				s.Flat = true
+				// Its input is read as Claude Code's (hooks.CopilotInput), its output flat.
+				data = hooks.CopilotInput(data)
+				agent = envAgent(cmd.Context())
+				flat = true
 			default:
 				logger.Warn("hook: unknown --cli; allowing", zap.String("cli", cli))
-				_, _ = hooks.ReadInput(stdin)
 				return nil
 			}
+			if agent == "" && session == "" {
+				// Started by hand: the agent its own hooks bound (never guessed).
+				agent = handStartedAgent(cfg, cli, a[0], data, shared, logger)
+			}
+			// Claude Code's settings may serve the default session; the other CLIs' hook files are
+			// the person's, read by every agent they run: a hook that names no agent serves no
+			// session there.
+			s := settingsFor(cfg, session, agent, cli == "claude", logger)
+			s.Flat = flat
+			stdin := bytes.NewReader(data)
 			if a[0] == hooks.EventPermissionRequest {
 				return hooks.Approve(cmd.Context(), stdin, cmd.OutOrStdout(), approvalSettings(cfg, s.Session, cli, wait, logger), approver(cfg))
 			}
@@ -154,14 +158,12 @@ func envAgent(ctx context.Context) string {
 	return agent
 }
 
-// codexHookSettings resolves a Codex hook's agent from its thread (hooks.ThreadAgent): the
-// agent the thread is bound to, else the environment's where the hook runs in its own TUI's
-// process. Its session is --session, else the agent's; never the default session: every Codex
-// the person runs reads the same hooks.json.
-func codexHookSettings(ctx context.Context, cfg *config.Config, session string, input []byte, logger *zap.Logger) hooks.Settings {
+// codexThreadAgent is a Codex hook's agent from its thread (hooks.ThreadAgent): the agent the
+// thread is bound to, else the environment's where the hook runs in its own TUI's process (not
+// Codex's shared daemon, shared).
+func codexThreadAgent(ctx context.Context, cfg *config.Config, input []byte, shared bool, logger *zap.Logger) string {
 	var in hooks.Input
 	_ = json.Unmarshal(input, &in)
-	shared := hooks.SharedDaemon()
 	env := ""
 	if !shared {
 		env = envAgent(ctx)
@@ -170,10 +172,30 @@ func codexHookSettings(ctx context.Context, cfg *config.Config, session string, 
 	if err != nil {
 		logger.Warn("hook: the Codex thread's agent", zap.String("thread", in.SessionID), zap.Error(err))
 	}
-	if agent == "" && session == "" {
-		logger.Debug("hook: no agent for this Codex thread; nothing to do", zap.String("thread", in.SessionID), zap.Bool("shared_daemon", shared))
+	return agent
+}
+
+// handStartedAgent is the agent of a CLI the person started by hand (its environment names
+// none): the one its session id is bound to, else, at the UserPromptSubmit of a block intentq
+// typed, the session that block was typed for (hooks.BindByReceipt); "" until then.
+func handStartedAgent(cfg *config.Config, cli, event string, input []byte, shared bool, logger *zap.Logger) string {
+	var in hooks.Input
+	if json.Unmarshal(input, &in) != nil || in.SessionID == "" {
+		return ""
 	}
-	return settingsFor(cfg, session, agent, false, logger)
+	agent, err := hooks.BoundAgent(cfg.DataDir, cli, in.SessionID)
+	if err != nil {
+		logger.Warn("hook: the agent's binding", zap.String("cli", cli), zap.Error(err))
+	}
+	if agent != "" || event != hooks.EventUserPromptSubmit {
+		return agent
+	}
+	agent, err = hooks.BindByReceipt(cfg.DataDir, cli, in.SessionID, in.Prompt, hooks.PaneOfEnv(shared),
+		func(name string) string { return cfg.Sessions[name].CLI }, time.Now())
+	if err != nil {
+		logger.Warn("hook: a block intentq typed reached an agent it does not bind", zap.String("cli", cli), zap.Error(err))
+	}
+	return agent
 }
 
 // settingsFor is the hooks' settings for agent; the session is --session, else the agent's,

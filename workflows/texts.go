@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/intentq/intentq/internal/receipt"
 )
 
 // ReminderText is what a reminder types into the session (SPEC I6).
@@ -84,38 +86,16 @@ func IsUsername(u string) bool {
 
 // Headers intentq types before a message or a reminder.
 const (
-	deliveryHeader = "【新着メッセージ】msg_id="
-	reminderHeader = "【未対応メッセージ】msg_id="
+	deliveryHeader = receipt.DeliveryHeader
+	reminderHeader = receipt.ReminderHeader
 )
 
-// pastedContent opens the wrapper Claude Code puts around a bracketed paste in the prompt its
-// UserPromptSubmit hook gets.
-const pastedContent = "<pasted_content"
-
 // ReceiptOf reads a prompt the agent received: when it begins with the header of a message or
-// reminder intentq typed, it names that intent (its workflow ID). Only the header at the very
-// start counts: a message cannot claim another's receipt by quoting a header. A typed block of
-// several lines reaches Claude Code's UserPromptSubmit hook as a bracketed paste:
-// "\n\n<pasted_content id=\"…\">\n" before the text (2.1.330); the header after it counts.
+// reminder intentq typed (receipt.Parse), it names that intent (its workflow ID).
 func ReceiptOf(prompt string) (string, bool) {
-	if rest, ok := strings.CutPrefix(strings.TrimLeft(prompt, "\n"), pastedContent); ok {
-		if attrs, after, ok := strings.Cut(rest, ">"); ok && !strings.Contains(attrs, "\n") && strings.HasPrefix(after, "\n") {
-			prompt = after[1:]
-		}
-	}
-	rest, ok := strings.CutPrefix(prompt, deliveryHeader)
+	chat, msg, ok := receipt.Parse(prompt)
 	if !ok {
-		if rest, ok = strings.CutPrefix(prompt, reminderHeader); !ok {
-			return "", false
-		}
-	}
-	msg, rest, ok := strings.Cut(rest, " chat=")
-	if !ok || msg == "" || strings.ContainsAny(msg, " \n") {
 		return "", false
 	}
-	end := strings.IndexAny(rest, " :\n")
-	if end <= 0 {
-		return "", false
-	}
-	return IntentID(rest[:end], msg), true
+	return IntentID(chat, msg), true
 }

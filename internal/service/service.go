@@ -30,6 +30,7 @@ import (
 	"github.com/intentq/intentq/internal/base/private"
 	"github.com/intentq/intentq/internal/base/tclient"
 	"github.com/intentq/intentq/internal/base/trust"
+	"github.com/intentq/intentq/internal/receipt"
 	"github.com/intentq/intentq/internal/doors/hookdesk"
 	"github.com/intentq/intentq/internal/doors/ingest"
 	"github.com/intentq/intentq/internal/doors/spool"
@@ -183,7 +184,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger, opts ...
 	// The activities act only on what this config names for a session (its pane, keys, history
 	// file, topic), never on what a workflow's input says.
 	sessions := session.Endpoints(cfg)
-	tmux := &activities.Tmux{TypedDir: filepath.Join(cfg.DataDir, "typed"), Sessions: sessions}
+	tmux := &activities.Tmux{TypedDir: filepath.Join(cfg.DataDir, "typed"), ReceiptsDir: receipt.Dir(cfg.DataDir), Sessions: sessions}
 	if err := tmux.PruneTyped(48 * time.Hour); err != nil {
 		logger.Warn("typing markers", zap.Error(err))
 	}

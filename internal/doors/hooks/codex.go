@@ -18,7 +18,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,7 +26,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/intentq/intentq/internal/base/private"
 )
 
 // CodexEvents are the hooks intentq installs into Codex's hooks.json (setup --cli codex):
@@ -70,18 +68,15 @@ func ThreadAgent(dataDir, thread, envAgent string, shared bool) (string, error) 
 		}
 		return envAgent, nil
 	}
-	b, err := os.ReadFile(threadFile(dataDir, thread))
-	if err == nil && strings.TrimSpace(string(b)) != "" {
-		return strings.TrimSpace(string(b)), nil
-	}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("read the agent of Codex thread %s: %w", thread, err)
+	agent, err := BoundAgent(dataDir, "codex", thread)
+	if err != nil || agent != "" {
+		return agent, err
 	}
 	if shared || envAgent == "" {
 		return "", nil
 	}
-	if err := private.WriteFile(threadFile(dataDir, thread), []byte(envAgent+"\n")); err != nil {
-		return envAgent, fmt.Errorf("bind Codex thread %s to %s: %w", thread, envAgent, err)
+	if err := Bind(dataDir, Binding{CLI: "codex", ID: thread, Agent: envAgent, How: "its environment (starter run-agent)"}); err != nil {
+		return envAgent, err
 	}
 	return envAgent, nil
 }
@@ -95,8 +90,7 @@ func ThreadOf(dataDir, agent string) string {
 	var newest string
 	var at int64
 	for _, e := range entries {
-		b, err := os.ReadFile(threadFile(dataDir, e.Name()))
-		if err != nil || strings.TrimSpace(string(b)) != agent {
+		if bound, err := BoundAgent(dataDir, "codex", e.Name()); err != nil || bound != agent {
 			continue
 		}
 		if info, err := e.Info(); err == nil && info.ModTime().UnixNano() >= at {

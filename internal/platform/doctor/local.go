@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -63,7 +64,7 @@ func Local(ctx context.Context, cfg *config.Config) Report {
 				Hint: fmt.Sprintf("start the agent again (starter run-agent %s), or set clis.%s.process_names", name, s.CLI)})
 			continue
 		}
-		r = append(r, Result{Name: check, OK: true, Detail: "pane " + s.TmuxTarget + " is live, " + front + " in front"})
+		r = append(r, Result{Name: check, OK: true, Detail: "pane " + s.TmuxTarget + " is live, " + front + " in front" + AgentBinding(ctx, cfg, name)})
 	}
 	if cfg.Ntfy.URL != "" {
 		r = append(r, checkNtfy(ctx, cfg.Ntfy.URL))
@@ -87,6 +88,32 @@ func Local(ctx context.Context, cfg *config.Config) Report {
 		}
 	}
 	return r
+}
+
+// AgentBinding says how the agent in session name's pane is known to its hooks (issue 37):
+// started by `starter run-agent` (the pane's @agent_id), or started by hand and bound by the
+// receipt of a block intentq typed (hooks.BindByReceipt), or why not yet; "" for the person's
+// pane.
+func AgentBinding(ctx context.Context, cfg *config.Config, name string) string {
+	s := cfg.Sessions[name]
+	if s.Human {
+		return ""
+	}
+	tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	out, err := exec.CommandContext(tctx, "tmux", "show-options", "-pqv", "-t", activities.ExactTarget(s.TmuxTarget), "@agent_id").Output()
+	cancel()
+	if err == nil && strings.TrimSpace(string(out)) == name {
+		return "; its agent was started by starter run-agent (its hooks name the session)"
+	}
+	bound, refused := hooks.Bindings(cfg.DataDir, name)
+	if len(bound) > 0 {
+		b := bound[0]
+		return fmt.Sprintf("; its agent was started by hand, bound by %s (%s session %s)", b.How, b.CLI, b.ID)
+	}
+	if refused != "" {
+		return "; its agent was started by hand and is not bound: " + refused + " (messages are typed when it idles)"
+	}
+	return "; no agent is bound to it yet: one started by hand is bound by the first message typed into it (until then messages are typed when it idles)"
 }
 
 // Sandbox reports whether the headless sessions' runs can be confined by the kernel here
