@@ -25,7 +25,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-
 )
 
 // CodexEvents are the hooks intentq installs into Codex's hooks.json (setup --cli codex):
