@@ -63,6 +63,13 @@ func codexEnv(t testing.TB, bot *fakebot.Server, token string, extra ...string) 
 // that captures the pane.
 func codexAgent(t testing.TB, env []string, home string, api *fakeopenai.Server, approval, sandbox string) func() string {
 	t.Helper()
+	return startCodex(t, env, home, api, approval, sandbox, false)
+}
+
+// startCodex is codexAgent; byHand starts Codex as a person would instead: `codex` in the
+// session's tmux session, with its default shared daemon and no intentq environment.
+func startCodex(t testing.TB, env []string, home string, api *fakeopenai.Server, approval, sandbox string, byHand bool) func() string {
+	t.Helper()
 	peers.Tmux(t)
 	work := filepath.Join(home, "work")
 	codexHome := filepath.Join(home, ".codex")
@@ -94,9 +101,12 @@ trust_level = "trusted"
 		t.Errorf("setup --cli codex:\n%s", out)
 	}
 	run := exec.Command(filepath.Join(binaries(t), "starter"), "run-agent")
+	if byHand {
+		run = exec.Command("tmux", "new-session", "-d", "-s", "secretary", "-x", "200", "-y", "50", "-c", work, "--", "codex")
+	}
 	run.Env, run.Dir = env, work
-	if out, err := run.CombinedOutput(); err != nil || !strings.Contains(string(out), "started codex") {
-		t.Fatalf("run-agent: %v\n%s", err, out)
+	if out, err := run.CombinedOutput(); err != nil || !byHand && !strings.Contains(string(out), "started codex") {
+		t.Fatalf("start codex: %v\n%s", err, out)
 	}
 	tmux := func(args ...string) string {
 		c := exec.Command("tmux", args...)
@@ -124,7 +134,7 @@ trust_level = "trusted"
 	if strings.Contains(pane, "Hooks need review") {
 		t.Fatalf("Codex asks to review the hooks setup trusted:\n%s", pane)
 	}
-	if got := tmux("show-options", "-pqv", "-t", "=secretary:", "@agent_id"); got != "secretary" {
+	if got := tmux("show-options", "-pqv", "-t", "=secretary:", "@agent_id"); !byHand && got != "secretary" || byHand && got != "" {
 		t.Errorf("@agent_id = %q", got)
 	}
 	return capture
@@ -278,7 +288,7 @@ func TestCodexMessagesReachAWorkingAgentThroughItsHooks(t *testing.T) {
 	threads, _ := filepath.Glob(filepath.Join(run.home, ".intentq", "codex-threads", "*"))
 	if len(threads) != 1 {
 		t.Errorf("threads bound: %q, want the one thread", threads)
-	} else if b, _ := os.ReadFile(threads[0]); strings.TrimSpace(string(b)) != "secretary" {
+	} else if b, _ := os.ReadFile(threads[0]); !strings.HasPrefix(string(b), "secretary\n") {
 		t.Errorf("thread %s bound to %q", filepath.Base(threads[0]), b)
 	}
 }

@@ -55,6 +55,8 @@ type agentRun struct {
 	settle func(t testing.TB)
 	// lines are the worker's log lines (nil where the run does not keep them).
 	lines <-chan map[string]any
+	// deliveredBefore counts the messages delivered before a scenario began.
+	deliveredBefore int
 }
 
 // claudeRequests reads fakeanthropic's requests.
@@ -132,6 +134,7 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 // session's history and counted delivered once, and that the session knows the agent's state.
 func workingAgentScenario(t testing.TB, run *agentRun, n int) deliveryResult {
 	t.Helper()
+	began := time.Now()
 	sentAt := map[string]time.Time{}
 	var mu sync.Mutex
 	for i := 1; i <= n; i++ {
@@ -146,6 +149,9 @@ func workingAgentScenario(t testing.TB, run *agentRun, n int) deliveryResult {
 	for len(firstSeen) < n {
 		for _, r := range run.requests() {
 			for _, m := range msgIDRE.FindAllStringSubmatch(r.Added, -1) {
+				if _, ok := sentAt[m[1]]; !ok {
+					continue // not one of this scenario's messages
+				}
 				if _, ok := firstSeen[m[1]]; !ok {
 					firstSeen[m[1]] = r.At
 				}
@@ -161,8 +167,8 @@ func workingAgentScenario(t testing.TB, run *agentRun, n int) deliveryResult {
 	}
 	var res deliveryResult
 	for _, r := range run.requests() {
-		if !r.Typed {
-			continue
+		if !r.Typed || r.At.Before(began) {
+			continue // not typed, or typed before the scenario (a hand-started agent's first message)
 		}
 		if run.ended.before(r.At) {
 			res.TypedWhileBusy++
@@ -189,8 +195,8 @@ func workingAgentScenario(t testing.TB, run *agentRun, n int) deliveryResult {
 		} `json:"agent"`
 		Delivered int `json:"delivered"`
 	}
-	if err := json.Unmarshal([]byte(starterRun(t, run.env, 0, "session", "show", "secretary", "--json")), &view); err != nil || view.Agent == nil || view.Delivered != n {
-		t.Errorf("%s: session view: %+v (%v), want the agent's state and %d delivered", run.cli, view, err, n)
+	if err := json.Unmarshal([]byte(starterRun(t, run.env, 0, "session", "show", "secretary", "--json")), &view); err != nil || view.Agent == nil || view.Delivered != n+run.deliveredBefore {
+		t.Errorf("%s: session view: %+v (%v), want the agent's state and %d delivered", run.cli, view, err, n+run.deliveredBefore)
 	}
 	if out := starterRun(t, run.env, 0, "sessions"); !strings.Contains(out, "secretary") || !strings.Contains(out, "AGENT") {
 		t.Errorf("%s: starter sessions:\n%s", run.cli, out)
