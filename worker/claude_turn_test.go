@@ -399,26 +399,40 @@ func TestClaudeCodeEscalationOpensNoMenuAndClearOrRestartPresentsPendingOnce(t *
 	}
 }
 
-// BenchmarkN10DeliveryLatency measures, against the real Claude Code and the real Codex side by
-// side, the time from a Telegram update to the text being in the model's request: while the
+// BenchmarkN10DeliveryLatency measures, against the real Claude Code, Codex and Copilot CLI side
+// by side, the time from a Telegram update to the text being in the model's request: while the
 // agent is in a long multi-tool turn (20 messages, handed over by its hooks at tool calls or as
 // the turn ends), and while it idles (10 messages, typed and confirmed by its UserPromptSubmit
-// hook); and the keystrokes typed while it worked (must be 0).
+// hook); and the keystrokes typed while it worked (must be 0). Codex and Claude Code started by
+// hand (issue 37: bound by the first message typed into them) run beside the ones `starter
+// run-agent` started.
 func BenchmarkN10DeliveryLatency(b *testing.B) {
 	type figures struct{ busy, idle deliveryResult }
 	got := map[string]figures{}
+	byHand := func(run func(testing.TB) (*agentRun, *atomic.Int32)) func(testing.TB) deliveryResult {
+		return func(t testing.TB) deliveryResult { r, calls := run(t); return handStartedScenario(t, r, calls, 20) }
+	}
+	idleByHand := func(run func(testing.TB) (*agentRun, *atomic.Int32)) func(testing.TB) deliveryResult {
+		return func(t testing.TB) deliveryResult { r, _ := run(t); return idleAgentScenario(t, r, 10) }
+	}
 	clis := []struct {
 		name       string
-		busy, idle func(testing.TB) *agentRun
+		busy, idle func(testing.TB) deliveryResult
 	}{
-		{"claude", func(t testing.TB) *agentRun { return claudeLongTurnRun(t, 35) }, claudeIdleRun},
-		{"codex", func(t testing.TB) *agentRun { return codexLongTurnRun(t, 35).agentRun }, codexIdleRun},
+		{"claude", func(t testing.TB) deliveryResult { return workingAgentScenario(t, claudeLongTurnRun(t, 35), 20) },
+			func(t testing.TB) deliveryResult { return idleAgentScenario(t, claudeIdleRun(t), 10) }},
+		{"claude-by-hand", byHand(claudeByHandRun), idleByHand(claudeByHandRun)},
+		{"codex", func(t testing.TB) deliveryResult { return workingAgentScenario(t, codexLongTurnRun(t, 35).agentRun, 20) },
+			func(t testing.TB) deliveryResult { return idleAgentScenario(t, codexIdleRun(t), 10) }},
+		{"codex-by-hand", byHand(codexByHandRun), idleByHand(codexByHandRun)},
+		{"copilot", func(t testing.TB) deliveryResult { return workingAgentScenario(t, copilotLongTurnRun(t, 35), 20) },
+			func(t testing.TB) deliveryResult { return idleAgentScenario(t, copilotIdleRun(t), 10) }},
 	}
 	for _, cli := range clis {
 		b.Run(cli.name, func(b *testing.B) {
 			for range b.N {
-				f := figures{busy: workingAgentScenario(b, cli.busy(b), 20)}
-				f.idle = idleAgentScenario(b, cli.idle(b), 10)
+				f := figures{busy: cli.busy(b)}
+				f.idle = cli.idle(b)
 				got[cli.name] = f
 				b.ReportMetric(float64(f.busy.p50().Milliseconds()), "busy-p50-ms")
 				b.ReportMetric(float64(f.busy.max().Milliseconds()), "busy-max-ms")
@@ -430,13 +444,13 @@ func BenchmarkN10DeliveryLatency(b *testing.B) {
 	}
 	var out strings.Builder
 	fmt.Fprintf(&out, "Telegram update -> model request (20 messages while the agent works, 10 while it idles)\n")
-	fmt.Fprintf(&out, "%-8s %12s %12s %12s %12s %18s\n", "CLI", "busy p50", "busy max", "idle p50", "idle max", "typed while busy")
+	fmt.Fprintf(&out, "%-15s %12s %12s %12s %12s %18s\n", "CLI", "busy p50", "busy max", "idle p50", "idle max", "typed while busy")
 	for _, cli := range clis {
 		f, ok := got[cli.name]
 		if !ok {
 			continue
 		}
-		fmt.Fprintf(&out, "%-8s %12s %12s %12s %12s %18d\n", cli.name, f.busy.p50().Round(time.Millisecond), f.busy.max().Round(time.Millisecond),
+		fmt.Fprintf(&out, "%-15s %12s %12s %12s %12s %18d\n", cli.name, f.busy.p50().Round(time.Millisecond), f.busy.max().Round(time.Millisecond),
 			f.idle.p50().Round(time.Millisecond), f.idle.max().Round(time.Millisecond), f.busy.TypedWhileBusy)
 	}
 	// The parent of sub-benchmarks prints no result line, and its log with it.
