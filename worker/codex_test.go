@@ -14,6 +14,7 @@ package main_test
 // (asked before anything is spawned; it is declined, so nothing runs in or out of a sandbox).
 
 import (
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -30,6 +31,8 @@ import (
 	"time"
 
 	"github.com/intentq/intentq/internal/agentcli"
+	_ "modernc.org/sqlite" // reads Codex's state database
+
 	"github.com/intentq/intentq/internal/testkit/fakebot"
 	"github.com/intentq/intentq/internal/testkit/fakentfy"
 	"github.com/intentq/intentq/internal/testkit/fakeopenai"
@@ -131,6 +134,28 @@ trust_level = "trusted"
 	pane := waitPane(t, capture, "Codex's input line", 60*time.Second, func(p string) bool {
 		return strings.Contains(p, "› Ask Codex to do anything") && strings.Contains(p, "? for shortcuts")
 	})
+	if byHand {
+		// Codex 0.169.0 with its shared daemon loses a prompt submitted about a second after its
+		// input line appears (seen here, typed by a person too: the prompt shows, its composer
+		// goes, no turn starts, ever). It has finished starting once its state database is
+		// there: only then does the person (or intentq) type.
+		eventually(t, "Codex's state database", 30*time.Second, func() bool {
+			dbs, _ := filepath.Glob(filepath.Join(codexHome, "state_*.sqlite"))
+			for _, path := range dbs {
+				db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+				if err != nil {
+					continue
+				}
+				var n int
+				err = db.QueryRow("select count(*) from threads").Scan(&n)
+				db.Close()
+				if err == nil {
+					return true
+				}
+			}
+			return false
+		}, capture)
+	}
 	if strings.Contains(pane, "Hooks need review") {
 		t.Fatalf("Codex asks to review the hooks setup trusted:\n%s", pane)
 	}

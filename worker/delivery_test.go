@@ -246,7 +246,7 @@ func idleAgentScenario(t testing.TB, run *agentRun, n int) deliveryResult {
 				}
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: %s did not reach the model; pane:\n%s", run.cli, id, run.capture())
+				t.Fatalf("%s: %s did not reach the model; pane:\n%s\nthe worker's warnings:\n%s", run.cli, id, run.capture(), warnings(run.lines))
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -269,4 +269,23 @@ func idleAgentScenario(t testing.TB, run *agentRun, n int) deliveryResult {
 		}
 	}
 	return res
+}
+
+// warnings are the worker's log lines at warn level and above that lines still holds (nil: none).
+func warnings(lines <-chan map[string]any) string {
+	var out strings.Builder
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				return out.String()
+			}
+			if level, _ := l["level"].(string); level != "info" && level != "debug" {
+				b, _ := json.Marshal(l)
+				out.WriteString(string(b) + "\n")
+			}
+		default:
+			return out.String()
+		}
+	}
 }
