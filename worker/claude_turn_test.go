@@ -409,24 +409,27 @@ func TestClaudeCodeEscalationOpensNoMenuAndClearOrRestartPresentsPendingOnce(t *
 func BenchmarkN10DeliveryLatency(b *testing.B) {
 	type figures struct{ busy, idle deliveryResult }
 	got := map[string]figures{}
+	busy := func(run func(testing.TB) *agentRun) func(testing.TB) deliveryResult {
+		return func(t testing.TB) deliveryResult { return workingAgentScenario(t, run(t), 20) }
+	}
+	idle := func(run func(testing.TB) *agentRun) func(testing.TB) deliveryResult {
+		return func(t testing.TB) deliveryResult { return idleAgentScenario(t, run(t), 10) }
+	}
 	byHand := func(run func(testing.TB) (*agentRun, *atomic.Int32)) func(testing.TB) deliveryResult {
 		return func(t testing.TB) deliveryResult { r, calls := run(t); return handStartedScenario(t, r, calls, 20) }
 	}
-	idleByHand := func(run func(testing.TB) (*agentRun, *atomic.Int32)) func(testing.TB) deliveryResult {
-		return func(t testing.TB) deliveryResult { r, _ := run(t); return idleAgentScenario(t, r, 10) }
+	idleByHand := func(run func(testing.TB) (*agentRun, *atomic.Int32)) func(testing.TB) *agentRun {
+		return func(t testing.TB) *agentRun { r, _ := run(t); return r }
 	}
 	clis := []struct {
 		name       string
 		busy, idle func(testing.TB) deliveryResult
 	}{
-		{"claude", func(t testing.TB) deliveryResult { return workingAgentScenario(t, claudeLongTurnRun(t, 35), 20) },
-			func(t testing.TB) deliveryResult { return idleAgentScenario(t, claudeIdleRun(t), 10) }},
-		{"claude-by-hand", byHand(claudeByHandRun), idleByHand(claudeByHandRun)},
-		{"codex", func(t testing.TB) deliveryResult { return workingAgentScenario(t, codexLongTurnRun(t, 35).agentRun, 20) },
-			func(t testing.TB) deliveryResult { return idleAgentScenario(t, codexIdleRun(t), 10) }},
-		{"codex-by-hand", byHand(codexByHandRun), idleByHand(codexByHandRun)},
-		{"copilot", func(t testing.TB) deliveryResult { return workingAgentScenario(t, copilotLongTurnRun(t, 35), 20) },
-			func(t testing.TB) deliveryResult { return idleAgentScenario(t, copilotIdleRun(t), 10) }},
+		{"claude", busy(func(t testing.TB) *agentRun { return claudeLongTurnRun(t, 35) }), idle(claudeIdleRun)},
+		{"claude-by-hand", byHand(claudeByHandRun), idle(idleByHand(claudeByHandRun))},
+		{"codex", busy(func(t testing.TB) *agentRun { return codexLongTurnRun(t, 35).agentRun }), idle(codexIdleRun)},
+		{"codex-by-hand", byHand(codexByHandRun), idle(idleByHand(codexByHandRun))},
+		{"copilot", busy(func(t testing.TB) *agentRun { return copilotLongTurnRun(t, 35) }), idle(copilotIdleRun)},
 	}
 	for _, cli := range clis {
 		b.Run(cli.name, func(b *testing.B) {

@@ -651,6 +651,11 @@ func codexTurnOver(p string) bool {
 // watchInput captures the pane every 150 ms until stop is called; stop returns the first
 // capture whose input line was not want or that showed bad ("" when none did).
 func watchInput(t testing.TB, capture func() string, want, bad string) (stop func() string) {
+	return watchInputOf(t, capture, codexInput, want, bad)
+}
+
+// watchInputOf is watchInput for the input line that input reads from the pane.
+func watchInputOf(t testing.TB, capture func() string, input func(string) string, want, bad string) (stop func() string) {
 	done, result := make(chan struct{}), make(chan string, 1)
 	go func() {
 		seen := ""
@@ -661,7 +666,7 @@ func watchInput(t testing.TB, capture func() string, want, bad string) (stop fun
 				return
 			case <-time.After(150 * time.Millisecond):
 			}
-			if p := capture(); seen == "" && (codexInput(p) != want || strings.Contains(p, bad)) {
+			if p := capture(); seen == "" && (input(p) != want || bad != "" && strings.Contains(p, bad)) {
 				seen = p
 			}
 		}
@@ -814,12 +819,12 @@ func TestCodexDraftIsNeverTouched(t *testing.T) {
 	historyOnce(t, run.env, 7, 2)
 }
 
-// watchCodex checks, every 150 ms until the test ends, that the real Codex stays the pane's
-// foreground program (a shell there means it quit) and that none of its dialogs or menus opens
-// (the transcript browser Escape twice opens, an approval prompt); it returns the first thing
-// it saw wrong, and how many looks it took.
-func watchCodex(t testing.TB, env []string, capture func() string) func() (wrong string, looks int) {
-	codex := agentcli.Builtin()["codex"]
+// watchAgent checks, every 150 ms until the test ends, that the real agent CLI of kind stays the
+// pane's foreground program (a shell there means it quit) and that none of its dialogs or menus
+// opens (Codex's transcript browser that Escape twice opens, Gemini's rewind menu, an approval
+// prompt); it returns the first thing it saw wrong, and how many looks it took.
+func watchAgent(t testing.TB, kind string, env []string, capture func() string) func() (wrong string, looks int) {
+	cli := agentcli.Builtin()[kind]
 	var mu sync.Mutex
 	wrong, looks := "", 0
 	stop, done := make(chan struct{}), make(chan struct{})
@@ -838,10 +843,10 @@ func watchCodex(t testing.TB, env []string, capture func() string) func() (wrong
 			p := capture()
 			mu.Lock()
 			looks++
-			if wrong == "" && (err != nil || !slices.Contains(codex.Processes(), front)) {
-				wrong = fmt.Sprintf("the pane's foreground program is %q (%v), not Codex; pane:\n%s", front, err, p)
+			if wrong == "" && (err != nil || !slices.Contains(cli.Processes(), front)) {
+				wrong = fmt.Sprintf("the pane's foreground program is %q (%v), not %s; pane:\n%s", front, err, kind, p)
 			}
-			for _, d := range codex.DialogPatterns {
+			for _, d := range cli.DialogPatterns {
 				if wrong == "" && strings.Contains(p, d) {
 					wrong = fmt.Sprintf("%q opened:\n%s", d, p)
 				}
@@ -904,7 +909,7 @@ func TestCodexEscalationNeverQuitsAndNewIsConfirmedBySessionStart(t *testing.T) 
 		}
 		return n
 	}
-	check := watchCodex(t, run.env, run.capture)
+	check := watchAgent(t, "codex", run.env, run.capture)
 	const pending = "pending message(s) for session secretary"
 	const reminder = pendingHeader + "msg_id=7 chat=42"
 

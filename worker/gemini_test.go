@@ -67,6 +67,13 @@ priority = 100
 // input line. It returns a function that captures the pane.
 func geminiAgent(t testing.TB, env []string, home string) func() string {
 	t.Helper()
+	return startGemini(t, env, home, true)
+}
+
+// startGemini is geminiAgent; without allowShell the person's policy is not written, so Gemini
+// asks before it runs a shell command.
+func startGemini(t testing.TB, env []string, home string, allowShell bool) func() string {
+	t.Helper()
 	peers.Tmux(t)
 	work := filepath.Join(home, "work")
 	geminiHome := filepath.Join(home, ".gemini")
@@ -78,8 +85,10 @@ func geminiAgent(t testing.TB, env []string, home string) func() string {
 	if err := os.WriteFile(filepath.Join(geminiHome, "settings.json"), []byte(geminiSettings), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(geminiHome, "policies", "shell.toml"), []byte(geminiShellPolicy), 0o600); err != nil {
-		t.Fatal(err)
+	if allowShell {
+		if err := os.WriteFile(filepath.Join(geminiHome, "policies", "shell.toml"), []byte(geminiShellPolicy), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if out := starterRun(t, env, 0, "setup", "--cli", "gemini"); !strings.Contains(out, "settings.json") {
 		t.Errorf("setup --cli gemini:\n%s", out)

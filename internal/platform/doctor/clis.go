@@ -47,6 +47,13 @@ func CLIHooks(cfg *config.Config, codexHome string) Report {
 				continue
 			}
 			r = append(r, GeminiHooks(home))
+		case "copilot":
+			home, err := hooks.CopilotHome("")
+			if err != nil {
+				r = append(r, Result{Name: "hooks copilot", Detail: err.Error()})
+				continue
+			}
+			r = append(r, CopilotHooks(home))
 		default:
 			r = append(r, Result{Name: "hooks " + kind, OK: true,
 				Detail: "none: intentq has no hooks for " + kind + "; it reads the agent's state from its screen only (docs/agents.md)"})
