@@ -94,9 +94,20 @@ func TestCopilotHooksHandOverWaitingMessages(t *testing.T) {
 // environment, the worker's log lines and a capture of the pane once Copilot's input line shows.
 func copilotTUI(t testing.TB, bin string, api *fakeopenai.Server, token string, bot *fakebot.Server, flags ...string) (env []string, lines <-chan map[string]any, capture func() string) {
 	t.Helper()
+	return startCopilot(t, bin, api, token, bot, false, flags...)
+}
+
+// startCopilot is copilotTUI; byHand starts Copilot as a person would, with no intentq
+// environment (no INTENTQ_AGENT_ID).
+func startCopilot(t testing.TB, bin string, api *fakeopenai.Server, token string, bot *fakebot.Server, byHand bool, flags ...string) (env []string, lines <-chan map[string]any, capture func() string) {
+	t.Helper()
 	copilot, cache := peers.Copilot(t)
 	peers.Tmux(t)
-	env, home, _ := ingestEnv(t, "INTENTQ_AGENT_ID=secretary", "INTENTQ_REMINDERS_FIRST_AFTER=1h", "INTENTQ_DELIVERY_BUSY_WAIT=1s",
+	agent := "INTENTQ_AGENT_ID=secretary"
+	if byHand {
+		agent = "INTENTQ_AGENT_ID="
+	}
+	env, home, _ := ingestEnv(t, agent, "INTENTQ_REMINDERS_FIRST_AFTER=1h", "INTENTQ_DELIVERY_BUSY_WAIT=1s",
 		"INTENTQ_TELEGRAM_TOKEN="+token, "INTENTQ_TELEGRAM_API_ENDPOINT="+bot.Endpoint())
 	env = append(env, "INTENTQ_CONFIG="+writeConfig(t, env, home, "telegram:\n  allowed_chat_ids: [42]\n  allowed_user_ids: [42]\n"+
 		"sessions:\n  secretary: {tmux_target: \"secretary:0\", cli: copilot, chats: [42], default: true}\n"))
@@ -230,9 +241,46 @@ func copilotLongTurnRun(t testing.TB, calls int32) *agentRun {
 	t.Helper()
 	bot := fakebot.New("37:busy")
 	t.Cleanup(bot.Close)
+	script, n, ended := copilotLongTurn(calls)
+	api := fakeopenai.New(script)
+	t.Cleanup(api.Close)
+	env, lines, capture := copilotTUI(t, binaries(t), api, "37:busy", bot, "--allow-all-tools")
+	tmuxKeys(t, env, "-l", "start the long job")
+	waitPane(t, capture, "the typed prompt", 30*time.Second, func(p string) bool { return strings.Contains(p, "start the long job") })
+	time.Sleep(300 * time.Millisecond) // the paste's end, before the Enter that submits it
+	tmuxKeys(t, env, "Enter")
+	eventually(t, "the turn's second tool call", 60*time.Second, func() bool { return n.Load() >= 2 }, capture)
+	return copilotRun(bot, api, env, lines, capture, ended)
+}
+
+// copilotRun is the agentRun of a Copilot CLI against api.
+func copilotRun(bot *fakebot.Server, api *fakeopenai.Server, env []string, lines <-chan map[string]any, capture func() string, ended *turnEnd) *agentRun {
+	reqs, conv := codexRequests(api)
+	return &agentRun{cli: "copilot", bot: bot, env: env, capture: capture, requests: reqs, conversation: conv, ended: ended, lines: lines,
+		settle: func(t testing.TB) {
+			eventually(t, "the turn's end", 120*time.Second, func() bool { return ended.at.Load() != 0 }, capture)
+		}}
+}
+
+// copilotByHandRun starts a worker and the real Copilot CLI by hand (no intentq environment; tools
+// allowed), idle, whose model plays the long job of 35 calls.
+func copilotByHandRun(t testing.TB) (*agentRun, *atomic.Int32) {
+	t.Helper()
+	bot := fakebot.New("37:byhand")
+	t.Cleanup(bot.Close)
+	script, n, ended := copilotLongTurn(35)
+	api := fakeopenai.New(script)
+	t.Cleanup(api.Close)
+	env, lines, capture := startCopilot(t, binaries(t), api, "37:byhand", bot, true, "--allow-all-tools")
+	return copilotRun(bot, api, env, lines, capture, ended), n
+}
+
+// copilotLongTurn plays a model that answers "start the long job" with a turn of calls bash
+// calls, a second each, and everything else "Noted.".
+func copilotLongTurn(calls int32) (fakeopenai.Script, *atomic.Int32, *turnEnd) {
 	var n atomic.Int32
 	ended := &turnEnd{}
-	api := fakeopenai.New(func(r fakeopenai.Request) fakeopenai.Turn {
+	return func(r fakeopenai.Request) fakeopenai.Turn {
 		started := slices.ContainsFunc(r.Added("user"), func(s string) bool { return strings.Contains(s, "start the long job") })
 		if started || r.AfterCall() && n.Load() > 0 && n.Load() < calls {
 			n.Add(1)
@@ -242,19 +290,7 @@ func copilotLongTurnRun(t testing.TB, calls int32) *agentRun {
 			ended.at.CompareAndSwap(0, time.Now().UnixNano())
 		}
 		return fakeopenai.Turn{Text: "Noted."}
-	})
-	t.Cleanup(api.Close)
-	env, lines, capture := copilotTUI(t, binaries(t), api, "37:busy", bot, "--allow-all-tools")
-	tmuxKeys(t, env, "-l", "start the long job")
-	waitPane(t, capture, "the typed prompt", 30*time.Second, func(p string) bool { return strings.Contains(p, "start the long job") })
-	time.Sleep(300 * time.Millisecond) // the paste's end, before the Enter that submits it
-	tmuxKeys(t, env, "Enter")
-	eventually(t, "the turn's second tool call", 60*time.Second, func() bool { return n.Load() >= 2 }, capture)
-	reqs, conv := codexRequests(api)
-	return &agentRun{cli: "copilot", bot: bot, env: env, capture: capture, requests: reqs, conversation: conv, ended: ended, lines: lines,
-		settle: func(t testing.TB) {
-			eventually(t, "the turn's end", 120*time.Second, func() bool { return ended.at.Load() != 0 }, capture)
-		}}
+	}, &n, ended
 }
 
 // copilotIdleRun starts a worker and the real Copilot CLI, idle, whose model answers "Noted.".

@@ -113,3 +113,9 @@ func claudeByHandRun(t testing.TB) (*agentRun, *atomic.Int32) {
 	reqs, conv := claudeRequests(api)
 	return &agentRun{cli: "claude", bot: bot, env: env, home: home, capture: capture, requests: reqs, conversation: conv, ended: ended, lines: lines}, calls
 }
+
+func TestCopilotStartedByHandIsServedThroughItsHooks(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; its own home, tmux server and ports
+	run, calls := copilotByHandRun(t)
+	handStartedScenario(t, run, calls, 20)
+}

@@ -450,3 +450,34 @@ func TestStopInterruptsTheRunningTurnOnce(t *testing.T) {
 	require.Contains(t, none.Why, "cannot be stopped from the phone")
 	require.Empty(t, h.events)
 }
+
+// Issue 37: a CLI whose first hook comes with its first prompt (Copilot CLI, Codex:
+// SessionStartAtPrompt) has its first typed block confirmed by its UserPromptSubmit receipt,
+// though no hook has reported yet: until the receipt the message is not delivered, so the
+// SessionStart hook that runs with that prompt names it only. A session of the build before
+// (version 6) counted it delivered once typed.
+func TestFirstPromptAwaitsItsReceipt(t *testing.T) {
+	for _, version := range []int{SessionVersion, sessionReceiptAtFirstPrompt - 1} {
+		t.Run(fmt.Sprint("version ", version), func(t *testing.T) {
+			h := newSessionHarness(t)
+			cfg := claudeSession()
+			cfg.CLI, cfg.SessionStartAtPrompt = "copilot", true
+			start := h.env.Now()
+			h.send(time.Second, SignalDeliver, message("1"))
+			h.send(4*time.Second, SignalHookWords, said(AgentEvent{Event: EventSessionStart, Detail: "startup"}))
+			h.send(4500*time.Millisecond, SignalHookWords, said(AgentEvent{Event: EventUserPromptSubmit, Receipt: []string{"intent/42/1"}}))
+			if version < sessionReceiptAtFirstPrompt {
+				h.env.OnGetVersion("receipt-at-first-prompt", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+			}
+			h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
+			h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: version, Config: cfg})
+			require.True(t, h.results["intent/42/1#1"].OK)
+			at := h.resultAt["intent/42/1#1"].Sub(start)
+			if version == SessionVersion {
+				require.GreaterOrEqual(t, at, 4500*time.Millisecond, "delivered before the agent's receipt")
+			} else {
+				require.Less(t, at, 4*time.Second, "the build before counted it delivered once typed")
+			}
+		})
+	}
+}

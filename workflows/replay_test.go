@@ -51,7 +51,7 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 		"testdata/intent_reminded_v14.json", "testdata/session_reminders_v14.json",
 		"testdata/intent_delivered_closed_v14.json", "testdata/session_v14.json",
 		// The upgrade step: a run at the floor (version 2, as the build before started them)
-		// takes a worker's configure signal and continues as new at SessionVersion (6), on its
+		// takes a worker's configure signal and continues as new at SessionVersion (7), on its
 		// host's task queue. Regenerate with
 		// WRITE_REPLAY_HISTORY=1 go test -run TestSessionUpgradesToTheVersionFloorAtConfigure
 		// ./internal/service/.
@@ -64,7 +64,11 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 		// Started at SessionVersion 5 (the build before approvals): they replay across version
 		// 6's rule (follows-approvals), which they decide by its marker.
 		"testdata/session_v5.json", "testdata/session_reminders_v5.json", "testdata/session_taken_back_v5.json",
-		// Current: sessions and intents started at SessionVersion (6) and IntentVersion (3), no
+		// Started at SessionVersion 6 (the build before issue 37's receipt at the first prompt):
+		// they replay across version 7's rule (receipt-at-first-prompt).
+		"testdata/session_v6.json", "testdata/session_reminders_v6.json", "testdata/session_taken_back_v6.json",
+		"testdata/session_approval_v6.json",
+		// Current: sessions and intents started at SessionVersion (7) and IntentVersion (3), no
 		// markers.
 		"testdata/intent_reminded.json", "testdata/session_reminders.json",
 		"testdata/intent_delivered_closed.json", "testdata/session.json",

@@ -131,7 +131,7 @@ const ErrTypeUnknownKind = "UnknownKind"
 // version marker. A run started before (Version below it) continues as new at its next quiet
 // point after a worker's configure signal, so every open session reaches the current version
 // within one worker start (docs/design.md, "Changes to running workflows").
-const SessionVersion = 6
+const SessionVersion = 7
 
 // SessionFloor is the oldest session run this code replays: every rule of an older version has
 // gone with its branch (docs/design.md). `starter doctor` names any open run below it.
@@ -206,6 +206,14 @@ const sessionRelooksAfterStop = 6
 // opt into resets: the person is asked (a push: reply /reset), at most once per reset cooldown,
 // and their yes allows one reset (issue 35). Before, the phase fell back to an interrupt.
 const sessionResetAsks = 6
+
+// sessionReceiptAtFirstPrompt (SessionVersion 7, change ID receipt-at-first-prompt): a CLI whose
+// first hook comes with the first prompt (SessionStartAtPrompt: Codex, Copilot CLI) gets its
+// typed block confirmed by its UserPromptSubmit receipt even before any of its hooks reported:
+// until then the message is not delivered, so the SessionStart hook that runs with that prompt
+// lists it by name only, never its text a second time (issue 37: Copilot CLI 1.0.102 showed the
+// model a fresh TUI's first message twice). Before, the block counted as delivered once typed.
+const sessionReceiptAtFirstPrompt = 7
 
 // sessionTypingHoldsRepeats (SessionVersion 3, change ID typing-holds-repeats): a request for
 // what the typed block in flight carries (its intent's wait timed out meanwhile) waits for the

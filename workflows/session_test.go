@@ -38,7 +38,8 @@ type sessionHarness struct {
 	screenTill time.Duration
 	captures   int
 	pushes     []activities.Push
-	pushTimes  []time.Duration // when each push went, since start
+	pushTimes  []time.Duration      // when each push went, since start
+	resultAt   map[string]time.Time // when each result was sent
 	// escapeStops: Escape ends the busy screen (a CLI's interrupt of its running turn).
 	escapeStops bool
 	// pushFailed marks the pushes ntfy refused (ntfyFails said so).
@@ -63,7 +64,7 @@ type sessionHarness struct {
 }
 
 func newSessionHarness(t *testing.T) *sessionHarness {
-	h := &sessionHarness{results: map[string]DeliveryResult{}}
+	h := &sessionHarness{results: map[string]DeliveryResult{}, resultAt: map[string]time.Time{}}
 	h.env = h.NewTestWorkflowEnvironment()
 	h.start = h.env.Now()
 	h.env.RegisterActivityWithOptions(func(ctx context.Context, req activities.CaptureRequest) (string, error) {
@@ -167,6 +168,7 @@ func newSessionHarness(t *testing.T) *sessionHarness {
 	keep := func(_, _ string, res DeliveryResult) {
 		h.mu.Lock()
 		h.results[res.ID] = res
+		h.resultAt[res.ID] = h.env.Now()
 		h.mu.Unlock()
 	}
 	for _, signal := range []string{SignalDeliveryResult, SignalPushResult} {

@@ -260,8 +260,10 @@ func (s *session) commitToHistory(ctx workflow.Context, req DeliveryRequest) err
 func (s *session) submit(ctx workflow.Context, dreq DeliveryRequest, content string) error {
 	text := dreq.Text
 	check := s.Config.InputLines > 0
-	// Hooks report for this agent: its receipt confirms (only set after a hook has fired).
-	receipt := s.Agent != nil && dreq.ReplyTo != ""
+	// Hooks report for this agent: its receipt confirms (only set after a hook has fired, or for
+	// a CLI whose first hook comes with the first prompt).
+	receipt := dreq.ReplyTo != "" && (s.Agent != nil ||
+		s.Config.SessionStartAtPrompt && follows(ctx, s.Version, sessionReceiptAtFirstPrompt, "receipt-at-first-prompt"))
 	for attempt := 1; ; attempt++ {
 		req := activities.InjectRequest{Session: s.Config.Name, Text: text, NewlineKey: s.Config.NewlineKey, Key: fmt.Sprintf("%s/%s/try-%d", s.Config.Name, content, attempt)}
 		if check && !receipt {

@@ -224,6 +224,10 @@ func Builtin() map[string]CLI {
 			// "ctrl+c again to exit".
 			DialogPatterns: []string{"Do you want to run this command?", "Do you trust the files in this folder?",
 				"enter to select · esc to cancel", "ctrl+c again to exit"},
+			// Its SessionStart hook runs with the first prompt, and its context goes with that
+			// prompt (observed 1.0.102, 2026-11-27): a message typed into a fresh TUI is
+			// confirmed by its receipt, so that hook names it only (never its text twice).
+			SessionStartAtPrompt: true,
 			// C-u clears the input line; Escape twice on an idle input opens the rewind (observed:
 			// "Nothing to rewind yet" without a conversation); C-c twice quits.
 			InterruptKeys: "C-u",
