@@ -206,6 +206,13 @@ func TestCopilotIdleMessageTypedWithItsReceipt(t *testing.T) {
 	if n := seen(); n != 1 {
 		t.Errorf("the message reached the model %d times", n)
 	}
+	// Its text once in the request that brought it: the SessionStart hook that Copilot runs with
+	// this first prompt names it only (SessionVersion 7); before, it listed it in full too.
+	for _, r := range api.Requests() {
+		if added := r.SinceAssistant(); strings.Contains(added, "msg_id=1 chat=42") && strings.Count(added, "hello copilot") != 1 {
+			t.Errorf("the first prompt's request shows the message %d times: %q", strings.Count(added, "hello copilot"), added)
+		}
+	}
 }
 
 // descendants are pid and every process below it (empty for an empty pid).
@@ -255,7 +262,7 @@ func copilotLongTurnRun(t testing.TB, calls int32) *agentRun {
 
 // copilotRun is the agentRun of a Copilot CLI against api.
 func copilotRun(bot *fakebot.Server, api *fakeopenai.Server, env []string, lines <-chan map[string]any, capture func() string, ended *turnEnd) *agentRun {
-	reqs, conv := codexRequests(api)
+	reqs, conv := copilotRequests(api)
 	return &agentRun{cli: "copilot", bot: bot, env: env, capture: capture, requests: reqs, conversation: conv, ended: ended, lines: lines,
 		settle: func(t testing.TB) {
 			eventually(t, "the turn's end", 120*time.Second, func() bool { return ended.at.Load() != 0 }, capture)
@@ -301,7 +308,7 @@ func copilotIdleRun(t testing.TB) *agentRun {
 	api := fakeopenai.New(func(fakeopenai.Request) fakeopenai.Turn { return fakeopenai.Turn{Text: "Noted."} })
 	t.Cleanup(api.Close)
 	env, lines, capture := copilotTUI(t, binaries(t), api, "37:idle", bot)
-	reqs, conv := codexRequests(api)
+	reqs, conv := copilotRequests(api)
 	return &agentRun{cli: "copilot", bot: bot, env: env, capture: capture, requests: reqs, conversation: conv, ended: &turnEnd{}, lines: lines}
 }
 
@@ -393,5 +400,42 @@ func TestCopilotApprovalPromptIsNeverAnswered(t *testing.T) {
 	}
 	if p := ran(); p != "" {
 		t.Errorf("the prompt was approved:\n%s", p)
+	}
+}
+
+// copilotRequests reads fakeopenai's requests as Copilot CLI sends them: a prompt the person (or
+// intentq) typed comes after the context Copilot puts before it in the same user message (a
+// SessionStart hook's <system-reminder>, <current_datetime>).
+func copilotRequests(api *fakeopenai.Server) (func() []modelReq, func() string) {
+	reqs, conv := codexRequests(api)
+	return func() []modelReq {
+		out := reqs()
+		for i, r := range api.Requests() {
+			if i < len(out) {
+				out[i].Typed = slices.ContainsFunc(r.Added("user"), func(s string) bool {
+					s = copilotPrompt(s)
+					return strings.HasPrefix(s, newHeader) || strings.HasPrefix(s, pendingHeader)
+				})
+			}
+		}
+		return out
+	}, conv
+}
+
+// copilotPrompt is a user message of Copilot CLI without the context it puts before the prompt.
+func copilotPrompt(s string) string {
+	for {
+		s = strings.TrimSpace(s)
+		cut := false
+		for _, tag := range []string{"system-reminder", "current_datetime"} {
+			if strings.HasPrefix(s, "<"+tag+">") {
+				if _, after, ok := strings.Cut(s, "</"+tag+">"); ok {
+					s, cut = after, true
+				}
+			}
+		}
+		if !cut {
+			return s
+		}
 	}
 }
