@@ -74,6 +74,13 @@ func geminiAgent(t testing.TB, env []string, home string) func() string {
 // asks before it runs a shell command.
 func startGemini(t testing.TB, env []string, home string, allowShell bool) func() string {
 	t.Helper()
+	return startGeminiBy(t, env, home, allowShell, false)
+}
+
+// startGeminiBy is startGemini; byHand starts Gemini as a person would: `gemini` in the session's
+// tmux session, with no intentq environment.
+func startGeminiBy(t testing.TB, env []string, home string, allowShell, byHand bool) func() string {
+	t.Helper()
 	peers.Tmux(t)
 	work := filepath.Join(home, "work")
 	geminiHome := filepath.Join(home, ".gemini")
@@ -94,9 +101,12 @@ func startGemini(t testing.TB, env []string, home string, allowShell bool) func(
 		t.Errorf("setup --cli gemini:\n%s", out)
 	}
 	run := exec.Command(filepath.Join(binaries(t), "starter"), "run-agent")
+	if byHand {
+		run = exec.Command("tmux", "new-session", "-d", "-s", "secretary", "-x", "200", "-y", "50", "-c", work, "--", "gemini")
+	}
 	run.Env, run.Dir = env, work
-	if out, err := run.CombinedOutput(); err != nil || !strings.Contains(string(out), "started gemini") {
-		t.Fatalf("run-agent: %v\n%s", err, out)
+	if out, err := run.CombinedOutput(); err != nil || !byHand && !strings.Contains(string(out), "started gemini") {
+		t.Fatalf("start gemini: %v\n%s", err, out)
 	}
 	tmux := func(args ...string) string {
 		c := exec.Command("tmux", args...)
@@ -126,7 +136,7 @@ func startGemini(t testing.TB, env []string, home string, allowShell bool) func(
 	waitPane(t, capture, "Gemini's input line", 60*time.Second, func(p string) bool {
 		return strings.Contains(p, "> ") && strings.Contains(p, "Type your message or @path/to/file") && !strings.Contains(p, "Executing Hook")
 	})
-	if got := tmux("show-options", "-pqv", "-t", "=secretary:", "@agent_id"); got != "secretary" {
+	if got := tmux("show-options", "-pqv", "-t", "=secretary:", "@agent_id"); !byHand && got != "secretary" || byHand && got != "" {
 		t.Errorf("@agent_id = %q", got)
 	}
 	doctor := exec.Command(filepath.Join(binaries(t), "starter"), "doctor")

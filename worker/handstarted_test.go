@@ -14,6 +14,7 @@ import (
 
 	"github.com/intentq/intentq/internal/testkit/fakeanthropic"
 	"github.com/intentq/intentq/internal/testkit/fakebot"
+	"github.com/intentq/intentq/internal/testkit/fakegemini"
 	"github.com/intentq/intentq/internal/testkit/fakeopenai"
 )
 
@@ -118,4 +119,29 @@ func TestCopilotStartedByHandIsServedThroughItsHooks(t *testing.T) {
 	t.Parallel() // end to end: waits on real time; its own home, tmux server and ports
 	run, calls := copilotByHandRun(t)
 	handStartedScenario(t, run, calls, 20)
+}
+
+func TestGeminiStartedByHandIsServedThroughItsHooks(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
+	run, calls := geminiByHandRun(t)
+	handStartedScenario(t, run, calls, 20)
+}
+
+// geminiByHandRun starts a worker and the real Gemini CLI by hand (`gemini` in the session's
+// pane, no intentq environment), idle, whose model plays the long job of 25 calls.
+func geminiByHandRun(t testing.TB) (*agentRun, *atomic.Int32) {
+	t.Helper()
+	bot := fakebot.New("321:byhand")
+	t.Cleanup(bot.Close)
+	script, calls, ended := geminiLongTurn(25)
+	api := fakegemini.New(script)
+	t.Cleanup(api.Close)
+	env, home := geminiEnv(t, bot, "321:byhand", api, "INTENTQ_REMINDERS_FIRST_AFTER=10m", "INTENTQ_DELIVERY_BUSY_WAIT=1s")
+	_, lines := startWorker(t, binaries(t), env)
+	waitFor(t, lines, "ready", 60*time.Second)
+	capture := startGeminiBy(t, env, home, true, true)
+	reqs, conv := geminiRequests(api)
+	run := &agentRun{cli: "gemini", bot: bot, env: env, home: home, capture: capture, requests: reqs, conversation: conv, ended: ended, lines: lines}
+	run.settle = func(t testing.TB) { geminiSettled(t, run, api) }
+	return run, calls
 }
