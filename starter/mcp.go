@@ -18,6 +18,7 @@ import (
 	"github.com/intentq/intentq/activities"
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/base/tclient"
+	"github.com/intentq/intentq/internal/doors/hooks"
 	"github.com/intentq/intentq/internal/doors/mcp"
 	"github.com/intentq/intentq/internal/intent"
 	"github.com/intentq/intentq/workflows"
@@ -54,9 +55,23 @@ func newMCP() *cobra.Command {
 			// @agent_id naming a session), else the default session. The tools act only on its
 			// chats (within telegram.allowed_chat_ids) and intents, and on the agent's own inbox.
 			s := hookSettings(cmd.Context(), cfg, session, logger)
+			settings := mcp.Settings{Session: s.Session, Agent: agent, Config: cfg}
+			if session == "" && agent == "" {
+				// An agent started by hand: the session its hooks bind it to (by the first
+				// message intentq types into it), asked at each call, else the default one.
+				def := s.Session
+				settings.Session, settings.Bound = "", func() string {
+					if bound := hooks.PaneAgent(cfg.DataDir, hooks.PaneOfEnv(false)); bound != "" {
+						if _, ok := cfg.Sessions[bound]; ok {
+							return bound
+						}
+					}
+					return def
+				}
+			}
 			b := &lazyBackend{cfg: cfg, logger: logger}
 			defer b.close()
-			srv := mcp.NewServer(b, mcp.Settings{Session: s.Session, Agent: agent, Config: cfg}, version)
+			srv := mcp.NewServer(b, settings, version)
 			return srv.Run(cmd.Context(), &sdk.StdioTransport{})
 		},
 	}

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/intentq/intentq/internal/agentcli"
-	"github.com/intentq/intentq/internal/testkit/fakebot"
 	"github.com/intentq/intentq/internal/testkit/fakegemini"
 	"github.com/intentq/intentq/internal/testkit/fakentfy"
 	"github.com/intentq/intentq/workflows"
@@ -25,16 +24,14 @@ import (
 // the shell tool run without asking.
 func geminiIdleStart(t testing.TB, token string, script fakegemini.Script, allowShell bool, extra ...string) (*agentRun, *fakegemini.Server, *fakentfy.Server) {
 	t.Helper()
-	bot := fakebot.New(token)
-	t.Cleanup(bot.Close)
+	bot := newBot(t, token)
 	ntfy := fakentfy.New()
 	t.Cleanup(ntfy.Close)
 	api := fakegemini.New(script)
 	t.Cleanup(api.Close)
 	env, home := geminiEnv(t, bot, token, api, append([]string{"INTENTQ_NTFY_URL=" + ntfy.URL(), "INTENTQ_NTFY_TOPIC=phone",
 		"INTENTQ_REMINDERS_FIRST_AFTER=10m", "INTENTQ_DELIVERY_BUSY_WAIT=1s", "INTENTQ_DELIVERY_WAITS_FOR_YOU_AFTER=3s"}, extra...)...)
-	_, lines := startWorker(t, binaries(t), env)
-	waitFor(t, lines, "ready", 60*time.Second)
+	lines := readyWorker(t, env)
 	capture := startGemini(t, env, home, allowShell)
 	// Gemini runs its SessionStart hook after its input line shows: a message waiting then is
 	// handed over by that hook (as context), not typed. The cases begin once it has run.

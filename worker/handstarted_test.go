@@ -7,6 +7,7 @@ package main_test
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -65,14 +66,12 @@ func TestCodexStartedByHandIsServedThroughItsHooks(t *testing.T) {
 // default shared daemon), idle, whose model plays the long job of 25 calls.
 func codexByHandRun(t testing.TB) (*agentRun, *atomic.Int32) {
 	t.Helper()
-	bot := fakebot.New("321:byhand")
-	t.Cleanup(bot.Close)
+	bot := newBot(t, "321:byhand")
 	script, calls, ended := codexLongTurn(25)
 	api := fakeopenai.New(script)
 	t.Cleanup(api.Close)
 	env, home := codexEnv(t, bot, "321:byhand", "INTENTQ_REMINDERS_FIRST_AFTER=10m", "INTENTQ_DELIVERY_BUSY_WAIT=1s")
-	_, lines := startWorker(t, binaries(t), env)
-	waitFor(t, lines, "ready", 60*time.Second)
+	lines := readyWorker(t, env)
 	capture := startCodex(t, env, home, api, "never", "danger-full-access", true)
 	reqs, conv := codexRequests(api)
 	return &agentRun{cli: "codex", bot: bot, env: env, home: home, capture: capture, requests: reqs, conversation: conv, ended: ended, lines: lines,
@@ -90,6 +89,15 @@ func TestClaudeCodeStartedByHandIsServedThroughItsHooks(t *testing.T) {
 	}
 	run, calls := claudeByHandRun(t)
 	handStartedScenario(t, run, calls, 20)
+	// Its reply tool (`starter mcp`, started by Claude Code before the binding, with no session
+	// in its environment) acts for the session its hooks bound it to.
+	run.bot.AddMessage(42, 42, 301, "please answer me")
+	eventually(t, "the answer in the chat", 90*time.Second, func() bool {
+		return slices.ContainsFunc(run.bot.Sent(), func(m fakebot.SentMessage) bool { return m.ReplyTo == 301 && m.Text == "answered by hand" })
+	}, run.capture)
+	if out := starterRun(t, run.env, 0, "show", "42/301", "--json"); !strings.Contains(out, `"status": "closed"`) {
+		t.Errorf("intent 42/301 after the reply:\n%s", out)
+	}
 }
 
 // claudeByHandRun starts a worker and the real Claude Code by hand (as claudeAgent does: the
@@ -97,16 +105,19 @@ func TestClaudeCodeStartedByHandIsServedThroughItsHooks(t *testing.T) {
 // calls. Its session is not the default one: a hook that names no agent serves no session.
 func claudeByHandRun(t testing.TB) (*agentRun, *atomic.Int32) {
 	t.Helper()
-	bot := fakebot.New("321:byhand")
-	t.Cleanup(bot.Close)
-	script, calls, ended := longTurn(35)
-	api := fakeanthropic.New(script)
+	bot := newBot(t, "321:byhand")
+	long, calls, ended := longTurn(35)
+	api := fakeanthropic.New(func(r fakeanthropic.Request) fakeanthropic.Turn {
+		if added := r.SinceAssistant(); strings.Contains(added, "msg_id=301 chat=42") && !strings.Contains(added, "tool_result") && r.HasTool("mcp__intentq__reply") {
+			return fakeanthropic.Turn{ToolName: "mcp__intentq__reply", ToolInput: map[string]any{"chat_id": "42", "reply_to": "301", "text": "answered by hand"}}
+		}
+		return long(r)
+	})
 	t.Cleanup(api.Close)
 	env, home := claudeEnv(t, bot, "321:byhand", "INTENTQ_REMINDERS_FIRST_AFTER=10m", "INTENTQ_DELIVERY_BUSY_WAIT=1s",
 		"INTENTQ_SESSIONS_SECRETARY_TMUX_TARGET=secretary:0", "INTENTQ_SESSIONS_SECRETARY_CLI=claude",
 		"INTENTQ_SESSIONS_SECRETARY_DEFAULT=false", "INTENTQ_SESSIONS_SECRETARY_CHATS=42")
-	_, lines := startWorker(t, binaries(t), env)
-	waitFor(t, lines, "ready", 60*time.Second)
+	lines := readyWorker(t, env)
 	starterRun(t, env, 0, "setup")
 	allowTools(t, home, "Bash")
 	capture := claudeAgent(t, env, home, api)
@@ -131,14 +142,12 @@ func TestGeminiStartedByHandIsServedThroughItsHooks(t *testing.T) {
 // pane, no intentq environment), idle, whose model plays the long job of 25 calls.
 func geminiByHandRun(t testing.TB) (*agentRun, *atomic.Int32) {
 	t.Helper()
-	bot := fakebot.New("321:byhand")
-	t.Cleanup(bot.Close)
+	bot := newBot(t, "321:byhand")
 	script, calls, ended := geminiLongTurn(25)
 	api := fakegemini.New(script)
 	t.Cleanup(api.Close)
 	env, home := geminiEnv(t, bot, "321:byhand", api, "INTENTQ_REMINDERS_FIRST_AFTER=10m", "INTENTQ_DELIVERY_BUSY_WAIT=1s")
-	_, lines := startWorker(t, binaries(t), env)
-	waitFor(t, lines, "ready", 60*time.Second)
+	lines := readyWorker(t, env)
 	capture := startGeminiBy(t, env, home, true, true)
 	reqs, conv := geminiRequests(api)
 	run := &agentRun{cli: "gemini", bot: bot, env: env, home: home, capture: capture, requests: reqs, conversation: conv, ended: ended, lines: lines}

@@ -136,6 +136,21 @@ func startWorker(t testing.TB, bin string, env []string) (*exec.Cmd, <-chan map[
 	return w.Cmd, w.Lines
 }
 
+// readyWorker starts the worker with env, waits until it is ready and returns its log lines.
+func readyWorker(t testing.TB, env []string) <-chan map[string]any {
+	t.Helper()
+	_, lines := startWorker(t, binaries(t), env)
+	waitFor(t, lines, "ready", 60*time.Second)
+	return lines
+}
+
+// newBot is a Telegram Bot API stand-in for token, closed when the test ends.
+func newBot(t testing.TB, token string) *fakebot.Server {
+	b := fakebot.New(token)
+	t.Cleanup(b.Close)
+	return b
+}
+
 // ingestEnv is the environment of a worker on its own embedded server, HOME and tmux server,
 // with an ingest endpoint (token "tok") at the returned address, plus extra.
 func ingestEnv(t testing.TB, extra ...string) (env []string, home, ingest string) {

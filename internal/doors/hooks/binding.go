@@ -37,6 +37,17 @@ type Binding struct {
 	Agent string    `json:"agent"`
 	How   string    `json:"how,omitempty"`
 	At    time.Time `json:"at"`
+	// Pane is the tmux pane the agent runs in, where its hooks run in its own process
+	// (Pane.key); empty for Codex's shared daemon.
+	Pane string `json:"pane,omitempty"`
+}
+
+// key names a pane across tmux servers: its server's socket and its id.
+func (p Pane) key() string {
+	if p.Shared || p.ID == "" {
+		return ""
+	}
+	return p.Socket + " " + p.ID
 }
 
 // bindingFile is where cli's session id is bound: Codex's threads where they always were.
@@ -74,7 +85,7 @@ func Bind(dataDir string, b Binding) error {
 	if !threadRE.MatchString(b.ID) {
 		return ErrNoThread
 	}
-	if err := private.WriteFile(bindingFile(dataDir, b.CLI, b.ID), []byte(b.Agent+"\n"+oneLine(b.How)+"\n")); err != nil {
+	if err := private.WriteFile(bindingFile(dataDir, b.CLI, b.ID), []byte(b.Agent+"\n"+oneLine(b.How)+"\n"+oneLine(b.Pane)+"\n")); err != nil {
 		return fmt.Errorf("bind %s session %s to %s: %w", b.CLI, b.ID, b.Agent, err)
 	}
 	_ = os.Remove(refusalFile(dataDir, b.Agent))
@@ -135,14 +146,31 @@ func BindByReceipt(dataDir, cli, id, prompt string, pane Pane, sessionCLI func(s
 	if pane.Shared {
 		how += " (its hooks run in Codex's shared daemon)"
 	}
-	if err := Bind(dataDir, Binding{CLI: cli, ID: id, Agent: t.Session, How: how, At: now}); err != nil {
+	if err := Bind(dataDir, Binding{CLI: cli, ID: id, Agent: t.Session, How: how, At: now, Pane: pane.key()}); err != nil {
 		return "", err
 	}
 	return t.Session, nil
 }
 
-// Bindings are the agents bound to session (newest first), and the last reason a block typed
-// into its pane bound none ("" when none).
+// PaneAgent is the agent bound last (by any CLI) in the tmux pane where this process runs (its
+// TMUX and TMUX_PANE): what an agent's MCP server, which the CLI starts before any binding and
+// which sees no hook input, serves once the agent's hooks have bound it. "" when none.
+func PaneAgent(dataDir string, pane Pane) string {
+	key := pane.key()
+	if key == "" {
+		return ""
+	}
+	bound, _ := Bindings(dataDir, "")
+	for _, b := range bound {
+		if b.Pane == key {
+			return b.Agent
+		}
+	}
+	return ""
+}
+
+// Bindings are the agents bound to session (every session's when it is ""; newest first), and
+// the last reason a block typed into its pane bound none ("" when none).
 func Bindings(dataDir, session string) (bound []Binding, refused string) {
 	add := func(cli, dir string) {
 		entries, _ := os.ReadDir(dir)
@@ -154,15 +182,16 @@ func Bindings(dataDir, session string) (bound []Binding, refused string) {
 			if err != nil {
 				continue
 			}
-			agent, how, _ := strings.Cut(string(b), "\n")
-			if strings.TrimSpace(agent) != session {
+			agent, rest, _ := strings.Cut(string(b), "\n")
+			how, pane, _ := strings.Cut(rest, "\n")
+			if session != "" && strings.TrimSpace(agent) != session {
 				continue
 			}
 			var at time.Time
 			if info, err := e.Info(); err == nil {
 				at = info.ModTime()
 			}
-			bound = append(bound, Binding{CLI: cli, ID: e.Name(), Agent: session, How: strings.TrimSpace(how), At: at})
+			bound = append(bound, Binding{CLI: cli, ID: e.Name(), Agent: strings.TrimSpace(agent), How: strings.TrimSpace(how), At: at, Pane: strings.TrimSpace(pane)})
 		}
 	}
 	add("codex", filepath.Join(dataDir, "codex-threads"))

@@ -59,6 +59,15 @@ func TestHandStartedAgentIsBoundByItsReceipt(t *testing.T) {
 	if len(bound) != 1 || bound[0].ID != id || !strings.Contains(bound[0].How, "pane %3") || refused != "" {
 		t.Fatalf("doctor reads %+v, refused %q", bound, refused)
 	}
+	// Its MCP server, in the same pane, finds the session; one in another pane or server does not.
+	if got := PaneAgent(dir, pane); got != "work" {
+		t.Errorf("PaneAgent in the agent's pane = %q", got)
+	}
+	for _, other := range []Pane{{ID: "%4", Socket: pane.Socket}, {ID: "%3", Socket: "/tmp/tmux-1/other"}, {ID: "%3", Socket: pane.Socket, Shared: true}, {}} {
+		if got := PaneAgent(dir, other); got != "" {
+			t.Errorf("PaneAgent(%+v) = %q", other, got)
+		}
+	}
 	// The same hook again (a retry) keeps it; another agent with the same block (pasted by the
 	// person into another Claude Code) is refused: a block binds one agent.
 	if agent, err := BindByReceipt(dir, "claude", id, block, pane, cliOf, now.Add(2*time.Second)); agent != "work" || err != nil {

@@ -67,6 +67,18 @@ type Settings struct {
 	// Config says which chats the session serves (sessions.<name>.chats, the default session)
 	// and which chats are allowed at all (telegram.allowed_chat_ids); nil: no chat.
 	Config *config.Config
+	// Bound, when Session is empty, is asked at each call for the session the agent was bound
+	// to since the server started: an agent started by hand names none in its environment, and
+	// its hooks bind it by the first message intentq types into it (issue 37).
+	Bound func() string
+}
+
+// resolved is s with its session: Session, else the agent's binding (Bound).
+func (s Settings) resolved() Settings {
+	if s.Session == "" && s.Bound != nil {
+		s.Session = s.Bound()
+	}
+	return s
 }
 
 // ReplyArgs are the reply tool's arguments (the official plugin's names, plus intent).
@@ -138,11 +150,13 @@ func NewServer(b Backend, s Settings, version string) *sdk.Server {
 		"The same answer to the same message is sent once, however often it is called; a call that ended in an error may be repeated as it was: it goes to the same message, at most once. " +
 		"Without reply_to: the chat's only pending message is answered; with none pending the text is sent as a follow-up (each time it is asked for); with several pending the call is refused and lists them."},
 		func(ctx context.Context, _ *sdk.CallToolRequest, a ReplyArgs) (*sdk.CallToolResult, ReplyResult, error) {
+			s := s.resolved()
 			res, err := reply(ctx, b, s, a)
 			return nil, res, err
 		})
 	sdk.AddTool(srv, &sdk.Tool{Name: "react", Description: "Put an emoji reaction on a message of the person."},
 		func(ctx context.Context, _ *sdk.CallToolRequest, a ReactArgs) (*sdk.CallToolResult, Done, error) {
+			s := s.resolved()
 			if a.ChatID == "" || a.MessageID == "" || a.Emoji == "" {
 				return nil, Done{}, errors.New("react needs chat_id, message_id and emoji")
 			}
@@ -156,6 +170,7 @@ func NewServer(b Backend, s Settings, version string) *sdk.Server {
 		})
 	sdk.AddTool(srv, &sdk.Tool{Name: "pending", Description: "The messages still waiting for an answer in this session, oldest first, with their full text."},
 		func(ctx context.Context, _ *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, PendingList, error) {
+			s := s.resolved()
 			if s.Session == "" {
 				return nil, PendingList{}, errNoSession
 			}
@@ -172,6 +187,7 @@ func NewServer(b Backend, s Settings, version string) *sdk.Server {
 	} {
 		sdk.AddTool(srv, &sdk.Tool{Name: c.name, Description: c.desc},
 			func(ctx context.Context, _ *sdk.CallToolRequest, a ChangeArgs) (*sdk.CallToolResult, Done, error) {
+				s := s.resolved()
 				if a.Intent == "" {
 					return nil, Done{}, errors.New(c.name + " needs intent (intent/<chat>/<message>)")
 				}
@@ -202,6 +218,7 @@ func NewServer(b Backend, s Settings, version string) *sdk.Server {
 	}
 	sdk.AddTool(srv, &sdk.Tool{Name: "inbox_read", Description: "Read this agent's unread inbox messages (agent-to-agent), oldest first; marks them read."},
 		func(ctx context.Context, _ *sdk.CallToolRequest, a InboxReadArgs) (*sdk.CallToolResult, InboxList, error) {
+			s := s.resolved()
 			if s.Agent == "" {
 				return nil, InboxList{}, errors.New("inbox_read: this agent has no id (set INTENTQ_AGENT_ID, or the tmux pane option @agent_id)")
 			}
@@ -216,6 +233,7 @@ func NewServer(b Backend, s Settings, version string) *sdk.Server {
 		})
 	sdk.AddTool(srv, &sdk.Tool{Name: "inbox_send", Description: "Send a message to another agent's inbox; its session is nudged."},
 		func(ctx context.Context, _ *sdk.CallToolRequest, a InboxSendArgs) (*sdk.CallToolResult, Done, error) {
+			s := s.resolved()
 			if a.To == "" || a.Content == "" {
 				return nil, Done{}, errors.New("inbox_send needs to and content")
 			}

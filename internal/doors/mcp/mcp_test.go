@@ -434,3 +434,24 @@ func freshLedgers() {
 	ledgers = map[string]*replyLedger{}
 	ledgersMu.Unlock()
 }
+
+// Issue 37: the MCP server of an agent started by hand names no session when it starts; once the
+// agent's hooks bind it, each call acts for that session, and only for it.
+func TestToolsActForTheSessionTheAgentWasBoundTo(t *testing.T) {
+	freshLedgers()
+	b := &stubBackend{oldest: "intent/42/5", sessions: map[string]string{"intent/77/1": "ops"}}
+	bound := ""
+	s := secretary()
+	s.Session, s.Bound = "", func() string { return bound }
+	cs := connect(t, b, s)
+	if isErr, text := call(t, cs, "react", map[string]any{"chat_id": "42", "message_id": "7", "emoji": "👍"}); !isErr || !strings.Contains(text, "serves no intentq session") {
+		t.Fatalf("before the binding: error=%v %q", isErr, text)
+	}
+	bound = "secretary"
+	if isErr, text := call(t, cs, "react", map[string]any{"chat_id": "42", "message_id": "7", "emoji": "👍"}); isErr {
+		t.Fatalf("bound to secretary, its own chat: %q", text)
+	}
+	if isErr, text := call(t, cs, "close", map[string]any{"intent": "intent/77/1"}); !isErr || !strings.Contains(text, "another session") {
+		t.Fatalf("bound to secretary, ops's intent: error=%v %q", isErr, text)
+	}
+}

@@ -40,20 +40,17 @@ func CLIHooks(cfg *config.Config, codexHome string) Report {
 		case "claude":
 		case "codex":
 			r = append(r, CodexHooks(codexHome), CodexMCP(codexHome))
-		case "gemini":
-			home, err := hooks.GeminiHome("")
+		case "gemini", "copilot":
+			homeOf, check := hooks.GeminiHome, GeminiHooks
+			if kind == "copilot" {
+				homeOf, check = hooks.CopilotHome, CopilotHooks
+			}
+			home, err := homeOf("")
 			if err != nil {
-				r = append(r, Result{Name: "hooks gemini", Detail: err.Error()})
+				r = append(r, Result{Name: "hooks " + kind, Detail: err.Error()})
 				continue
 			}
-			r = append(r, GeminiHooks(home))
-		case "copilot":
-			home, err := hooks.CopilotHome("")
-			if err != nil {
-				r = append(r, Result{Name: "hooks copilot", Detail: err.Error()})
-				continue
-			}
-			r = append(r, CopilotHooks(home))
+			r = append(r, check(home))
 		default:
 			r = append(r, Result{Name: "hooks " + kind, OK: true,
 				Detail: "none: intentq has no hooks for " + kind + "; it reads the agent's state from its screen only (docs/agents.md)"})
