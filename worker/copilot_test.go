@@ -15,9 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intentq/intentq/internal/agentcli"
 	"github.com/intentq/intentq/internal/testkit/fakebot"
 	"github.com/intentq/intentq/internal/testkit/fakeopenai"
 	"github.com/intentq/intentq/internal/testkit/peers"
+	"github.com/intentq/intentq/workflows"
 )
 
 // Issue 37, the real Copilot CLI 1.0.102 through its own hooks, installed by `starter setup --cli
@@ -94,12 +96,12 @@ func TestCopilotHooksHandOverWaitingMessages(t *testing.T) {
 // environment, the worker's log lines and a capture of the pane once Copilot's input line shows.
 func copilotTUI(t testing.TB, bin string, api *fakeopenai.Server, token string, bot *fakebot.Server, flags ...string) (env []string, lines <-chan map[string]any, capture func() string) {
 	t.Helper()
-	return startCopilot(t, bin, api, token, bot, false, flags...)
+	return startCopilot(t, bin, api, token, bot, false, nil, flags...)
 }
 
-// startCopilot is copilotTUI; byHand starts Copilot as a person would, with no intentq
-// environment (no INTENTQ_AGENT_ID).
-func startCopilot(t testing.TB, bin string, api *fakeopenai.Server, token string, bot *fakebot.Server, byHand bool, flags ...string) (env []string, lines <-chan map[string]any, capture func() string) {
+// startCopilot is copilotTUI with the worker's settings extra; byHand starts Copilot as a person
+// would, with no intentq environment (no INTENTQ_AGENT_ID).
+func startCopilot(t testing.TB, bin string, api *fakeopenai.Server, token string, bot *fakebot.Server, byHand bool, extra []string, flags ...string) (env []string, lines <-chan map[string]any, capture func() string) {
 	t.Helper()
 	copilot, cache := peers.Copilot(t)
 	peers.Tmux(t)
@@ -107,8 +109,8 @@ func startCopilot(t testing.TB, bin string, api *fakeopenai.Server, token string
 	if byHand {
 		agent = "INTENTQ_AGENT_ID="
 	}
-	env, home, _ := ingestEnv(t, agent, "INTENTQ_REMINDERS_FIRST_AFTER=1h", "INTENTQ_DELIVERY_BUSY_WAIT=1s",
-		"INTENTQ_TELEGRAM_TOKEN="+token, "INTENTQ_TELEGRAM_API_ENDPOINT="+bot.Endpoint())
+	env, home, _ := ingestEnv(t, append([]string{agent, "INTENTQ_REMINDERS_FIRST_AFTER=1h", "INTENTQ_DELIVERY_BUSY_WAIT=1s",
+		"INTENTQ_TELEGRAM_TOKEN=" + token, "INTENTQ_TELEGRAM_API_ENDPOINT=" + bot.Endpoint()}, extra...)...)
 	env = append(env, "INTENTQ_CONFIG="+writeConfig(t, env, home, "telegram:\n  allowed_chat_ids: [42]\n  allowed_user_ids: [42]\n"+
 		"sessions:\n  secretary: {tmux_target: \"secretary:0\", cli: copilot, chats: [42], default: true}\n"))
 	_, lines = startWorker(t, bin, env)
@@ -278,7 +280,7 @@ func copilotByHandRun(t testing.TB) (*agentRun, *atomic.Int32) {
 	script, n, ended := copilotLongTurn(35)
 	api := fakeopenai.New(script)
 	t.Cleanup(api.Close)
-	env, lines, capture := startCopilot(t, binaries(t), api, "37:byhand", bot, true, "--allow-all-tools")
+	env, lines, capture := startCopilot(t, binaries(t), api, "37:byhand", bot, true, nil, "--allow-all-tools")
 	return copilotRun(bot, api, env, lines, capture, ended), n
 }
 
@@ -422,7 +424,8 @@ func copilotRequests(api *fakeopenai.Server) (func() []modelReq, func() string) 
 	}, conv
 }
 
-// copilotPrompt is a user message of Copilot CLI without the context it puts before the prompt.
+// copilotPrompt is a user message of Copilot CLI without the context it puts before the prompt
+// and a hook's after it.
 func copilotPrompt(s string) string {
 	for {
 		s = strings.TrimSpace(s)
@@ -435,7 +438,55 @@ func copilotPrompt(s string) string {
 			}
 		}
 		if !cut {
-			return s
+			// A UserPromptSubmit hook's context follows the prompt in the same message.
+			s, _, _ = strings.Cut(s, "\n\n<system_reminder>")
+			return strings.TrimSpace(s)
 		}
 	}
+}
+
+// Issue 37: escalation on the real Copilot CLI loses no text: a message it received by itself is
+// reminded with the interrupt (C-u into an empty input line) and, opted in, one `/new` per
+// cooldown; Copilot stays in front with no menu or dialog open, no key and no `/new` reaches the
+// model as text; a draft typed meanwhile holds every reminder (and reset) back, is never cleared,
+// and reaches the model as typed.
+func TestCopilotEscalationLosesNoText(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; its own home, tmux server and ports
+	bot := newBot(t, "37:esc")
+	api := fakeopenai.New(func(fakeopenai.Request) fakeopenai.Turn { return fakeopenai.Turn{Text: "Noted."} })
+	t.Cleanup(api.Close)
+	env, lines, capture := startCopilot(t, binaries(t), api, "37:esc", bot, false, escalationSettings(true))
+	reqs, conv := copilotRequests(api)
+	run := &agentRun{cli: "copilot", bot: bot, env: env, capture: capture, requests: reqs, conversation: conv, ended: &turnEnd{}, lines: lines}
+	escalationKeepsText(t, "copilot", run, func() (out []string) {
+		for _, r := range api.Requests() {
+			for _, u := range r.Added("user") {
+				out = append(out, copilotPrompt(u))
+			}
+		}
+		return out
+	}, copilotInput, func(t testing.TB) { copilotSettled(t, env, capture) }, 1)
+}
+
+// copilotInput is Copilot CLI's input line on the pane ("❯ <text>" near the bottom; "" when it
+// is not shown).
+func copilotInput(pane string) string {
+	lines := strings.Split(strings.TrimRight(pane, "\n"), "\n")
+	if len(lines) > 6 {
+		lines = lines[len(lines)-6:]
+	}
+	line, _ := workflows.InputLine(strings.Join(lines, "\n"), agentcli.Builtin()["copilot"].InputPrompt)
+	return line
+}
+
+// copilotSettled waits until Copilot's turn is over: the session knows it idle from its hooks and
+// the pane shows none of its busy patterns.
+func copilotSettled(t testing.TB, env []string, capture func() string) {
+	t.Helper()
+	busy := agentcli.Builtin()["copilot"].BusyPatterns
+	eventually(t, "Copilot's turn to end", 60*time.Second, func() bool {
+		v := sessionShow(t, env)
+		p := capture()
+		return v.Agent != nil && v.Agent.State == "idle" && !slices.ContainsFunc(busy, func(b string) bool { return strings.Contains(p, b) })
+	}, capture)
 }

@@ -7,6 +7,7 @@ package main_test
 import (
 	"encoding/json"
 	"os"
+	"slices"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -171,40 +172,67 @@ func TestGeminiDraftIsNeverTouched(t *testing.T) {
 func TestGeminiEscalationLosesNoText(t *testing.T) {
 	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	run, api, _ := geminiIdleStart(t, "321:geminiesc", func(fakegemini.Request) fakegemini.Turn { return fakegemini.Turn{Text: "Noted."} }, true,
-		"INTENTQ_REMINDERS_FIRST_AFTER=5s", "INTENTQ_REMINDERS_REPEAT_EVERY=8s",
+		escalationSettings(false)...)
+	escalationKeepsText(t, "gemini", run, func() (out []string) {
+		for _, r := range api.AllRequests() {
+			out = append(out, r.UserTexts()...)
+		}
+		return out
+	}, geminiInput, func(t testing.TB) { geminiSettled(t, run, api) }, 0)
+}
+
+// escalationSettings are a worker's settings that remind every 8 s and escalate at once: the
+// interrupt after 3 s, and with reset its reset after 12 s, once per 10 minutes.
+func escalationSettings(reset bool) []string {
+	env := []string{"INTENTQ_REMINDERS_FIRST_AFTER=5s", "INTENTQ_REMINDERS_REPEAT_EVERY=8s",
 		"INTENTQ_SESSIONS_SECRETARY_ESCALATION_INTERRUPT_AFTER=3s", "INTENTQ_SESSIONS_SECRETARY_ESCALATION_STEP_EVERY=1s",
-		"INTENTQ_INGEST_TOKEN=tok")
-	check := watchAgent(t, "gemini", run.env, run.capture)
+		"INTENTQ_INGEST_TOKEN=tok"}
+	if reset {
+		env = append(env, "INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET=true", "INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET_AFTER=12s",
+			"INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET_COOLDOWN=10m")
+	}
+	return env
+}
+
+// escalationKeepsText runs the escalation case on the idle agent CLI of kind in run, whose model
+// answers everything "Noted." (the worker set up with escalationSettings): message 7, received by
+// the agent itself, is reminded and escalated until two reminders reached the model (and resets
+// resets with them), the CLI in front and no menu open all along, no key reaching the model as
+// text; then a draft holds every reminder back, is never cleared, and reaches the model as
+// typed. texts are the user texts of every model request so far, input reads the input line,
+// settle waits for the end of a turn.
+func escalationKeepsText(t testing.TB, kind string, run *agentRun, texts func() []string, input func(string) string, settle func(testing.TB), resets int) {
+	t.Helper()
+	check := watchAgent(t, kind, run.env, run.capture)
 	const reminder = pendingHeader + "msg_id=7 chat=42"
 	reminders := func() (n int) {
-		for _, r := range api.AllRequests() {
-			for _, u := range r.UserTexts() {
-				if strings.HasPrefix(strings.TrimSpace(u), reminder) {
-					n++
-				}
+		for _, u := range texts() {
+			if strings.HasPrefix(strings.TrimSpace(u), reminder) {
+				n++
 			}
 		}
 		return n
 	}
 	receivedByItself(t, run.env, 7, "are you there?")
-	eventually(t, "two reminders at the model", 90*time.Second, func() bool { return reminders() >= 2 }, run.capture)
-	geminiSettled(t, run, api)
+	eventually(t, "two reminders at the model", 90*time.Second, func() bool { return reminders() >= 2+resets }, run.capture)
+	settle(t)
 	if wrong, _ := check(); wrong != "" {
 		t.Fatal(wrong)
 	}
 	var shown struct {
-		LastPhase int `json:"last_phase"`
+		LastPhase int         `json:"last_phase"`
+		Resets    []time.Time `json:"resets"`
 	}
-	if out := starterRun(t, run.env, 0, "show", "42/7", "--json"); json.Unmarshal([]byte(out), &shown) != nil || shown.LastPhase != workflows.PhaseInterrupt {
-		t.Errorf("intent 42/7: last phase %d, want the interrupt (%d):\n%s", shown.LastPhase, workflows.PhaseInterrupt, out)
+	if out := starterRun(t, run.env, 0, "show", "42/7", "--json"); json.Unmarshal([]byte(out), &shown) != nil || shown.LastPhase < workflows.PhaseInterrupt || len(shown.Resets) != resets {
+		t.Errorf("intent 42/7: last phase %d, %d resets; want escalated, %d resets:\n%s", shown.LastPhase, len(shown.Resets), resets, out)
 	}
 
 	// A draft: the next reminders wait behind it, and nothing clears it.
 	draft := "a thought I am still typing"
 	tmuxKeys(t, run.env, "-l", draft)
-	waitPane(t, run.capture, "the draft", 10*time.Second, func(p string) bool { return geminiInput(p) == draft })
+	waitPane(t, run.capture, "the draft", 10*time.Second, func(p string) bool { return input(p) == draft })
 	before := reminders()
-	stop := watchInputOf(t, run.capture, geminiInput, draft, "")
+	stop := watchInputOf(t, run.capture, input, draft, "")
 	waitHeldBack(t, run.env, run.capture, 9*time.Second) // longer than a reminder's interval
 	if p := stop(); p != "" {
 		t.Fatalf("the draft was cleared or a reminder typed into it:\n%s", p)
@@ -213,22 +241,22 @@ func TestGeminiEscalationLosesNoText(t *testing.T) {
 		t.Fatal("a reminder reached the model while the draft was there")
 	}
 	tmuxKeys(t, run.env, "Enter")
-	eventually(t, "the draft at the model", 60*time.Second, func() bool { return sawGemini(api, draft) }, run.capture)
+	eventually(t, "the draft at the model", 60*time.Second, func() bool {
+		return slices.ContainsFunc(texts(), func(u string) bool { return strings.Contains(u, draft) })
+	}, run.capture)
 	eventually(t, "a reminder after the draft", 60*time.Second, func() bool { return reminders() > before }, run.capture)
-	geminiSettled(t, run, api)
-	for _, r := range api.AllRequests() {
-		for _, u := range r.UserTexts() {
-			if strings.Contains(u, draft) && strings.TrimSpace(u) != draft {
-				t.Errorf("the draft reached the model changed: %q", u)
-			}
-			if strings.Contains(u, "\x15") || strings.Contains(u, "C-u") {
-				t.Errorf("a key reached the model as text: %.200q", u)
-			}
+	settle(t)
+	for _, u := range texts() {
+		if strings.Contains(u, draft) && strings.TrimSpace(u) != draft {
+			t.Errorf("the draft reached the model changed: %q", u)
+		}
+		if strings.Contains(u, "\x15") || strings.Contains(u, "C-u") || strings.TrimSpace(u) == "/new" {
+			t.Errorf("a key or the reset command reached the model as text: %.200q", u)
 		}
 	}
 	if wrong, looks := check(); wrong != "" {
 		t.Fatal(wrong)
 	} else {
-		t.Logf("Gemini was in front, no menu open, at each of %d looks", looks)
+		t.Logf("%s was in front, no menu open, at each of %d looks", kind, looks)
 	}
 }

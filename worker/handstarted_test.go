@@ -90,11 +90,17 @@ func TestClaudeCodeStartedByHandIsServedThroughItsHooks(t *testing.T) {
 	run, calls := claudeByHandRun(t)
 	handStartedScenario(t, run, calls, 20)
 	// Its reply tool (`starter mcp`, started by Claude Code before the binding, with no session
-	// in its environment) acts for the session its hooks bound it to.
+	// in its environment) acts for the session its hooks bound it to. Asked once the long turn is
+	// over (the model of this test answers only a prompt).
+	eventually(t, "the long turn's end", 120*time.Second, func() bool {
+		return run.ended.at.Load() != 0 && !strings.Contains(run.capture(), "esc to interrupt")
+	}, run.capture)
 	run.bot.AddMessage(42, 42, 301, "please answer me")
 	eventually(t, "the answer in the chat", 90*time.Second, func() bool {
 		return slices.ContainsFunc(run.bot.Sent(), func(m fakebot.SentMessage) bool { return m.ReplyTo == 301 && m.Text == "answered by hand" })
-	}, run.capture)
+	}, func() string {
+		return run.capture() + "\n" + starterRun(t, run.env, 0, "session", "show", "secretary") + "\n" + starterRun(t, run.env, 0, "show", "42/301")
+	})
 	if out := starterRun(t, run.env, 0, "show", "42/301", "--json"); !strings.Contains(out, `"status": "closed"`) {
 		t.Errorf("intent 42/301 after the reply:\n%s", out)
 	}
