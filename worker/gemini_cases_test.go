@@ -7,8 +7,8 @@ package main_test
 import (
 	"encoding/json"
 	"os"
-	"slices"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"

@@ -144,14 +144,17 @@ func TestCodexHooksTrust(t *testing.T) {
 }
 
 // Issue 25: doctor checks the hooks of each CLI the sessions use: Codex's in $CODEX_HOME for a
-// Codex session (and no Claude Code settings then), none for a screen-only kind.
+// Codex session (and no Claude Code settings then), Copilot CLI's in $COPILOT_HOME (issue 37),
+// none for a screen-only kind.
 func TestCLIHooksPerKind(t *testing.T) {
 	cfg := testenv.Config(t)
-	codexHome := t.TempDir()
+	codexHome, copilotHome := t.TempDir(), t.TempDir()
 	t.Setenv("CODEX_HOME", codexHome)
+	t.Setenv("COPILOT_HOME", copilotHome)
 	cfg.Sessions = map[string]config.Session{
 		"ops":   {CLI: "codex", Mode: config.ModeHeadless},
 		"pilot": {CLI: "copilot", Mode: config.ModeHeadless},
+		"kimi":  {CLI: "kimi", Mode: config.ModeHeadless},
 		"me":    {CLI: "claude", Mode: config.ModeHeadless, Human: true},
 	}
 	r := doctor.Local(context.Background(), cfg)
@@ -164,12 +167,48 @@ func TestCLIHooksPerKind(t *testing.T) {
 	if res := find(r, "mcp codex"); res.Level() != doctor.StatusWarn {
 		t.Errorf("codex mcp: %+v", res)
 	}
-	if res := find(r, "hooks copilot"); !res.OK || !strings.Contains(res.Detail, "screen") {
+	if res := find(r, "hooks copilot"); res.Level() != doctor.StatusWarn || !strings.Contains(res.Detail, copilotHome) {
 		t.Errorf("copilot: %+v", res)
+	}
+	if res := find(r, "hooks kimi"); !res.OK || !strings.Contains(res.Detail, "screen") {
+		t.Errorf("kimi: %+v", res)
 	}
 
 	codexHooksJSON(t, codexHome, hooks.CodexEvents, " --cli codex")
 	if r := doctor.Local(context.Background(), cfg); r.OK() {
 		t.Error("untrusted Codex hooks did not fail the report")
+	}
+}
+
+// Issue 37: Copilot CLI's hooks (in hooks/intentq.json) each need --cli copilot, and its MCP
+// server belongs in mcp-config.json.
+func TestCopilotHooks(t *testing.T) {
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, "hooks"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write := func(flag string) {
+		h := map[string]any{}
+		for _, e := range hooks.CopilotEvents {
+			h[e.Name] = []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": "'/opt/intentq/starter' hook " + e.Arg + flag}}}}
+		}
+		b, _ := json.Marshal(map[string]any{"hooks": h})
+		if err := os.WriteFile(filepath.Join(home, "hooks", "intentq.json"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("")
+	if res := doctor.CopilotHooks(home); res.Level() != doctor.StatusFail || !strings.Contains(res.Detail, "--cli copilot") {
+		t.Errorf("hooks without --cli copilot: %+v", res)
+	}
+	write(" --cli copilot")
+	if res := doctor.CopilotHooks(home); res.Level() != doctor.StatusWarn || !strings.Contains(res.Detail, "mcp-config.json") {
+		t.Errorf("no MCP server: %+v", res)
+	}
+	if err := os.WriteFile(filepath.Join(home, "mcp-config.json"), []byte(`{"mcpServers":{"intentq":{"command":"/opt/intentq/starter","args":["mcp"]}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if res := doctor.CopilotHooks(home); !res.OK {
+		t.Errorf("installed: %+v", res)
 	}
 }
