@@ -226,6 +226,9 @@ func historyOnce(t testing.TB, env []string, first, n int) {
 	}
 }
 
+// idleText is the text of idle message i (no one's text is part of another's).
+func idleText(i int) string { return fmt.Sprintf("idle message %d of the run", i) }
+
 // idleAgentScenario sends n Telegram messages (ids 201...) one after another to the idle agent
 // of run, each once the previous turn has ended (the model answers "Noted."), and returns the
 // time from each update to the model request holding it. Each is typed once.
@@ -235,7 +238,7 @@ func idleAgentScenario(t testing.TB, run *agentRun, n int) deliveryResult {
 	for i := 1; i <= n; i++ {
 		id := fmt.Sprintf("msg_id=%d chat=42", 200+i)
 		sent := time.Now()
-		run.bot.AddMessage(42, 42, 200+i, fmt.Sprintf("idle message %d", i))
+		run.bot.AddMessage(42, 42, 200+i, idleText(i))
 		deadline := time.Now().Add(60 * time.Second)
 		var at time.Time
 		for at.IsZero() {
@@ -258,9 +261,18 @@ func idleAgentScenario(t testing.TB, run *agentRun, n int) deliveryResult {
 		})
 	}
 	all := run.conversation()
+	reqs := run.requests()
 	for i := 1; i <= n; i++ {
-		if c := strings.Count(all, fmt.Sprintf("msg_id=%d chat=42", 200+i)); c != 1 {
+		id := fmt.Sprintf("msg_id=%d chat=42", 200+i)
+		if c := strings.Count(all, id); c != 1 {
 			t.Errorf("%s: idle message %d appears %d times in the conversation", run.cli, 200+i, c)
+		}
+		// Its text once in the request that brought it: no hook (a SessionStart that comes with
+		// the prompt) printed it beside the typed block.
+		if at := slices.IndexFunc(reqs, func(r modelReq) bool { return strings.Contains(r.Added, id) }); at >= 0 {
+			if c := strings.Count(reqs[at].Added, idleText(i)); c != 1 {
+				t.Errorf("%s: the request that brought idle message %d shows its text %d times: %.600q", run.cli, 200+i, c, reqs[at].Added)
+			}
 		}
 	}
 	for _, r := range run.requests() {
