@@ -42,9 +42,11 @@ const (
 	// tmuxChunkBytes bounds one piece of a line's typing (one buffer pasted); a piece is typed
 	// and recorded before the next, so a retry resumes after it.
 	tmuxChunkBytes = 1000
-	// tmuxPaneFormat is what resolve asks tmux about the target pane.
+	// tmuxPaneFormat is what resolve asks tmux about the target pane. The socket's path and the
+	// program's name may hold spaces (and tmux shows a tab as "_" without a UTF-8 locale): the
+	// path comes with its length, the name last.
 	// The foreground program's name goes last: it may hold spaces.
-	tmuxPaneFormat = "#{pane_id} #{pane_dead} #{pane_in_mode} #{socket_path} #{pane_current_command}"
+	tmuxPaneFormat = "#{pane_id} #{pane_dead} #{pane_in_mode} #{n:socket_path} #{socket_path}#{pane_current_command}"
 )
 
 // Tmux types into tmux panes. Zero value works: Bin "tmux", default server, EnterDelay 300ms.
@@ -455,6 +457,13 @@ func (t *Tmux) TargetExists(ctx context.Context, target string) error {
 	return err
 }
 
+// Pane is the pane id and server socket of target's pane (what a hook's TMUX_PANE and TMUX say
+// where it runs), or the error TargetExists gives.
+func (t *Tmux) Pane(ctx context.Context, target string) (id, socket string, err error) {
+	p, err := t.resolve(ctx, target)
+	return p.id, p.socket, err
+}
+
 // Foreground returns the name of the program in front in target's pane (what tmux shows as
 // #{pane_current_command}), or the error TargetExists gives.
 func (t *Tmux) Foreground(ctx context.Context, target string) (string, error) {
@@ -481,13 +490,15 @@ func (t *Tmux) resolve(ctx context.Context, target string) (paneInfo, error) {
 		return paneInfo{}, err
 	}
 	f := strings.SplitN(strings.TrimRight(out, "\n"), " ", 5)
-	if len(f) < 4 || !strings.HasPrefix(f[0], "%") {
+	n, nerr := 0, error(nil)
+	if len(f) == 5 {
+		n, nerr = strconv.Atoi(f[3])
+	}
+	if len(f) < 5 || !strings.HasPrefix(f[0], "%") || nerr != nil || n < 0 || n > utf8.RuneCountInString(f[4]) {
 		return paneInfo{}, fmt.Errorf("tmux display-message for %s: unexpected output %q", target, out)
 	}
-	p := paneInfo{id: f[0], dead: f[1] == "1", inMode: f[2] == "1", socket: f[3]}
-	if len(f) == 5 {
-		p.command = f[4]
-	}
+	rest := []rune(f[4])
+	p := paneInfo{id: f[0], dead: f[1] == "1", inMode: f[2] == "1", socket: string(rest[:n]), command: string(rest[n:])}
 	if p.dead {
 		return paneInfo{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("tmux target %q: pane %s is dead (its program has exited)", target, p.id),

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/intentq/intentq/activities"
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/base/logging"
 	"github.com/intentq/intentq/internal/base/tclient"
@@ -56,28 +57,36 @@ func newHook() *cobra.Command {
 				logger.Warn("hook: input unreadable; printing nothing (the CLI goes on as without intentq)", zap.Error(err))
 				return nil
 			}
-			var agent string
+			// agent serves the hook; env is the one the environment names where the hook runs
+			// in its TUI's own process.
+			var agent, env string
 			shared, flat := false, false
 			wait := cfg.Hooks.ApprovalWait
 			switch cli {
 			case "claude":
-				agent = envAgent(cmd.Context())
+				env = envAgent(cmd.Context())
+				agent = env
 			case "codex":
 				// The agent from the hook's thread (Codex's shared daemon runs hooks with another
 				// TUI's environment). Its prompt waits for the permission hook: a short wait.
 				shared = hooks.SharedDaemon()
-				agent = codexThreadAgent(cmd.Context(), cfg, data, shared, logger)
+				if !shared {
+					env = envAgent(cmd.Context())
+				}
+				agent = codexThreadAgent(cfg, data, env, shared, logger)
 				wait = cfg.Hooks.CodexApprovalWait
 			case "gemini":
 				// Gemini CLI runs hooks in the TUI's own process: the agent is the environment's.
 				// Its input is read as Claude Code's (hooks.GeminiInput: run keys, MCP tool names).
 				data = hooks.GeminiInput(data)
-				agent = envAgent(cmd.Context())
+				env = envAgent(cmd.Context())
+				agent = env
 			case "copilot":
 				// Copilot CLI runs hooks in the TUI's own process: the agent is the environment's.
 				// Its input is read as Claude Code's (hooks.CopilotInput), its output flat.
 				data = hooks.CopilotInput(data)
-				agent = envAgent(cmd.Context())
+				env = envAgent(cmd.Context())
+				agent = env
 				flat = true
 			default:
 				logger.Warn("hook: unknown --cli; allowing", zap.String("cli", cli))
@@ -86,6 +95,12 @@ func newHook() *cobra.Command {
 			if agent == "" && session == "" {
 				// Started by hand: the agent its own hooks bound (never guessed).
 				agent = handStartedAgent(cfg, cli, a[0], data, shared, logger)
+			}
+			if agent != "" && agent != env && session == "" && !inItsPane(cmd.Context(), cfg, agent, hooks.PaneOfEnv(shared)) {
+				// A binding holds only in its session's pane: a CLI session resumed in another
+				// pane, or a pane id tmux handed out again, serves nobody until a block binds it.
+				logger.Warn("hook: the agent's binding is to a session whose pane this is not; serving no session", zap.String("cli", cli), zap.String("session", agent))
+				agent = ""
 			}
 			// Claude Code's settings may serve the default session; the other CLIs' hook files are
 			// the person's, read by every agent they run: a hook that names no agent serves no
@@ -159,15 +174,11 @@ func envAgent(ctx context.Context) string {
 }
 
 // codexThreadAgent is a Codex hook's agent from its thread (hooks.ThreadAgent): the agent the
-// thread is bound to, else the environment's where the hook runs in its own TUI's process (not
-// Codex's shared daemon, shared).
-func codexThreadAgent(ctx context.Context, cfg *config.Config, input []byte, shared bool, logger *zap.Logger) string {
+// thread is bound to, else env, the environment's where the hook runs in its own TUI's process
+// (not Codex's shared daemon, shared).
+func codexThreadAgent(cfg *config.Config, input []byte, env string, shared bool, logger *zap.Logger) string {
 	var in hooks.Input
 	_ = json.Unmarshal(input, &in)
-	env := ""
-	if !shared {
-		env = envAgent(ctx)
-	}
 	agent, err := hooks.ThreadAgent(cfg.DataDir, in.SessionID, env, shared)
 	if err != nil {
 		logger.Warn("hook: the Codex thread's agent", zap.String("thread", in.SessionID), zap.Error(err))
@@ -196,6 +207,23 @@ func handStartedAgent(cfg *config.Config, cli, event string, input []byte, share
 		logger.Warn("hook: a block intentq typed reached an agent it does not bind", zap.String("cli", cli), zap.Error(err))
 	}
 	return agent
+}
+
+// inItsPane reports whether pane, where a hook or an MCP server runs, is the pane session's
+// tmux target names now. Codex's shared daemon runs with another TUI's environment: there the
+// pane says nothing (true).
+func inItsPane(ctx context.Context, cfg *config.Config, session string, pane hooks.Pane) bool {
+	if pane.Shared {
+		return true
+	}
+	s, ok := cfg.Sessions[session]
+	if !ok || pane.ID == "" || s.TmuxTarget == "" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	id, socket, err := (&activities.Tmux{}).Pane(ctx, s.TmuxTarget)
+	return err == nil && id == pane.ID && (pane.Socket == "" || socket == pane.Socket)
 }
 
 // settingsFor is the hooks' settings for agent; the session is --session, else the agent's,

@@ -60,11 +60,11 @@ func newMCP() *cobra.Command {
 				// An agent started by hand: the session its hooks bind it to (by the first
 				// message intentq types into it), asked at each call, else the default one.
 				def := s.Session
+				// Under Codex's shared daemon the environment is another TUI's: no pane counts.
+				pane := hooks.PaneOfEnv(hooks.SharedDaemon())
 				settings.Session, settings.Bound = "", func() string {
-					if bound := hooks.PaneAgent(cfg.DataDir, hooks.PaneOfEnv(false)); bound != "" {
-						if _, ok := cfg.Sessions[bound]; ok {
-							return bound
-						}
+					if bound := hooks.PaneAgent(cfg.DataDir, pane); bound != "" && inItsPane(cmd.Context(), cfg, bound, pane) {
+						return bound
 					}
 					return def
 				}
