@@ -32,11 +32,12 @@ const BindWithin = 2 * time.Minute
 // Binding is an agent CLI's session bound to an intentq session: Agent serves the hooks whose
 // input names ID (Claude Code's session_id, Codex's thread, Gemini's or Copilot's session).
 type Binding struct {
-	CLI   string    `json:"cli"`
-	ID    string    `json:"id"`
-	Agent string    `json:"agent"`
-	How   string    `json:"how,omitempty"`
-	At    time.Time `json:"at"`
+	CLI   string `json:"cli"`
+	ID    string `json:"id"`
+	Agent string `json:"agent"`
+	How   string `json:"how,omitempty"`
+	// At is when it was bound: its file's time (Bindings); Bind does not read it.
+	At time.Time `json:"at"`
 	// Pane is the tmux pane the agent runs in, where its hooks run in its own process
 	// (Pane.key); empty for Codex's shared daemon.
 	Pane string `json:"pane,omitempty"`
@@ -146,7 +147,7 @@ func BindByReceipt(dataDir, cli, id, prompt string, pane Pane, sessionCLI func(s
 	if pane.Shared {
 		how += " (its hooks run in Codex's shared daemon)"
 	}
-	if err := Bind(dataDir, Binding{CLI: cli, ID: id, Agent: t.Session, How: how, At: now, Pane: pane.key()}); err != nil {
+	if err := Bind(dataDir, Binding{CLI: cli, ID: id, Agent: t.Session, How: how, Pane: pane.key()}); err != nil {
 		return "", err
 	}
 	return t.Session, nil

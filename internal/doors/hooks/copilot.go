@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -25,15 +26,7 @@ import (
 // PermissionRequest: Copilot runs it before its own rules, for every tool call (with
 // --allow-all-tools too), so it cannot tell a prompt that will open from one that will not; its
 // Notification (permission_prompt) says when one opens, and the agent then waits for the person.
-var CopilotEvents = []ClaudeEvent{
-	{"SessionStart", EventSessionStart},
-	{"UserPromptSubmit", EventUserPromptSubmit},
-	{"PreToolUse", EventPreToolUse},
-	{"PostToolUse", EventPostToolUse},
-	{"Stop", EventStop},
-	{"Notification", EventNotification},
-	{"SessionEnd", EventSessionEnd},
-}
+var CopilotEvents = slices.DeleteFunc(slices.Clone(ClaudeEvents), func(e ClaudeEvent) bool { return e.Arg == EventPermissionRequest })
 
 // CopilotFlag is what a Copilot CLI hook command adds after `hook <event>`.
 const CopilotFlag = "--cli copilot"
