@@ -307,13 +307,9 @@ func TestClaudeCodeEscalationOpensNoMenuAndClearOrRestartPresentsPendingOnce(t *
 	t.Cleanup(bot.Close)
 	api := fakeanthropic.New(func(fakeanthropic.Request) fakeanthropic.Turn { return fakeanthropic.Turn{Text: "Noted."} })
 	t.Cleanup(api.Close)
-	env, home := claudeEnv(t, bot, "321:esc",
-		"INTENTQ_REMINDERS_FIRST_AFTER=5s", "INTENTQ_REMINDERS_REPEAT_EVERY=8s", "INTENTQ_DELIVERY_BUSY_WAIT=1s",
+	env, home := claudeEnv(t, bot, "321:esc", append(escalationSettings(true), "INTENTQ_DELIVERY_BUSY_WAIT=1s",
 		// A session named in the environment is the whole session: its target, CLI and default too.
-		"INTENTQ_SESSIONS_SECRETARY_TMUX_TARGET=secretary:0", "INTENTQ_SESSIONS_SECRETARY_CLI=claude", "INTENTQ_SESSIONS_SECRETARY_DEFAULT=true",
-		"INTENTQ_SESSIONS_SECRETARY_ESCALATION_INTERRUPT_AFTER=3s", "INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET_AFTER=12s",
-		"INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET_COOLDOWN=10m", "INTENTQ_SESSIONS_SECRETARY_ESCALATION_STEP_EVERY=1s",
-		"INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET=true", "INTENTQ_INGEST_TOKEN=tok")
+		"INTENTQ_SESSIONS_SECRETARY_TMUX_TARGET=secretary:0", "INTENTQ_SESSIONS_SECRETARY_CLI=claude", "INTENTQ_SESSIONS_SECRETARY_DEFAULT=true")...)
 	_, lines := startWorker(t, bin, env)
 	waitFor(t, lines, "ready", 60*time.Second)
 	starterRun(t, env, 0, "setup")

@@ -885,11 +885,7 @@ func TestCodexEscalationNeverQuitsAndNewIsConfirmedBySessionStart(t *testing.T) 
 	if testing.Short() {
 		t.Skip("runs the worker and Codex")
 	}
-	run, api, lines := codexIdleStart(t, "321:codexesc",
-		"INTENTQ_REMINDERS_FIRST_AFTER=5s", "INTENTQ_REMINDERS_REPEAT_EVERY=8s", "INTENTQ_DELIVERY_BUSY_WAIT=1s",
-		"INTENTQ_SESSIONS_SECRETARY_ESCALATION_INTERRUPT_AFTER=3s", "INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET_AFTER=12s",
-		"INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET_COOLDOWN=10m", "INTENTQ_SESSIONS_SECRETARY_ESCALATION_STEP_EVERY=1s",
-		"INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET=true", "INTENTQ_INGEST_TOKEN=tok")
+	run, api, lines := codexIdleStart(t, "321:codexesc", append(escalationSettings(true), "INTENTQ_DELIVERY_BUSY_WAIT=1s")...)
 	var logMu sync.Mutex
 	var logged []map[string]any
 	go func() {

@@ -409,19 +409,7 @@ func TestCopilotApprovalPromptIsNeverAnswered(t *testing.T) {
 // intentq) typed comes after the context Copilot puts before it in the same user message (a
 // SessionStart hook's <system-reminder>, <current_datetime>).
 func copilotRequests(api *fakeopenai.Server) (func() []modelReq, func() string) {
-	reqs, conv := codexRequests(api)
-	return func() []modelReq {
-		out := reqs()
-		for i, r := range api.Requests() {
-			if i < len(out) {
-				out[i].Typed = slices.ContainsFunc(r.Added("user"), func(s string) bool {
-					s = copilotPrompt(s)
-					return strings.HasPrefix(s, newHeader) || strings.HasPrefix(s, pendingHeader)
-				})
-			}
-		}
-		return out
-	}, conv
+	return openaiRequests(api, copilotPrompt)
 }
 
 // copilotPrompt is a user message of Copilot CLI without the context it puts before the prompt

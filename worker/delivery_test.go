@@ -82,12 +82,24 @@ func claudeRequests(api *fakeanthropic.Server) (func() []modelReq, func() string
 		}
 }
 
-// codexRequests reads fakeopenai's requests.
+// codexRequests reads fakeopenai's requests as Codex sends them.
 func codexRequests(api *fakeopenai.Server) (func() []modelReq, func() string) {
+	return openaiRequests(api, strings.TrimSpace)
+}
+
+// openaiRequests reads fakeopenai's requests; prompt is a user message as it was typed, without
+// what the CLI puts around it.
+func openaiRequests(api *fakeopenai.Server, prompt func(string) string) (func() []modelReq, func() string) {
+	typed := func(r fakeopenai.Request) bool {
+		return slices.ContainsFunc(r.Added("user"), func(s string) bool {
+			s = prompt(s)
+			return strings.HasPrefix(s, newHeader) || strings.HasPrefix(s, pendingHeader)
+		})
+	}
 	return func() []modelReq {
 			var out []modelReq
 			for _, r := range api.Requests() {
-				out = append(out, modelReq{At: r.At, Added: r.SinceAssistant(), Typed: codexTyped(r, newHeader) || codexTyped(r, pendingHeader)})
+				out = append(out, modelReq{At: r.At, Added: r.SinceAssistant(), Typed: typed(r)})
 			}
 			return out
 		}, func() string {
@@ -99,6 +111,19 @@ func codexRequests(api *fakeopenai.Server) (func() []modelReq, func() string) {
 			}
 			return longest.All()
 		}
+}
+
+// escalationSettings are a worker's settings that remind every 8 s and escalate at once: the
+// interrupt after 3 s, and with reset its reset after 12 s, once per 10 minutes.
+func escalationSettings(reset bool) []string {
+	env := []string{"INTENTQ_REMINDERS_FIRST_AFTER=5s", "INTENTQ_REMINDERS_REPEAT_EVERY=8s",
+		"INTENTQ_SESSIONS_SECRETARY_ESCALATION_INTERRUPT_AFTER=3s", "INTENTQ_SESSIONS_SECRETARY_ESCALATION_STEP_EVERY=1s",
+		"INTENTQ_INGEST_TOKEN=tok"}
+	if reset {
+		env = append(env, "INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET=true", "INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET_AFTER=12s",
+			"INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET_COOLDOWN=10m")
+	}
+	return env
 }
 
 // deliveryResult is what a scenario measured.

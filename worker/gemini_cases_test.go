@@ -181,19 +181,6 @@ func TestGeminiEscalationLosesNoText(t *testing.T) {
 	}, geminiInput, func(t testing.TB) { geminiSettled(t, run, api) }, 0)
 }
 
-// escalationSettings are a worker's settings that remind every 8 s and escalate at once: the
-// interrupt after 3 s, and with reset its reset after 12 s, once per 10 minutes.
-func escalationSettings(reset bool) []string {
-	env := []string{"INTENTQ_REMINDERS_FIRST_AFTER=5s", "INTENTQ_REMINDERS_REPEAT_EVERY=8s",
-		"INTENTQ_SESSIONS_SECRETARY_ESCALATION_INTERRUPT_AFTER=3s", "INTENTQ_SESSIONS_SECRETARY_ESCALATION_STEP_EVERY=1s",
-		"INTENTQ_INGEST_TOKEN=tok"}
-	if reset {
-		env = append(env, "INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET=true", "INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET_AFTER=12s",
-			"INTENTQ_SESSIONS_SECRETARY_ESCALATION_RESET_COOLDOWN=10m")
-	}
-	return env
-}
-
 // escalationKeepsText runs the escalation case on the idle agent CLI of kind in run, whose model
 // answers everything "Noted." (the worker set up with escalationSettings): message 7, received by
 // the agent itself, is reminded and escalated until two reminders reached the model (and resets
