@@ -7,7 +7,8 @@ package hooks
 // UserPromptSubmit hook receives a block intentq typed, the typed-block record
 // (internal/receipt) names the session and the pane it was typed into, and the CLI's own
 // session (or thread) id in the hook's input is then bound to that session, persisted in
-// data_dir, so every later hook of that agent, wherever it runs, serves it. Never guessed: the
+// data_dir, so every later hook of that agent serves it while it runs in the session's pane
+// (starter checks the pane; in Codex's shared daemon, wherever it runs). Never guessed: the
 // block must have been typed by this data_dir's worker moments ago, into a session of the same
 // CLI, into the very pane the hook runs in (where the hook runs in its TUI's own process), and a
 // block binds one agent only. Until then the agent is served as before: typed into when idle.
