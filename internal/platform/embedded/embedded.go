@@ -284,9 +284,10 @@ func prepareDatabase(opts Options) (*serverconfig.SQL, error) {
 		ConnectAttributes: map[string]string{
 			"mode":         "rwc",
 			"journal_mode": "wal",
-			// full: a commit is on disk before the frontend acknowledges it, so a message whose
-			// Telegram offset has advanced survives a power loss, not just a crash.
-			"synchronous":  "full",
+			// normal: a commit reaches the disk at the next fsync of the log; the frontend answers
+			// a client's call only after one (DurableCalls, a group commit: durable.go), so a
+			// message whose Telegram offset has advanced survives a power loss, not just a crash.
+			"synchronous":  "normal",
 			"busy_timeout": "10000",
 		},
 		// One connection, as Temporal's own dev server: SQLite takes one writer at a time, and
@@ -439,6 +440,7 @@ func serverOptions(opts Options, sqlCfg *serverconfig.SQL) ([]temporal.ServerOpt
 		temporal.WithAuthorizer(Authorizer()),
 		temporal.WithClaimMapper(func(*serverconfig.Config) authorization.ClaimMapper { return claimMapper }),
 		temporal.WithDynamicConfigClient(dyn),
+		temporal.WithChainedFrontendGrpcInterceptors(DurableCalls(NewGroupSync(FileSync(sqlCfg.DatabaseName + "-wal")).Sync)),
 	}, internal, nil
 }
 
