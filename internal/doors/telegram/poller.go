@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -140,6 +141,57 @@ type Poller struct {
 	offset int
 	// ctx of the running poll, used by the HTTP client so shutdown interrupts a long poll.
 	ctx context.Context
+	// lane queues the deliveries of recorded batches, batch after batch (runLane), while the
+	// door reads and starts the next: nil while Run does not run (queued at once).
+	lane chan laneJob
+}
+
+// laneJob is one batch's deliveries for the lane; done closes once they and every batch's
+// before them are queued (a job without results only waits for those before it).
+type laneJob struct {
+	results []*intent.Result
+	done    chan struct{}
+}
+
+// laneDepth is how many batches may wait in the lane before the door waits for it.
+const laneDepth = 4
+
+// laneTimeout bounds the queueing of one batch's deliveries; it outlives the door's context,
+// so a batch whose offset has moved is still queued at shutdown (else Recover does it at the
+// next start, and its intents ask for themselves after their wait).
+const laneTimeout = 30 * time.Second
+
+// runLane queues each job's deliveries in the order the jobs came, until jobs closes.
+func (p *Poller) runLane(ctx context.Context, jobs <-chan laneJob) {
+	for job := range jobs {
+		if len(job.results) > 0 {
+			qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), laneTimeout)
+			p.opts.Recorder.QueueDeliveries(qctx, job.results)
+			cancel()
+		}
+		close(job.done)
+	}
+}
+
+// queueDeliveries hands a recorded batch's deliveries to the lane (queues them at once when
+// Run does not run); it waits only while the lane is full.
+func (p *Poller) queueDeliveries(ctx context.Context, results []*intent.Result) {
+	if p.lane == nil {
+		p.opts.Recorder.QueueDeliveries(ctx, results)
+		return
+	}
+	p.lane <- laneJob{results: results, done: make(chan struct{})}
+}
+
+// flush waits until every batch handed to the lane has been queued: a command, a button or an
+// edit may concern a message of those batches, and must reach its session after it.
+func (p *Poller) flush() {
+	if p.lane == nil {
+		return
+	}
+	done := make(chan struct{})
+	p.lane <- laneJob{done: done}
+	<-done
 }
 
 // New builds a poller. It does not contact Telegram: a network that is down at start is just
@@ -211,6 +263,18 @@ func (e *HTTPError) Error() string {
 // Run polls until ctx ends.
 func (p *Poller) Run(ctx context.Context) error {
 	p.ctx = ctx
+	jobs := make(chan laneJob, laneDepth)
+	laneDone := make(chan struct{})
+	go func() {
+		defer close(laneDone)
+		p.runLane(ctx, jobs)
+	}()
+	p.lane = jobs
+	defer func() {
+		p.lane = nil
+		close(jobs)
+		<-laneDone
+	}()
 	p.log.Info("telegram poller started", zap.Int("allowed_chats", len(p.chats)), zap.Int("allowed_users", len(p.users)))
 	if p.opts.Control != nil {
 		p.registerCommands()
@@ -297,9 +361,10 @@ type item struct {
 	recorded bool
 }
 
-// handleBatch records a getUpdates batch: intents are started concurrently, then their
-// deliveries are queued in arrival order, and only then does the offset move past the batch.
-// If ctx ends first, the offset stays and the batch is read again (starting is idempotent).
+// handleBatch records a getUpdates batch: intents are started concurrently, their deliveries
+// handed to the lane (queued there in arrival order, behind the door), and then the offset
+// moves past the batch. If ctx ends before the intents are started, the offset stays and the
+// batch is read again (starting is idempotent).
 func (p *Poller) handleBatch(ctx context.Context, updates []json.RawMessage) {
 	items := make([]*item, 0, len(updates))
 	seen := map[[2]string]bool{}
@@ -349,8 +414,14 @@ func (p *Poller) handleBatch(ctx context.Context, updates []json.RawMessage) {
 			started = append(started, &it.res)
 		}
 	}
-	p.opts.Recorder.QueueDeliveries(ctx, started)
-	// Commands after the batch's messages are recorded: a /cancel may name one of them.
+	// The deliveries are queued in the lane, in arrival order, while the next batch is read:
+	// the batch's intents are started (on disk), which is what moving the offset needs; a
+	// crash before they are queued is what Recover mends at the next start.
+	p.queueDeliveries(ctx, started)
+	// Commands after the batch's messages are recorded and queued: a /cancel may name one.
+	if slices.ContainsFunc(items[:done], func(it *item) bool { return it.cmd != nil || it.press != nil || it.edit != nil }) {
+		p.flush()
+	}
 	for _, it := range items[:done] {
 		if it.cmd != nil {
 			p.answer(ctx, *it.cmd)

@@ -63,10 +63,15 @@ type fakeRecorder struct {
 	invalid   map[string]*intent.InvalidError // by MessageID
 	started   map[string]intent.Message       // by intent ID
 	confirmed func() int
+	gate      chan struct{}
 }
 
-// QueueDeliveries keeps the messages in the order the poller queues them: arrival order.
+// QueueDeliveries keeps the messages in the order the poller queues them: arrival order. With
+// a gate it first waits for the gate to let it through.
 func (r *fakeRecorder) QueueDeliveries(_ context.Context, results []*intent.Result) {
+	if r.gate != nil {
+		<-r.gate
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, res := range results {
@@ -114,6 +119,23 @@ func (r *fakeRecorder) setInvalid(messageID string, e *intent.InvalidError) {
 		r.invalid = map[string]*intent.InvalidError{}
 	}
 	r.invalid[messageID] = e
+}
+
+// unqueued counts the started intents whose deliveries have not been queued yet.
+func (r *fakeRecorder) unqueued() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	queued := map[string]bool{}
+	for _, m := range r.recorded {
+		queued["intent/"+m.ChatID+"/"+m.MessageID] = true
+	}
+	n := 0
+	for id := range r.started {
+		if !queued[id] {
+			n++
+		}
+	}
+	return n
 }
 
 func (r *fakeRecorder) Recorded() []intent.Message {
@@ -209,6 +231,8 @@ func (h *harness) waitConfirmed(updateID int) {
 	if err := h.bot.WaitConfirmed(ctx, updateID); err != nil {
 		h.t.Fatalf("update %d not confirmed (Confirmed() = %d): %v", updateID, h.bot.Confirmed(), err)
 	}
+	// The deliveries of a confirmed batch are queued behind the door, in its lane.
+	waitFor(h.t, "the confirmed batches' deliveries queued", func() bool { return h.rec.unqueued() == 0 })
 }
 
 // assertTokenNeverLogged checks every observed entry: message, logger name and fields.
@@ -823,5 +847,64 @@ func TestSenderForwardAndGroupInHeader(t *testing.T) {
 	}
 	if strings.Contains(got["3"].User, "\n") {
 		t.Errorf("a name put a new line in the sender: %q", got["3"].User)
+	}
+}
+
+// laneControl answers commands with how many messages had been queued when it was asked.
+type laneControl struct {
+	rec    *fakeRecorder
+	queued chan int
+}
+
+func (c laneControl) Answer(context.Context, Command) string {
+	c.queued <- len(c.rec.Recorded())
+	return "ok"
+}
+
+func (c laneControl) Press(context.Context, Press) string { return "" }
+
+// Issue 38: a batch's offset moves once its intents are started; its deliveries are queued
+// behind the door, in arrival order, while the next batch is read and started. A command waits
+// until the batches before it are queued (a /cancel may name one of their messages).
+func TestDeliveriesAreQueuedInOrderBehindTheDoor(t *testing.T) {
+	gate := make(chan struct{})
+	queued := make(chan int, 1)
+	var h *harness
+	h = newHarness(t, func(o *Options) {
+		o.Control = laneControl{rec: o.Recorder.(*fakeRecorder), queued: queued}
+		o.Reply = func(context.Context, string, string, string, string) error { return nil }
+	})
+	h.rec.gate = gate
+	first := h.bot.AddUpdate(message(allowedChat, allowedUser, 1, "first"))
+	h.start()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := h.bot.WaitConfirmed(ctx, first); err != nil {
+		t.Fatalf("the first batch's offset did not move while its deliveries waited: %v", err)
+	}
+	h.bot.AddUpdate(message(allowedChat, allowedUser, 2, "second"))
+	waitFor(t, "the second batch started", func() bool { return len(h.rec.Calls()) == 2 })
+	if got := h.rec.Recorded(); len(got) != 0 {
+		t.Fatalf("queued %v while the lane was held", ids(got))
+	}
+	cmd := h.bot.AddUpdate(message(allowedChat, allowedUser, 3, "/pending"))
+	waitFor(t, "the command read", func() bool { return !h.bot.Served(cmd).IsZero() })
+	select {
+	case n := <-queued:
+		t.Fatalf("the command was answered with %d of 2 messages queued", n)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(gate)
+	select {
+	case n := <-queued:
+		if n != 2 {
+			t.Fatalf("the command was answered with %d of 2 messages queued", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the command was never answered")
+	}
+	h.waitConfirmed(cmd)
+	if got := h.rec.Recorded(); len(got) != 2 || got[0].MessageID != "1" || got[1].MessageID != "2" {
+		t.Fatalf("queued %v, want messages 1 and 2 in arrival order", ids(got))
 	}
 }
