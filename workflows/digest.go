@@ -267,6 +267,10 @@ func (w *intent) pushBySession(ctx workflow.Context, snippet string) workflow.Fu
 		timeout := policy.Or(w.in.Policy.DeliveryTimeout, policy.DeliveryTimeout)
 		res, ok := awaitResult(ctx, SignalPushResult, timeout, func(DeliveryResult) bool { return true })
 		switch {
+		case !ok && w.pushesWhenHostDown && w.hostDown(ctx):
+			// Nobody serves the session now: the person is reminded from here (the session
+			// still holds the request and answers it once its host is back).
+			settle.Chain(workflow.ExecuteActivity(withNtfyOptions(ctx), activities.NtfyPublishName, w.reminderPush(snippet)))
 		case !ok:
 			settle.Set(nil, temporal.NewApplicationError(fmt.Sprintf("session %s did not report push %s in time", w.in.Session, req.ID), ErrTypeDeliveryTimeout))
 		case !res.OK:
@@ -276,4 +280,20 @@ func (w *intent) pushBySession(ctx workflow.Context, snippet string) workflow.Fu
 		}
 	})
 	return f
+}
+
+// hostDown reports whether no worker serves the session's host (activities.HostServed); a
+// session it cannot describe counts as served: the push waits for it, as before.
+func (w *intent) hostDown(ctx workflow.Context) bool {
+	var res activities.HostServedResult
+	err := workflow.ExecuteActivity(withHostServedOptions(ctx), activities.HostServedName,
+		activities.HostServedRequest{WorkflowID: SessionWorkflowID(w.in.Session)}).Get(ctx, &res)
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("could not tell whether the session's host is served", "intent", w.id, "session", w.in.Session, "error", err)
+		return false
+	}
+	if !res.Served {
+		workflow.GetLogger(ctx).Info("no worker serves the session's host; the reminder is pushed from the intent", "intent", w.id, "session", w.in.Session, "queue", res.Queue)
+	}
+	return !res.Served
 }

@@ -24,9 +24,12 @@ type intent struct {
 	replying bool
 	// takesBack: an ignored intent takes its undelivered message back from the session
 	// (intentTakesBack); tookBack: it did; stopDelivery ends the wait for a delivery in flight.
-	takesBack    bool
-	tookBack     bool
-	stopDelivery workflow.CancelFunc
+	takesBack bool
+	tookBack  bool
+	// pushesWhenHostDown: a reminder push the session does not report in time goes out from
+	// here when the session's host has no worker (intentPushesWhenHostDown).
+	pushesWhenHostDown bool
+	stopDelivery       workflow.CancelFunc
 	// staged is the reaction of the message's last stage (issue 36): each stage's reaction is
 	// set after the one before, and the end's after them all.
 	staged workflow.Future
@@ -67,6 +70,7 @@ func IntentWorkflow(ctx workflow.Context, in IntentInput) (IntentState, error) {
 		w.st.Pushes, w.st.LastPushedAt = w.st.Reminders, w.st.LastRemindedAt
 	}
 	w.takesBack = follows(ctx, w.in.Version, intentTakesBack, "take-back-ignored")
+	w.pushesWhenHostDown = follows(ctx, w.in.Version, intentPushesWhenHostDown, "push-when-host-down")
 	if err := w.registerHandlers(ctx); err != nil {
 		return w.st, err
 	}

@@ -72,13 +72,19 @@ type ReminderPolicy struct {
 
 // IntentVersion is the intent workflow's current behaviour: an intent started with it records
 // no version marker.
-const IntentVersion = 3
+const IntentVersion = 4
 
 // intentTakesBack (IntentVersion 3, change ID take-back-ignored): an intent ignored or
 // cancelled before its message reached the agent takes it back from its session (and stops
 // waiting for its delivery), so it is never handed over afterwards; before, the session still
 // typed it.
 const intentTakesBack = 3
+
+// intentPushesWhenHostDown (IntentVersion 4, change ID push-when-host-down): a reminder push the
+// session did not report in time goes out from the intent itself when no worker serves the
+// session's host (issue 38): the person is reminded while the host is down; before, the push
+// waited with the session until its host was back.
+const intentPushesWhenHostDown = 4
 
 // IntentFloor is the oldest intent this code replays: every rule of an older version has gone
 // with its branch (docs/design.md). An intent lives until it is answered; `starter doctor`

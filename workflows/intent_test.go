@@ -39,6 +39,8 @@ type fakeSession struct {
 	// taken back.
 	hold      bool
 	withdrawn []string
+	// down: the session's host has no worker: the session takes signals and never answers.
+	down bool
 }
 
 func (f *fakeSession) install(t *testing.T) {
@@ -52,6 +54,9 @@ func (f *fakeSession) install(t *testing.T) {
 	f.env.OnSignalExternalWorkflow(mock.Anything, SessionWorkflowID("secretary"), "", SignalRemindPush, mock.Anything).Return(
 		func(_, _, _, _ string, arg interface{}) error {
 			req := arg.(PushRequest)
+			if f.down {
+				return nil
+			}
 			err := f.ntfy.publish(context.Background(), DigestPush("secretary", req.Topic, []PushRequest{req}))
 			res := DeliveryResult{ID: req.ID, Kind: KindPush, OK: err == nil, At: f.env.Now()}
 			if err != nil {
@@ -74,7 +79,7 @@ func (f *fakeSession) install(t *testing.T) {
 			n := len(f.reqs)
 			f.reqs = append(f.reqs, req)
 			f.at = append(f.at, f.env.Now().Sub(f.start))
-			if f.hold {
+			if f.hold || f.down {
 				f.mu.Unlock()
 				return nil
 			}
@@ -397,6 +402,61 @@ func TestIgnoredMessageIsTakenBack(t *testing.T) {
 	st = h.result(t)
 	require.NotNil(t, st.Delivered)
 	require.Equal(t, []string{IntentID("42", "7")}, h.session.withdrawn, "its reminders are taken back")
+}
+
+// Issue 38: while no worker serves the session's host, the session answers nothing; a reminder
+// push it has not reported within the delivery timeout goes out from the intent itself, so the
+// person is still reminded (once per schedule). While the host is served, a slow session keeps
+// its push (it may hold it on purpose while the agent works), and an intent from before the
+// rule waits as it did.
+func TestReminderIsPushedWhileTheHostIsDown(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		served  bool
+		version int
+		pushes  int
+		asked   int
+	}{
+		{name: "host down", served: false, version: IntentVersion, pushes: 1, asked: 1},
+		{name: "host served, session slow", served: true, version: IntentVersion, pushes: 0, asked: 2},
+		{name: "before the rule", served: false, version: intentPushesWhenHostDown - 1, pushes: 0, asked: 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.session.down = true
+			if c.version < intentPushesWhenHostDown {
+				h.env.OnGetVersion("push-when-host-down", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+			}
+			var asked []string
+			h.env.RegisterActivityWithOptions(func(_ context.Context, req activities.HostServedRequest) (activities.HostServedResult, error) {
+				asked = append(asked, req.WorkflowID)
+				return activities.HostServedResult{Queue: "intentq-sessions@laptop", Served: c.served}, nil
+			}, activity.RegisterOptions{Name: activities.HostServedName})
+			var closeErr error
+			h.update(6*time.Minute, UpdateClose, CloseRequest{}, &closeErr)
+			in := h.input("is the build green?")
+			in.Version = c.version
+			h.env.ExecuteWorkflow(IntentWorkflowName, in)
+			st := h.result(t)
+			require.NoError(t, closeErr)
+			pushes := h.ntfy.all()
+			var reminders []activities.Push
+			for _, p := range pushes {
+				if strings.Contains(p.Message, "is the build green?") {
+					reminders = append(reminders, p)
+				}
+			}
+			require.Len(t, reminders, c.pushes, "reminder pushes: %+v", pushes)
+			require.Equal(t, c.pushes, st.Pushes)
+			require.Len(t, asked, c.asked)
+			for _, id := range asked {
+				require.Equal(t, SessionWorkflowID("secretary"), id)
+			}
+			if c.pushes > 0 {
+				require.Equal(t, "msg_id=7 chat=42: is the build green?", reminders[0].Message)
+			}
+		})
+	}
 }
 
 func TestRemindNow(t *testing.T) {

@@ -62,6 +62,20 @@ func withTelegram(ctx workflow.Context, opts workflow.ActivityOptions) workflow.
 	return workflow.WithActivityOptions(ctx, opts)
 }
 
+// withHostServedOptions ask whether a session's host is served: a read of the server, tried a
+// few times.
+func withHostServedOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumAttempts:        3,
+			NonRetryableErrorTypes: []string{activities.ErrTypeSignalsNotConfigured},
+		},
+	})
+}
+
 // telegramReactOptions set a reaction: a few tries, then it is not worth more.
 var telegramReactOptions = workflow.ActivityOptions{
 	StartToCloseTimeout: 15 * time.Second,

@@ -68,7 +68,10 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 		// they replay across version 7's rule (receipt-at-first-prompt).
 		"testdata/session_v6.json", "testdata/session_reminders_v6.json", "testdata/session_taken_back_v6.json",
 		"testdata/session_approval_v6.json",
-		// Current: sessions and intents started at SessionVersion (7) and IntentVersion (3), no
+		// Started at IntentVersion 3 (the build before issue 38's reminder push while a host is
+		// down): they replay across version 4's rule (push-when-host-down).
+		"testdata/intent_reminded_v3.json", "testdata/intent_delivered_closed_v3.json", "testdata/intent_taken_back_v3.json",
+		// Current: sessions and intents started at SessionVersion (7) and IntentVersion (4), no
 		// markers.
 		"testdata/intent_reminded.json", "testdata/session_reminders.json",
 		"testdata/intent_delivered_closed.json", "testdata/session.json",

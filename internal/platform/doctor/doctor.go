@@ -109,7 +109,7 @@ func ConfigFailed(err error) Report {
 }
 
 // PollerFreshness is how recently a worker must have polled to count as alive.
-const PollerFreshness = 2 * time.Minute
+const PollerFreshness = activities.PollerFreshness
 
 // Run performs all checks against the deployment cfg describes.
 func Run(ctx context.Context, cfg *config.Config, logger *zap.Logger) Report {
@@ -229,7 +229,7 @@ func WorkerPolling(ctx context.Context, c client.Client, taskQueue string) Resul
 func describePollers(ctx context.Context, c client.Client, taskQueue string) Result {
 	var identities []string
 	for _, kind := range []enumspb.TaskQueueType{enumspb.TASK_QUEUE_TYPE_WORKFLOW, enumspb.TASK_QUEUE_TYPE_ACTIVITY} {
-		fresh, err := freshPollers(ctx, c, taskQueue, kind)
+		fresh, err := activities.FreshPollers(ctx, c, taskQueue, kind)
 		if err != nil {
 			return Result{Name: "worker", Detail: err.Error()}
 		}
@@ -242,22 +242,6 @@ func describePollers(ctx context.Context, c client.Client, taskQueue string) Res
 		}
 	}
 	return Result{Name: "worker", OK: true, Detail: fmt.Sprintf("%d polling %q: %s", len(identities), taskQueue, strings.Join(identities, ", "))}
-}
-
-// freshPollers are the identities of the workers that polled taskQueue's tasks of kind within
-// PollerFreshness.
-func freshPollers(ctx context.Context, c client.Client, taskQueue string, kind enumspb.TaskQueueType) ([]string, error) {
-	resp, err := c.DescribeTaskQueue(ctx, taskQueue, kind)
-	if err != nil {
-		return nil, fmt.Errorf("describe task queue %s: %w", taskQueue, err)
-	}
-	var fresh []string
-	for _, p := range resp.GetPollers() {
-		if time.Since(p.GetLastAccessTime().AsTime()) < PollerFreshness {
-			fresh = append(fresh, p.GetIdentity())
-		}
-	}
-	return fresh, nil
 }
 
 func kindName(k enumspb.TaskQueueType) string {

@@ -12,6 +12,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/intentq/intentq/activities"
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/workflows"
 )
@@ -19,7 +20,7 @@ import (
 // HostPollers are the machines whose workers polled a host's session task queue within
 // PollerFreshness (a worker's identity is intentq@<machine>/<pid>), and the identities.
 func HostPollers(ctx context.Context, c client.Client, queue string) (machines, identities []string, err error) {
-	if identities, err = freshPollers(ctx, c, queue, enumspb.TASK_QUEUE_TYPE_WORKFLOW); err != nil {
+	if identities, err = activities.FreshPollers(ctx, c, queue, enumspb.TASK_QUEUE_TYPE_WORKFLOW); err != nil {
 		return nil, nil, err
 	}
 	for _, id := range identities {
