@@ -71,7 +71,8 @@ func (s *Signals) SignalAll(ctx context.Context, req SignalAllRequest) error {
 			if err != nil {
 				return temporal.NewNonRetryableApplicationError(fmt.Sprintf("encode signal %s for %s: %v", req.Signal, t.WorkflowID, err), ErrTypeSignalRequestInvalid, err)
 			}
-			_, err = s.Client.WorkflowService().SignalWorkflowExecution(ctx, &workflowservice.SignalWorkflowExecutionRequest{
+			// The session's answers need no fsync of their own (tclient.CommitLater).
+			_, err = s.Client.WorkflowService().SignalWorkflowExecution(tclient.CommitLater(ctx), &workflowservice.SignalWorkflowExecutionRequest{
 				Namespace:         s.Namespace,
 				WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: t.WorkflowID},
 				SignalName:        req.Signal,

@@ -87,7 +87,8 @@ func Record(dir, text string, t Typed) error {
 	if err != nil {
 		return err
 	}
-	if err := private.WriteFile(file(dir, chat, msg), b); err != nil {
+	// Not fsynced: a power loss ends the pane and its agent too.
+	if err := private.WriteFileAtomic(file(dir, chat, msg), b); err != nil {
 		return fmt.Errorf("record the typed block of %s/%s: %w", chat, msg, err)
 	}
 	return nil

@@ -54,7 +54,16 @@ func Fix(dir string) error {
 // and durably: a reader sees the old content or the new, never half of it, and the new content
 // is on disk when it returns. A temporary file left by a crash is replaced, never reused with
 // its mode.
-func WriteFile(path string, data []byte) error {
+func WriteFile(path string, data []byte) error { return write(path, data, true) }
+
+// WriteFileAtomic is WriteFile without the fsync: the new content survives a crash of any
+// process (the kernel has it), not a power loss. For state that only matters while the
+// machine's processes live (what a hook took from an agent's session, what was typed into a
+// pane: a power loss ends the agent and the pane too), written on every delivery, where an
+// fsync each time queued hooks behind the disk during a burst.
+func WriteFileAtomic(path string, data []byte) error { return write(path, data, false) }
+
+func write(path string, data []byte, durable bool) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -65,7 +74,7 @@ func WriteFile(path string, data []byte) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	_, err = f.Write(data)
-	if err == nil {
+	if err == nil && durable {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {

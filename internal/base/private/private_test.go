@@ -62,3 +62,35 @@ func TestUmaskMakesNewFilesPrivate(t *testing.T) {
 		t.Errorf("new file: %v, want 0600", info.Mode().Perm())
 	}
 }
+
+// Both writes replace a file whole and leave it private, over a temporary file a crash left
+// (0644, which must not be reused with its mode).
+func TestWriteFileReplacesWholeAndPrivate(t *testing.T) {
+	for name, write := range map[string]func(string, []byte) error{"durable": WriteFile, "atomic": WriteFileAtomic} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "sub", "journal.json")
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path+".tmp", []byte("left by a crash"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, content := range []string{"first, longer content", "second"} {
+				if err := write(path, []byte(content)); err != nil {
+					t.Fatalf("write: %v", err)
+				}
+				got, err := os.ReadFile(path)
+				if err != nil || string(got) != content {
+					t.Fatalf("read %q, %v; want %q", got, err, content)
+				}
+			}
+			info, err := os.Stat(path)
+			if err != nil || info.Mode().Perm() != 0o600 {
+				t.Fatalf("mode %v, %v; want 0600", info.Mode().Perm(), err)
+			}
+			if _, err := os.Stat(path + ".tmp"); !os.IsNotExist(err) {
+				t.Fatalf("temporary file left: %v", err)
+			}
+		})
+	}
+}

@@ -30,6 +30,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/intentq/intentq/internal/base/private"
+	"github.com/intentq/intentq/internal/base/tclient"
 	"github.com/intentq/intentq/workflows"
 )
 
@@ -176,13 +177,15 @@ func (d *Desk) journal(session string) *journal {
 	return j
 }
 
-// save writes a session's journal (private, atomic, on disk before it returns).
+// save writes a session's journal (private, atomic, safe from a crash of any process before it
+// returns; not fsynced: a power loss ends the agents whose takes it keeps, and every take,
+// commit and offer writes it, under the desk's lock).
 func (d *Desk) save(session string) error {
 	data, err := json.Marshal(d.sessions[session])
 	if err != nil {
 		return fmt.Errorf("hook desk: journal of %s: %w", session, err)
 	}
-	if err := private.WriteFile(filepath.Join(d.dir, hex.EncodeToString([]byte(session))+".json"), data); err != nil {
+	if err := private.WriteFileAtomic(filepath.Join(d.dir, hex.EncodeToString([]byte(session))+".json"), data); err != nil {
 		return fmt.Errorf("hook desk: journal of %s: %w", session, err)
 	}
 	return nil
@@ -532,7 +535,9 @@ func (d *Desk) passOn(ctx context.Context) (bool, error) {
 	}
 	session := batch[0].session
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err := d.signal(sctx, workflows.SessionWorkflowID(session), workflows.SignalHookWords, words)
+	// The words need no fsync of their own (tclient.CommitLater): the desk's journal keeps them
+	// across a crash, and a power loss ends the agents they are about.
+	err := d.signal(tclient.CommitLater(sctx), workflows.SessionWorkflowID(session), workflows.SignalHookWords, words)
 	cancel()
 	var notFound *serviceerror.NotFound
 	var refused *serviceerror.InvalidArgument

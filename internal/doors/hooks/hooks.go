@@ -509,12 +509,16 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 		if !known {
 			return
 		}
-		// Both at once: a stop hook's time is one round trip, not two.
+		// Both at once: a stop hook's time is one round trip, not two. With a throttle
+		// (RemindEvery) the owed answers are listed only once the take says they are due
+		// (below): a list of visibility on every Stop queued behind a burst's writes.
 		var wg sync.WaitGroup
 		wg.Go(func() { unread, inboxErr = b.Inbox(sideCtx, s.Agent) })
-		wg.Go(func() {
-			pending, pendingErr = b.PendingPage(sideCtx, intent.Filter{Status: workflows.StatusPending, Session: s.Agent}, 5)
-		})
+		if s.RemindEvery <= 0 {
+			wg.Go(func() {
+				pending, pendingErr = b.PendingPage(sideCtx, intent.Filter{Status: workflows.StatusPending, Session: s.Agent}, 5)
+			})
+		}
 		wg.Wait()
 	}()
 	// The owed answers are asked about at most once per RemindEvery (the session or the desk
@@ -551,6 +555,9 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 		if !m.Read {
 			items = append(items, fmt.Sprintf("inbox %s from %s (%s): %s", escapeLine(m.ID), escapeLine(m.From), escapeLine(m.Type), EscapeText(firstRunes(oneLine(m.Content), 80))))
 		}
+	}
+	if taken.RemindDue && s.RemindEvery > 0 {
+		pending, pendingErr = b.PendingPage(ctx, intent.Filter{Status: workflows.StatusPending, Session: s.Agent}, 5)
 	}
 	if pendingErr != nil {
 		return Answer{}, pendingErr

@@ -28,6 +28,8 @@ type fakeBackend struct {
 	committed []string
 	// remindDue is the session's answer to a take that asks whether a reminder is due.
 	remindDue bool
+	// lists counts the PendingPage calls.
+	lists int
 	// queue is what the session hands over; takes, keys, reports and taken what was asked.
 	queue   []workflows.DeliveryRequest
 	takes   []workflows.TakeRequest
@@ -68,6 +70,9 @@ func (f *fakeBackend) Taken(_ context.Context, _, key string) error {
 }
 
 func (f *fakeBackend) PendingPage(_ context.Context, flt intent.Filter, limit int) (intent.Page, error) {
+	f.mu.Lock()
+	f.lists++
+	f.mu.Unlock()
 	var out []intent.Summary
 	for _, p := range f.pending {
 		if (flt.Session == "" || p.Session == flt.Session) && (flt.ReceivedBefore.IsZero() || p.ReceivedAt.Before(flt.ReceivedBefore)) {
@@ -399,7 +404,11 @@ func TestStop(t *testing.T) {
 	// Asked about within RemindEvery: the owed answers do not block again (another model turn
 	// each time); the unread inbox still does.
 	b.remindDue = false
+	lists := b.lists
 	out = run(t, EventStop, b, s, `{}`)
+	if b.lists != lists {
+		t.Errorf("a stop within RemindEvery listed the pending intents (a visibility list on every Stop)")
+	}
 	if o = (Output{}); json.Unmarshal([]byte(out), &o) != nil || strings.Contains(o.Reason, "intent/5/") || !strings.Contains(o.Reason, "run the tests") {
 		t.Errorf("a stop within RemindEvery: %q", out)
 	}

@@ -11,7 +11,10 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/intentq/intentq/internal/base/tclient"
 )
 
 // The embedded server's SQLite commits at synchronous=normal: a commit is in the write-ahead
@@ -130,15 +133,23 @@ func readCall(method string) bool {
 	return false
 }
 
+// commitLater reports whether the call asked to be answered before its fsync
+// (tclient.CommitLater).
+func commitLater(ctx context.Context) bool {
+	md, _ := metadata.FromIncomingContext(ctx)
+	return len(md.Get(tclient.CommitLaterKey)) > 0
+}
+
 // DurableCalls is the frontend interceptor that answers a client's call only once its commit
-// is on disk (durable, a GroupSync's Sync); a worker's task calls and reads pass through. A failed
+// is on disk (durable, a GroupSync's Sync); a worker's task calls, reads and calls marked
+// tclient.CommitLater pass through. A failed
 // fsync fails the call as unavailable: the client retries, and every call intentq makes is
 // idempotent (a start finds its intent, an update its ID).
 func DurableCalls(durable func() error) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		resp, err := handler(ctx, req)
 		method := info.FullMethod[strings.LastIndex(info.FullMethod, "/")+1:]
-		if workerTaskCalls[method] || readCall(method) {
+		if workerTaskCalls[method] || readCall(method) || commitLater(ctx) {
 			return resp, err
 		}
 		// Also after a refusal: "already started" may name a commit not yet on disk.

@@ -12,7 +12,10 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/intentq/intentq/internal/base/tclient"
 )
 
 // TestGroupSyncWaitsForAnFsyncThatBeganAfterTheCall: a caller that arrives while an fsync runs
@@ -149,10 +152,20 @@ func TestDurableCallsWaitsForClientsCallsOnly(t *testing.T) {
 			t.Errorf("%s waited for an fsync", m)
 		}
 	}
+	// A call marked to commit later (a session's answers, a hook's words) passes through.
+	before := syncs
+	md, _ := metadata.FromOutgoingContext(tclient.CommitLater(context.Background()))
+	if _, err := icpt(metadata.NewIncomingContext(context.Background(), md), nil,
+		&grpc.UnaryServerInfo{FullMethod: "/x/SignalWorkflowExecution"}, handler); err != nil {
+		t.Fatal(err)
+	}
+	if syncs != before {
+		t.Error("a call marked to commit later waited for an fsync")
+	}
 	// A refusal is answered after an fsync too: "already started" may name a commit that is
 	// not on disk yet.
 	refused := status.Error(codes.AlreadyExists, "already started")
-	before := syncs
+	before = syncs
 	if _, err := icpt(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: "/x/StartWorkflowExecution"},
 		func(context.Context, any) (any, error) { return nil, refused }); !errors.Is(err, refused) {
 		t.Fatalf("refusal: %v", err)
