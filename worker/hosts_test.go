@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,6 +43,19 @@ func TestTwoHostsEachServeTheirOwnSessions(t *testing.T) {
 	tmuxSession(t, envA, "alpha", standInAgentCommand(t, paneA, filepath.Join(bin, "starter")))
 	a, linesA := startWorker(t, bin, envA)
 	waitFor(t, linesA, "ready", 90*time.Second)
+	// What each worker logs, kept for a failure's account.
+	var logMu sync.Mutex
+	var logged []string
+	keep := func(host string, lines <-chan map[string]any) {
+		go func() {
+			for l := range lines {
+				logMu.Lock()
+				logged = append(logged, fmt.Sprintf("%s %s %v", time.Now().Format("15:04:05.000"), host, l))
+				logMu.Unlock()
+			}
+		}()
+	}
+	keep("a", linesA)
 
 	// The second host: its own home, data_dir and tmux server; A's server, with A's token; no
 	// bot token.
@@ -54,6 +68,7 @@ func TestTwoHostsEachServeTheirOwnSessions(t *testing.T) {
 	tmuxSession(t, envB, "beta", standInAgentCommand(t, paneB, filepath.Join(bin, "starter")))
 	b, linesB := startWorker(t, bin, envB)
 	waitFor(t, linesB, "ready", 90*time.Second)
+	keep("b", linesB)
 
 	const n = 24
 	kill := func(name string, w interface{ Kill() error }) {
@@ -70,15 +85,19 @@ func TestTwoHostsEachServeTheirOwnSessions(t *testing.T) {
 			kill("b", b.Process)
 			_ = b.Wait()
 			time.Sleep(2 * time.Second)
+			t.Logf("%s: b killed and started again", time.Now().Format("15:04:05.000"))
 			b, linesB = startWorker(t, bin, envB)
 			waitFor(t, linesB, "ready", 90*time.Second)
+			keep("b", linesB)
 		case 2 * n / 3:
 			// A runs the Temporal server too: B waits for it to come back.
 			kill("a", a.Process)
 			_ = a.Wait()
 			time.Sleep(2 * time.Second)
+			t.Logf("%s: a killed and started again", time.Now().Format("15:04:05.000"))
 			a, linesA = startWorker(t, bin, envA)
 			waitFor(t, linesA, "ready", 90*time.Second)
+			keep("a", linesA)
 		}
 	}
 
@@ -104,6 +123,20 @@ func TestTwoHostsEachServeTheirOwnSessions(t *testing.T) {
 		}
 		if strings.Join(got, " ") != strings.Join(want, " ") {
 			t.Errorf("%s got %v, want each of chat %s's messages once, in order, and nothing else", filepath.Base(pane), got, chat)
+			// The account: the stand-in's hook runs, and what the workers logged of this chat's
+			// session and intents (the last 400 lines).
+			hooks, _ := os.ReadFile(pane + ".hooks")
+			t.Logf("%s hooks:\n%s", filepath.Base(pane), hooks)
+			session := map[string]string{"41": "alpha", "42": "beta"}[chat]
+			logMu.Lock()
+			var mine []string
+			for _, l := range logged {
+				if strings.Contains(l, "session:"+session) || strings.Contains(l, "intent/"+chat+"/") || strings.Contains(l, "session/"+session) {
+					mine = append(mine, l)
+				}
+			}
+			logMu.Unlock()
+			t.Logf("worker logs of %s:\n%s", session, strings.Join(mine[max(0, len(mine)-400):], "\n"))
 		}
 	}
 
