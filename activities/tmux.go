@@ -45,7 +45,6 @@ const (
 	// tmuxPaneFormat is what resolve asks tmux about the target pane. The socket's path and the
 	// program's name may hold spaces (and tmux shows a tab as "_" without a UTF-8 locale): the
 	// path comes with its length, the name last.
-	// The foreground program's name goes last: it may hold spaces.
 	tmuxPaneFormat = "#{pane_id} #{pane_dead} #{pane_in_mode} #{n:socket_path} #{socket_path}#{pane_current_command}"
 )
 

@@ -108,9 +108,6 @@ func ConfigFailed(err error) Report {
 	return Report{{Name: "config", Detail: err.Error(), Hint: "fix the key named above in the file, env or flags"}}
 }
 
-// PollerFreshness is how recently a worker must have polled to count as alive.
-const PollerFreshness = activities.PollerFreshness
-
 // Run performs all checks against the deployment cfg describes.
 func Run(ctx context.Context, cfg *config.Config, logger *zap.Logger) Report {
 	r := Report{{Name: "config", OK: true, Detail: fmt.Sprintf("loaded; namespace %s, task queue %s", cfg.Temporal.Namespace, cfg.Temporal.TaskQueue)}}

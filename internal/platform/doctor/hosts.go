@@ -18,7 +18,8 @@ import (
 )
 
 // HostPollers are the machines whose workers polled a host's session task queue within
-// PollerFreshness (a worker's identity is intentq@<machine>/<pid>), and the identities.
+// activities.PollerFreshness (a worker's identity is intentq@<machine>/<pid>), and the
+// identities.
 func HostPollers(ctx context.Context, c client.Client, queue string) (machines, identities []string, err error) {
 	if identities, err = activities.FreshPollers(ctx, c, queue, enumspb.TASK_QUEUE_TYPE_WORKFLOW); err != nil {
 		return nil, nil, err
@@ -56,7 +57,7 @@ func Machine(identity string) string {
 
 // HostState is what the doctor found for one host that serves typing sessions: its sessions,
 // the machines (and worker identities) that polled its session task queue within
-// PollerFreshness, or why it could not tell.
+// activities.PollerFreshness, or why it could not tell.
 type HostState struct {
 	Host       string
 	Sessions   []string

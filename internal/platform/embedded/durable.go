@@ -94,8 +94,8 @@ func FileSync(path string) func() error {
 	}
 }
 
-// workerTaskCalls are the frontend's calls a worker makes while it runs a task, and the reads:
-// their commits are not waited for (see above).
+// workerTaskCalls are the frontend's calls a worker makes while it runs a task, and the reads
+// readCall does not know by their names: their commits are not waited for (see above).
 var workerTaskCalls = map[string]bool{
 	"PollWorkflowTaskQueue":            true,
 	"PollActivityTaskQueue":            true,
@@ -116,9 +116,6 @@ var workerTaskCalls = map[string]bool{
 	"ShutdownWorker":                   true,
 	"ResetStickyTaskQueue":             true,
 	"RecordWorkerHeartbeat":            true,
-	"GetSystemInfo":                    true,
-	"GetClusterInfo":                   true,
-	"GetSearchAttributes":              true,
 	"QueryWorkflow":                    true,
 	"PollWorkflowExecutionUpdate":      true,
 }
@@ -142,9 +139,9 @@ func commitLater(ctx context.Context) bool {
 
 // DurableCalls is the frontend interceptor that answers a client's call only once its commit
 // is on disk (durable, a GroupSync's Sync); a worker's task calls, reads and calls marked
-// tclient.CommitLater pass through. A failed
-// fsync fails the call as unavailable: the client retries, and every call intentq makes is
-// idempotent (a start finds its intent, an update its ID).
+// tclient.CommitLater pass through. A failed fsync fails the call as unavailable: the client
+// retries, and every call intentq makes is idempotent (a start finds its intent, an update its
+// ID).
 func DurableCalls(durable func() error) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		resp, err := handler(ctx, req)
