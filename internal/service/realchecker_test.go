@@ -111,6 +111,7 @@ type realSystem struct {
 	cfg      *config.Config
 	bot      *fakebot.Server
 	pane     string
+	screen   *os.File // the pane's terminal, where the agent draws whether it works
 	faults   *taskFaults
 	svc      *service.Service
 	down     bool // the worker is stopped (an outage)
@@ -136,7 +137,18 @@ func newRealSystem(t testing.TB) *realSystem {
 		t.Fatalf("tmux: %v %s", err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("tmux", "kill-server").Run() })
-	rs := &realSystem{cfg: cfg, bot: bot, pane: pane, faults: &taskFaults{done: map[string]bool{}}}
+	// The screen: Claude Code draws "esc to interrupt" while a turn runs, which is what the
+	// session reads when the hooks' word is too old to trust (after a worker's absence).
+	tty, err := exec.Command("tmux", "display-message", "-p", "-t", checkerSession+":0", "#{pane_tty}").Output()
+	if err != nil {
+		t.Fatalf("tmux pane_tty: %v", err)
+	}
+	screen, err := os.OpenFile(strings.TrimSpace(string(tty)), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatalf("the pane's terminal: %v", err)
+	}
+	t.Cleanup(func() { _ = screen.Close() })
+	rs := &realSystem{cfg: cfg, bot: bot, pane: pane, screen: screen, faults: &taskFaults{done: map[string]bool{}}}
 	rs.svc = testenv.StartService(t, cfg, zap.NewNop(), service.WithWorkerInterceptors(rs.faults))
 	return rs
 }
@@ -460,6 +472,7 @@ func (sc *schedule) startTurn(prompt string) {
 		sc.note("agent starts a turn of its own")
 	}
 	sc.working = true
+	sc.draw(true)
 	sc.took("typed", prompt)
 	out := sc.hook("user-prompt-submit", fmt.Sprintf(`{"session_id":"c","hook_event_name":"UserPromptSubmit","prompt":%q,"prompt_id":"p%d-%d"}`, prompt, sc.seed, sc.runs))
 	sc.took("user-prompt-submit", out)
@@ -498,7 +511,21 @@ func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("killed")
 func (sc *schedule) stop() {
 	sc.took("stop", sc.hook(hooks.EventStop, `{"session_id":"c","hook_event_name":"Stop","stop_hook_active":false,"last_assistant_message":"done"}`))
 	sc.working = false
+	sc.draw(false)
 	sc.note("agent stops")
+}
+
+// draw shows the agent's screen as Claude Code draws it: at work, its spinner line with "esc to
+// interrupt" (drawn before the turn's first hook); idle, an empty screen (cleared after the Stop
+// hook returned).
+func (sc *schedule) draw(working bool) {
+	frame := "\x1b[2J\x1b[H"
+	if working {
+		frame += "✻ Working… (esc to interrupt)"
+	}
+	if _, err := sc.rs.screen.WriteString(frame); err != nil {
+		sc.t.Errorf("the agent's screen: %v", err)
+	}
 }
 
 func (sc *schedule) sessionStart() {
