@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/intentq/intentq/internal/base/private"
 	"github.com/intentq/intentq/internal/receipt"
 )
 
@@ -172,8 +173,8 @@ func (t *Tmux) Inject(ctx context.Context, req InjectRequest) (InjectResult, err
 	}
 	// Pieces of the text an earlier attempt typed (a worker that died mid-typing): typing goes
 	// on after them, so that nothing reaches the pane twice.
-	done := typedPieces(marker)
-	if marker != "" && done == 0 && activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt > 1 {
+	done, loaded := typedPieces(marker)
+	if marker != "" && done == 0 && !loaded && activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt > 1 {
 		// An earlier attempt may have typed part of a line without its Enter (the worker died
 		// in between): clear it from the input line rather than type it twice into one line,
 		// and only when the line the cursor is on shows its beginning (never a person's draft).
@@ -190,7 +191,7 @@ func (t *Tmux) Inject(ctx context.Context, req InjectRequest) (InjectResult, err
 	}
 	tctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer cancel()
-	if err := t.typeText(tctx, req, pane.id, done, func(n int) { noteTypedPieces(marker, n) }); err != nil {
+	if err := t.typeText(tctx, req, pane.id, marker, done); err != nil {
 		return InjectResult{}, err
 	}
 	if err := receipt.Record(t.ReceiptsDir, req.Text, receipt.Typed{Session: req.Session, Pane: pane.id, Socket: pane.socket, At: time.Now()}); err != nil && activity.IsActivity(ctx) {
@@ -311,13 +312,19 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// typeText puts the text on the pane's input line through a tmux buffer loaded from standard
-// input: a line as pasted keys (paste-buffer without brackets); multi-line text either as one
-// bracketed paste (paste-buffer -p, newlines become carriage returns inside the paste) or line by
-// line with the CLI's newline key. It goes in pieces (a paste, a chunk of
-// literal text, a newline key); the first done pieces went in before (an attempt that died), and
-// typed is told how many are in after each one.
-func (t *Tmux) typeText(ctx context.Context, req InjectRequest, paneID string, done int, typed func(int)) error {
+// typeText types a request's text into the pane without its Enter: a line as pasted keys
+// (paste-buffer without brackets); multi-line text either as one bracketed paste (paste-buffer
+// -p, newlines become carriage returns inside the paste) or line by line with the CLI's newline
+// key. It goes in pieces (a paste, a chunk of literal text, a newline key), each recorded beside
+// marker once it is in; the first done pieces went in before (an attempt that died).
+//
+// A keyed typing pastes each piece from a buffer named for the typing and the piece, loaded and
+// recorded as loaded before the paste, which deletes the buffer in the same tmux command: a
+// worker killed while tmux pastes (the tmux client finishes the paste without it) leaves a
+// record that says "loaded" and no buffer, so the next attempt knows the piece went in and never
+// pastes it twice (a pasted block is not always on the screen to be seen: Claude Code shows
+// "[Pasted text]", an agent without echo nothing).
+func (t *Tmux) typeText(ctx context.Context, req InjectRequest, paneID, marker string, done int) error {
 	for i, p := range typingPieces(req) {
 		if i < done {
 			continue
@@ -327,25 +334,58 @@ func (t *Tmux) typeText(ctx context.Context, req InjectRequest, paneID string, d
 		case p.key != "":
 			_, err = t.run(ctx, req.Target, "send-keys", "-t", paneID, p.key)
 		default:
-			// The text reaches tmux on standard input, never on a command line (issue 33: any
-			// local user reads every process's argv): loaded into a buffer of its own, then
-			// pasted, bracketed for a multi-line paste, as typed keys otherwise (-r: a piece of
-			// one line has no line feed to replace).
-			buffer := fmt.Sprintf("intentq-%d-%d", os.Getpid(), bufferSeq.Add(1))
-			mode := "-r"
-			if p.paste {
-				mode = "-p"
-			}
-			if _, err = t.runInput(ctx, req.Target, p.text, "load-buffer", "-b", buffer, "-"); err == nil {
-				_, err = t.run(ctx, req.Target, "paste-buffer", mode, "-d", "-b", buffer, "-t", paneID)
-			}
+			err = t.paste(ctx, req, paneID, marker, i, p)
 		}
 		if err != nil {
 			return err
 		}
-		typed(i + 1)
+		noteTypedPieces(marker, i+1, false)
 	}
 	return nil
+}
+
+// paste types piece i of a typing from a tmux buffer. The text reaches tmux on standard input,
+// never on a command line (issue 33: any local user reads every process's argv): loaded into a
+// buffer of its own, then pasted, bracketed for a multi-line paste, as typed keys otherwise (-r:
+// a piece of one line has no line feed to replace). With a marker, the buffer is named for the
+// typing and the piece, and the load is recorded before the paste (see typeText).
+func (t *Tmux) paste(ctx context.Context, req InjectRequest, paneID, marker string, i int, p piece) error {
+	mode := "-r"
+	if p.paste {
+		mode = "-p"
+	}
+	buffer := fmt.Sprintf("intentq-%d-%d", os.Getpid(), bufferSeq.Add(1))
+	if marker != "" {
+		buffer = fmt.Sprintf("intentq-%s-%d", filepath.Base(marker), i)
+		if done, loaded := typedPieces(marker); done == i && loaded {
+			// An attempt that died loaded this piece: its buffer is still there unless tmux
+			// pasted it.
+			there, err := t.hasBuffer(ctx, req.Target, buffer)
+			if err != nil {
+				return err
+			}
+			if !there {
+				return nil
+			}
+			_, err = t.run(ctx, req.Target, "paste-buffer", mode, "-d", "-b", buffer, "-t", paneID)
+			return err
+		}
+	}
+	if _, err := t.runInput(ctx, req.Target, p.text, "load-buffer", "-b", buffer, "-"); err != nil {
+		return err
+	}
+	noteTypedPieces(marker, i, true)
+	_, err := t.run(ctx, req.Target, "paste-buffer", mode, "-d", "-b", buffer, "-t", paneID)
+	return err
+}
+
+// hasBuffer reports whether the tmux server of target holds a paste buffer named name.
+func (t *Tmux) hasBuffer(ctx context.Context, target, name string) (bool, error) {
+	out, err := t.run(ctx, target, "list-buffers", "-F", "#{buffer_name}")
+	if err != nil {
+		return false, err
+	}
+	return slices.Contains(strings.Split(out, "\n"), name), nil
 }
 
 // piece is one step of a typing: a paste, literal text or a key.
@@ -378,27 +418,34 @@ const typingSuffix = ".typing"
 // typingTimeout bounds one typing and its Enter outside an activity (which has its deadline).
 const typingTimeout = 30 * time.Second
 
-// typedPieces is how many pieces of a typing an earlier attempt typed (0: none, or no marker).
-func typedPieces(marker string) int {
+// typedPieces is how many pieces of a typing an earlier attempt typed (0: none, or no marker),
+// and whether it had loaded the next one into its buffer to paste (typeText).
+func typedPieces(marker string) (done int, loaded bool) {
 	if marker == "" {
-		return 0
+		return 0, false
 	}
 	data, err := os.ReadFile(marker + typingSuffix)
 	if err != nil {
-		return 0
+		return 0, false
 	}
-	n, _ := strconv.Atoi(strings.TrimSpace(string(data)))
-	return n
+	count, loaded := strings.CutSuffix(strings.TrimSpace(string(data)), "+")
+	n, _ := strconv.Atoi(count)
+	return n, loaded
 }
 
-// noteTypedPieces records that n pieces of a typing are typed; best effort (without it a retry
-// types those pieces again).
-func noteTypedPieces(marker string, n int) {
+// noteTypedPieces records that n pieces of a typing are typed, and whether the next is loaded
+// into its buffer, atomically (a kill mid-write never leaves a count of 0); best effort (without
+// it a retry types those pieces again).
+func noteTypedPieces(marker string, n int, loaded bool) {
 	if marker == "" {
 		return
 	}
+	note := strconv.Itoa(n)
+	if loaded {
+		note += "+"
+	}
 	if err := os.MkdirAll(filepath.Dir(marker), 0o700); err == nil {
-		_ = os.WriteFile(marker+typingSuffix, []byte(strconv.Itoa(n)), 0o600)
+		_ = private.WriteFileAtomic(marker+typingSuffix, []byte(note))
 	}
 }
 

@@ -618,7 +618,7 @@ func TestTmuxInjectResumesAfterTypedLines(t *testing.T) {
 	srv.tmux("send-keys", "-t", "reader", "-l", "one")
 	srv.tmux("send-keys", "-t", "reader", "C-j")
 	srv.tmux("send-keys", "-t", "reader", "-l", "two")
-	noteTypedPieces(tm.marker(req.Key), 3) // "one", the newline key, "two"
+	noteTypedPieces(tm.marker(req.Key), 3, false) // "one", the newline key, "two"
 	if err := discard(tm.Inject(context.Background(), req)); err != nil {
 		t.Fatal(err)
 	}
@@ -659,5 +659,58 @@ func TestInjectPutsNoTextInArgv(t *testing.T) {
 	}
 	if strings.Contains(string(logged), "4321") {
 		t.Fatalf("the text is on a tmux command line:\n%s", logged)
+	}
+}
+
+// Issue 38: a worker killed while tmux pastes a piece of a typing never learns that the paste
+// went in (the tmux client finishes it without the worker); the next attempt must not paste it
+// again, and a pasted block is not always on the screen to be seen (Claude Code shows
+// "[Pasted text]"; this pane echoes nothing). A wrapper plays the killed attempt: it runs tmux
+// and then fails paste-buffer, after the paste (it went in) or instead of it (it did not).
+func TestTmuxRetryAfterAPasteItDidNotSeeEnd(t *testing.T) {
+	real, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, text string
+		pasted     bool // the failing paste went in
+	}{
+		{"a line pasted", "one line of a message", true},
+		{"a block pasted", "【新着メッセージ】msg_id=1\nnote 1\n【新着メッセージ】msg_id=2\nnote 2", true},
+		{"a line not pasted", "one line of a message", false},
+		{"a block not pasted", "【新着メッセージ】msg_id=1\nnote 1", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newTmuxServer(t)
+			out := srv.reader("reader", "-echo")
+			dir := t.TempDir()
+			wrapper := filepath.Join(dir, "tmux")
+			paste := `"$real" "$@"; exit 1`
+			if !tc.pasted {
+				paste = "exit 1"
+			}
+			script := "#!/bin/sh\nreal=" + real + "\nfor a in \"$@\"; do [ \"$a\" = paste-buffer ] && { " + paste + "; }; done\nexec \"$real\" \"$@\"\n"
+			if err := os.WriteFile(wrapper, []byte(script), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			tm := srv.injector()
+			tm.TypedDir = filepath.Join(dir, "typed")
+			tm.Bin = wrapper
+			req := InjectRequest{Target: "reader", Text: tc.text, Key: "secretary/r#3/try-1"}
+			if err := discard(tm.Inject(context.Background(), req)); err == nil {
+				t.Fatal("the killed attempt's paste did not fail")
+			}
+			tm.Bin = ""
+			if err := discard(tm.Inject(context.Background(), req)); err != nil {
+				t.Fatal(err)
+			}
+			// The reader's tty is cooked and asks for no bracketed paste: a paste's carriage
+			// returns arrive as line feeds.
+			waitFile(t, out, tc.text+"\n")
+			if left := srv.tmux("list-buffers", "-F", "#{buffer_name}"); left != "" {
+				t.Errorf("buffers left in tmux: %q", left)
+			}
+		})
 	}
 }
