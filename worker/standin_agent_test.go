@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -83,17 +84,18 @@ func runStandInAgent(out, starter string) {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(b), &stdout, &stderr
 		began := time.Now()
 		err := cmd.Run()
-		fmt.Fprintf(logf, "%s %s %dms err=%v %s\n", began.Format("15:04:05.000"), event, time.Since(began).Milliseconds(), err, stderr.String())
 		var printed hooks.Output
-		if stdout.Len() == 0 || json.Unmarshal(stdout.Bytes(), &printed) != nil {
-			return
+		var context string
+		if stdout.Len() > 0 && json.Unmarshal(stdout.Bytes(), &printed) == nil {
+			if printed.HookSpecificOutput != nil && printed.HookSpecificOutput.AdditionalContext != "" {
+				context += printed.HookSpecificOutput.AdditionalContext + "\n"
+			}
+			if printed.Decision == "block" {
+				context += printed.Reason + "\n"
+			}
 		}
-		if printed.HookSpecificOutput != nil && printed.HookSpecificOutput.AdditionalContext != "" {
-			_, _ = f.WriteString(printed.HookSpecificOutput.AdditionalContext + "\n")
-		}
-		if printed.Decision == "block" {
-			_, _ = f.WriteString(printed.Reason + "\n")
-		}
+		fmt.Fprintf(logf, "%s %s %dms err=%v handed over %v %s\n", began.Format("15:04:05.000"), event, time.Since(began).Milliseconds(), err, messageIDs(context), stderr.String())
+		_, _ = f.WriteString(context)
 	}
 	const pasteStart, pasteEnd = "\x1b[200~", "\x1b[201~"
 	// Bracketed paste on, as Claude Code turns it on: a typed block arrives as one paste, one
@@ -127,11 +129,21 @@ func runStandInAgent(out, starter string) {
 				continue
 			}
 			n++
+			fmt.Fprintf(logf, "%s prompt %v\n", time.Now().Format("15:04:05.000"), messageIDs(text))
 			hook("user-prompt-submit", map[string]any{"session_id": "s", "prompt": text, "prompt_id": fmt.Sprintf("standin-%d", n)})
 			_, _ = f.WriteString(text + "\n")
 			hook("stop", map[string]any{"session_id": "s", "stop_hook_active": false, "last_assistant_message": "ok"})
 		}
 	}
+}
+
+// messageIDs are the msg_id= of the messages a text carries with intentq's header, in order.
+func messageIDs(text string) []string {
+	var ids []string
+	for _, m := range regexp.MustCompile(`msg_id=(\d+)`).FindAllStringSubmatch(text, -1) {
+		ids = append(ids, m[1])
+	}
+	return ids
 }
 
 // standInMain runs the stand-in agent when the environment asks for it, and reports whether it

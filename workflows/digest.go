@@ -23,7 +23,17 @@ import (
 const (
 	SignalRemindPush = "remind-push"
 	SignalPushResult = "push-result"
+	// SignalPushSent tells a session that an intent's reminder push it holds went out from the
+	// intent itself while no worker served the session's host (PushSent): the session drops
+	// it, so the person is not reminded twice once the host is back.
+	SignalPushSent = "remind-push-sent"
 )
+
+// PushSent names the push an intent sent itself (its PushRequest's ID and intent).
+type PushSent struct {
+	ID     string `json:"id"`
+	Intent string `json:"intent"`
+}
 
 // KindPush is the kind of a push's DeliveryResult.
 const KindPush = "push"
@@ -93,11 +103,31 @@ func digestPush(session, topic string, reqs []PushRequest, where func(PushReques
 
 // takePushes moves the pushes intents hand over into HeldPushes.
 func (s *session) takePushes(ctx workflow.Context) {
-	signals := workflow.GetSignalChannel(ctx, SignalRemindPush)
-	for {
+	sel := workflow.NewSelector(ctx)
+	sel.AddReceive(workflow.GetSignalChannel(ctx, SignalRemindPush), func(c workflow.ReceiveChannel, _ bool) {
 		var r PushRequest
-		signals.Receive(ctx, &r)
+		c.Receive(ctx, &r)
 		s.holdPush(ctx, r)
+	})
+	sel.AddReceive(workflow.GetSignalChannel(ctx, SignalPushSent), func(c workflow.ReceiveChannel, _ bool) {
+		var p PushSent
+		c.Receive(ctx, &p)
+		s.dropPush(ctx, p)
+	})
+	for {
+		sel.Select(ctx)
+	}
+}
+
+// dropPush forgets the held push of an intent that pushed it itself (SignalPushSent), unless it
+// is already out. The intent has its answer: none is sent for it.
+func (s *session) dropPush(ctx workflow.Context, p PushSent) {
+	for i := s.pushingN; i < len(s.HeldPushes); i++ {
+		if r := s.HeldPushes[i]; r.ID == p.ID || r.ReplyTo == p.Intent {
+			s.HeldPushes = slices.Delete(s.HeldPushes, i, i+1)
+			workflow.GetLogger(ctx).Info("reminder push dropped: its intent pushed it while the host was down", "session", s.Config.Name, "intent", p.Intent)
+			return
+		}
 	}
 }
 
@@ -268,9 +298,17 @@ func (w *intent) pushBySession(ctx workflow.Context, snippet string) workflow.Fu
 		res, ok := awaitResult(ctx, SignalPushResult, timeout, func(DeliveryResult) bool { return true })
 		switch {
 		case !ok && w.pushesWhenHostDown && w.hostDown(ctx):
-			// Nobody serves the session now: the person is reminded from here (the session
-			// still holds the request and answers it once its host is back).
-			settle.Chain(workflow.ExecuteActivity(withNtfyOptions(ctx), activities.NtfyPublishName, w.reminderPush(snippet)))
+			// Nobody serves the session now: the person is reminded from here, and the session,
+			// which still holds the request, drops it once its host is back (before
+			// intentWithdrawsHeldPush it pushed it again then).
+			pushed := workflow.ExecuteActivity(withNtfyOptions(ctx), activities.NtfyPublishName, w.reminderPush(snippet))
+			settle.Chain(pushed)
+			if w.withdrawsHeldPush && pushed.Get(ctx, nil) == nil {
+				err := workflow.SignalExternalWorkflow(ctx, SessionWorkflowID(w.in.Session), "", SignalPushSent, PushSent{ID: req.ID, Intent: w.id}).Get(ctx, nil)
+				if err != nil {
+					workflow.GetLogger(ctx).Warn("session not told of the push sent; it may push it again", "intent", w.id, "session", w.in.Session, "error", err)
+				}
+			}
 		case !ok:
 			settle.Set(nil, temporal.NewApplicationError(fmt.Sprintf("session %s did not report push %s in time", w.in.Session, req.ID), ErrTypeDeliveryTimeout))
 		case !res.OK:

@@ -29,7 +29,9 @@ type intent struct {
 	// pushesWhenHostDown: a reminder push the session does not report in time goes out from
 	// here when the session's host has no worker (intentPushesWhenHostDown).
 	pushesWhenHostDown bool
-	stopDelivery       workflow.CancelFunc
+	// withdrawsHeldPush: such a push is withdrawn from the session (intentWithdrawsHeldPush).
+	withdrawsHeldPush bool
+	stopDelivery      workflow.CancelFunc
 	// staged is the reaction of the message's last stage (issue 36): each stage's reaction is
 	// set after the one before, and the end's after them all.
 	staged workflow.Future
@@ -71,6 +73,7 @@ func IntentWorkflow(ctx workflow.Context, in IntentInput) (IntentState, error) {
 	}
 	w.takesBack = follows(ctx, w.in.Version, intentTakesBack, "take-back-ignored")
 	w.pushesWhenHostDown = follows(ctx, w.in.Version, intentPushesWhenHostDown, "push-when-host-down")
+	w.withdrawsHeldPush = follows(ctx, w.in.Version, intentWithdrawsHeldPush, "withdraw-held-push")
 	if err := w.registerHandlers(ctx); err != nil {
 		return w.st, err
 	}

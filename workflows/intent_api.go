@@ -72,7 +72,7 @@ type ReminderPolicy struct {
 
 // IntentVersion is the intent workflow's current behaviour: an intent started with it records
 // no version marker.
-const IntentVersion = 4
+const IntentVersion = 5
 
 // intentTakesBack (IntentVersion 3, change ID take-back-ignored): an intent ignored or
 // cancelled before its message reached the agent takes it back from its session (and stops
@@ -85,6 +85,11 @@ const intentTakesBack = 3
 // session's host (issue 38): the person is reminded while the host is down; before, the push
 // waited with the session until its host was back.
 const intentPushesWhenHostDown = 4
+
+// intentWithdrawsHeldPush (IntentVersion 5, change ID withdraw-held-push): an intent that pushed
+// its reminder itself while the session's host was down tells the session (SignalPushSent),
+// which drops the push it holds; before, the session pushed it again once its host was back.
+const intentWithdrawsHeldPush = 5
 
 // IntentFloor is the oldest intent this code replays: every rule of an older version has gone
 // with its branch (docs/design.md). An intent lives until it is answered; `starter doctor`

@@ -41,6 +41,8 @@ type fakeSession struct {
 	withdrawn []string
 	// down: the session's host has no worker: the session takes signals and never answers.
 	down bool
+	// sent are the pushes intents said they sent themselves (SignalPushSent).
+	sent []PushSent
 }
 
 func (f *fakeSession) install(t *testing.T) {
@@ -63,6 +65,13 @@ func (f *fakeSession) install(t *testing.T) {
 				res.Error, res.ErrorType = err.Error(), "Test"
 			}
 			f.env.RegisterDelayedCallback(func() { f.env.SignalWorkflow(SignalPushResult, res) }, 100*time.Millisecond)
+			return nil
+		})
+	f.env.OnSignalExternalWorkflow(mock.Anything, SessionWorkflowID("secretary"), "", SignalPushSent, mock.Anything).Return(
+		func(_, _, _, _ string, arg interface{}) error {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.sent = append(f.sent, arg.(PushSent))
 			return nil
 		})
 	f.env.OnSignalExternalWorkflow(mock.Anything, SessionWorkflowID("secretary"), "", SignalWithdraw, mock.Anything).Return(
@@ -416,9 +425,11 @@ func TestReminderIsPushedWhileTheHostIsDown(t *testing.T) {
 		version int
 		pushes  int
 		asked   int
+		sent    int // the session told of the push sent (it drops the one it holds)
 	}{
-		{name: "host down", served: false, version: IntentVersion, pushes: 1, asked: 1},
+		{name: "host down", served: false, version: IntentVersion, pushes: 1, asked: 1, sent: 1},
 		{name: "host served, session slow", served: true, version: IntentVersion, pushes: 0, asked: 2},
+		{name: "before the session was told", served: false, version: intentWithdrawsHeldPush - 1, pushes: 1, asked: 1},
 		{name: "before the rule", served: false, version: intentPushesWhenHostDown - 1, pushes: 0, asked: 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -426,6 +437,9 @@ func TestReminderIsPushedWhileTheHostIsDown(t *testing.T) {
 			h.session.down = true
 			if c.version < intentPushesWhenHostDown {
 				h.env.OnGetVersion("push-when-host-down", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+			}
+			if c.version < intentWithdrawsHeldPush {
+				h.env.OnGetVersion("withdraw-held-push", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 			}
 			var asked []string
 			h.env.RegisterActivityWithOptions(func(_ context.Context, req activities.HostServedRequest) (activities.HostServedResult, error) {
@@ -454,6 +468,11 @@ func TestReminderIsPushedWhileTheHostIsDown(t *testing.T) {
 			}
 			if c.pushes > 0 {
 				require.Equal(t, "msg_id=7 chat=42: is the build green?", reminders[0].Message)
+			}
+			require.Len(t, h.session.sent, c.sent)
+			for _, p := range h.session.sent {
+				require.Equal(t, IntentID("42", "7"), p.Intent)
+				require.Contains(t, p.ID, IntentID("42", "7")+"#push-")
 			}
 		})
 	}

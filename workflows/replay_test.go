@@ -71,7 +71,10 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 		// Started at IntentVersion 3 (the build before issue 38's reminder push while a host is
 		// down): they replay across version 4's rule (push-when-host-down).
 		"testdata/intent_reminded_v3.json", "testdata/intent_delivered_closed_v3.json", "testdata/intent_taken_back_v3.json",
-		// Current: sessions and intents started at SessionVersion (7) and IntentVersion (4), no
+		// Started at IntentVersion 4 (the build before an intent that pushed while its host was
+		// down told its session): they replay across version 5's rule (withdraw-held-push).
+		"testdata/intent_reminded_intent4.json", "testdata/intent_delivered_closed_intent4.json", "testdata/intent_taken_back_intent4.json",
+		// Current: sessions and intents started at SessionVersion (7) and IntentVersion (5), no
 		// markers.
 		"testdata/intent_reminded.json", "testdata/session_reminders.json",
 		"testdata/intent_delivered_closed.json", "testdata/session.json",

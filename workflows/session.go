@@ -515,12 +515,21 @@ func (s *session) continueAsNew(ctx workflow.Context) error {
 // taken yet.
 func (s *session) drainDesks(ctx workflow.Context) (took bool) {
 	pushes, alerts := workflow.GetSignalChannel(ctx, SignalRemindPush), workflow.GetSignalChannel(ctx, SignalAlert)
+	sent := workflow.GetSignalChannel(ctx, SignalPushSent)
 	for {
 		var r PushRequest
 		if !pushes.ReceiveAsync(&r) {
 			break
 		}
 		s.holdPush(ctx, r)
+		took = true
+	}
+	for {
+		var p PushSent
+		if !sent.ReceiveAsync(&p) {
+			break
+		}
+		s.dropPush(ctx, p)
 		took = true
 	}
 	for {

@@ -859,6 +859,23 @@ func TestHeldPushReplacedBySameIntent(t *testing.T) {
 	require.True(t, h.results["a2"].OK)
 }
 
+// Issue 38: a push the intent sent itself while the session's host was down is dropped when the
+// session hears of it (the host is back): the person is not reminded twice, and the intent gets
+// no second answer; another intent's push held with it still goes out.
+func TestHeldPushDroppedWhenItsIntentPushedIt(t *testing.T) {
+	h := newSessionHarness(t)
+	h.send(time.Second, SignalRemindPush, PushRequest{ID: "a1", ReplyTo: "intent/1/a", Topic: "phone", MessageID: "a", ChatID: "1", Snippet: "x"})
+	h.send(time.Second, SignalRemindPush, PushRequest{ID: "b1", ReplyTo: "intent/1/b", Topic: "phone", MessageID: "b", ChatID: "1", Snippet: "y"})
+	h.send(time.Second+10*time.Millisecond, SignalPushSent, PushSent{ID: "a1", Intent: "intent/1/a"})
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: claudeSession()})
+	require.Len(t, h.pushes, 1)
+	require.Equal(t, "msg_id=b chat=1: y", h.pushes[0].Message)
+	require.True(t, h.results["b1"].OK)
+	_, answered := h.results["a1"]
+	require.False(t, answered, "the intent that pushed itself gets no answer")
+}
+
 // A pane busy for hours does not grow the history to its limit: the session continues as new
 // while the delivery waits, carrying it.
 func TestBusyPaneContinuesAsNew(t *testing.T) {
