@@ -296,7 +296,9 @@ func idleAgentScenario(t testing.TB, run *agentRun, n int) deliveryResult {
 		// the prompt) printed it beside the typed block.
 		if at := slices.IndexFunc(reqs, func(r modelReq) bool { return strings.Contains(r.Added, id) }); at >= 0 {
 			if c := strings.Count(reqs[at].Added, idleText(i)); c != 1 {
-				t.Errorf("%s: the request that brought idle message %d shows its text %d times: %.600q", run.cli, 200+i, c, reqs[at].Added)
+				added := reqs[at].Added
+				from := max(0, strings.Index(added, idleText(i))-1500)
+				t.Errorf("%s: the request that brought idle message %d shows its text %d times; from 1500 characters before the first: %q", run.cli, 200+i, c, added[from:])
 			}
 		}
 	}

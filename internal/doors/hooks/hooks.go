@@ -55,6 +55,10 @@ type Input struct {
 	// when the hook fires from within a subagent"): what it prints goes to the subagent, whose
 	// context ends with it, not to the agent the person talks to.
 	AgentID string `json:"agent_id,omitempty"`
+	// Timestamp is when the CLI fired the event: Gemini CLI sends an RFC 3339 string, Copilot
+	// CLI milliseconds since the epoch, Claude Code nothing (EventTime reads it). Gemini fires its
+	// SessionStart without waiting for it, so its hook may run after the first prompt it took.
+	Timestamp json.RawMessage `json:"timestamp,omitempty"`
 }
 
 // Output is the JSON a hook prints; empty fields are left out, and an empty Output prints
@@ -230,6 +234,12 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 				all = append(all, shown{id: p.ID, head: head + " (not handed over yet: it follows on its own)", listed: true, named: true})
 				continue
 			}
+			if deliveredSince(p, in) {
+				// Delivered after the CLI started this context (its hook ran late, after the
+				// agent's first prompt): in this conversation already, named only.
+				all = append(all, shown{id: p.ID, head: head + " (in this conversation already)", listed: true, named: true})
+				continue
+			}
 			text := p.Snippet
 			if p.Text != "" {
 				text = p.Text
@@ -277,6 +287,28 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 // session start's list (issue 32).
 func awaitsDelivery(p intent.Summary) bool {
 	return p.Source == workflows.SourceTelegram && p.Delivered == nil
+}
+
+// EventTime is when the CLI fired the hook's event (Input.Timestamp: an RFC 3339 string or
+// milliseconds since the epoch); ok is false when the input does not say.
+func (in Input) EventTime() (at time.Time, ok bool) {
+	var text string
+	var millis int64
+	switch {
+	case json.Unmarshal(in.Timestamp, &text) == nil:
+		t, err := time.Parse(time.RFC3339Nano, text)
+		return t, err == nil
+	case json.Unmarshal(in.Timestamp, &millis) == nil && millis > 0:
+		return time.UnixMilli(millis), true
+	}
+	return time.Time{}, false
+}
+
+// deliveredSince reports whether a listed pending intent reached the agent after the CLI fired
+// the session start of in (without its time, never): the new context has it.
+func deliveredSince(p intent.Summary, in Input) bool {
+	began, ok := in.EventTime()
+	return ok && p.Delivered != nil && p.Delivered.After(began)
 }
 
 // ListLimit bounds the intents a hook lists or reads in full (the rest are pointed to, not

@@ -233,6 +233,43 @@ func TestSessionStartNeverPrintsWhatIsTypedAfter(t *testing.T) {
 	}
 }
 
+// Gemini CLI fires its SessionStart without waiting for it: under load its hook runs after the
+// agent took its first prompt, a message intentq typed, which the list then printed again in
+// full beside it (the real Gemini CLI, started by hand, read it twice). What was delivered after
+// the event's timestamp is named only; what was delivered before is listed in full, as is
+// everything when the CLI sends no timestamp (Claude Code waits for its SessionStart).
+func TestSessionStartNamesWhatItsOwnContextHas(t *testing.T) {
+	before, after := now.Add(-9*time.Minute), now.Add(-time.Second)
+	for _, c := range []struct {
+		name, timestamp string
+		inFull          bool
+	}{
+		{"delivered after the event (Gemini's time)", `"` + now.Add(-2*time.Second).Format(time.RFC3339Nano) + `"`, false},
+		{"delivered after the event (Copilot's time)", fmt.Sprint(now.Add(-2 * time.Second).UnixMilli()), false},
+		{"delivered before the event", `"` + now.Format(time.RFC3339Nano) + `"`, true},
+		{"no timestamp", `""`, true},
+		{"an unreadable timestamp", `{"at":1}`, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := backend()
+			b.pending[0].Source, b.pending[0].Delivered = workflows.SourceTelegram, &before
+			b.pending[1].Source, b.pending[1].Delivered = workflows.SourceTelegram, &after
+			b.pending[1].Text = "second, typed into this context"
+			input := `{"session_id":"s1","hook_event_name":"SessionStart","source":"startup","timestamp":` + c.timestamp + `}`
+			out := run(t, EventSessionStart, b, settings(), input)
+			if !strings.Contains(out, "first message, in full") {
+				t.Errorf("the message delivered before the event is not listed in full:\n%s", out)
+			}
+			if got := strings.Contains(out, "typed into this context"); got != c.inFull {
+				t.Errorf("the message delivered after the event printed in full: %v, want %v:\n%s", got, c.inFull, out)
+			}
+			if !c.inFull && !strings.Contains(out, "id=intent/5/2 chat=5 age=1m0s (in this conversation already)") {
+				t.Errorf("the message delivered after the event is not named:\n%s", out)
+			}
+		})
+	}
+}
+
 // A session start's block is committed (the take and the listed intents) only once printed, and
 // a full text that cannot be read leaves the snippet in its place.
 func TestSessionStartCommitsOnlyWhatItPrinted(t *testing.T) {
