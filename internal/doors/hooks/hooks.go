@@ -180,6 +180,13 @@ func Write(w io.Writer, out Output, flat bool) error {
 // the session (so they are not typed too), the most recent others are listed from visibility
 // (at most ListLimit), and the rest are pointed to with the command that lists them all.
 func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) {
+	if s.Session == "" {
+		// An agent no session serves (started by hand, not bound yet) is told of no one's
+		// messages: a list without a session would be every session's (under load, a Gemini
+		// CLI's SessionStart hook ran as the first typed message bound it, and listed that
+		// message in full beside it).
+		return Answer{}, nil
+	}
 	// The take and the list at once, and the listed intents' full texts as soon as the list is
 	// in: none waits for the take's round trip to the worker.
 	texts := newTextReader(ctx, b)

@@ -270,6 +270,20 @@ func TestSessionStartNamesWhatItsOwnContextHas(t *testing.T) {
 	}
 }
 
+// An agent no session serves (a CLI started by hand, not bound yet: its hooks name no session)
+// is told nothing at its session start, least of all every session's pending messages.
+func TestSessionStartWithoutASessionListsNothing(t *testing.T) {
+	b := backend()
+	s := settings()
+	s.Session, s.Agent = "", ""
+	if out := run(t, EventSessionStart, b, s, `{"session_id":"g1","hook_event_name":"SessionStart","source":"startup"}`); out != "" {
+		t.Errorf("printed %q, want nothing", out)
+	}
+	if len(b.takes) != 0 || len(b.committed) != 0 {
+		t.Errorf("takes %+v, committed %q: want none", b.takes, b.committed)
+	}
+}
+
 // A session start's block is committed (the take and the listed intents) only once printed, and
 // a full text that cannot be read leaves the snippet in its place.
 func TestSessionStartCommitsOnlyWhatItPrinted(t *testing.T) {
