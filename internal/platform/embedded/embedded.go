@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -135,15 +136,18 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	serverOpts, internal, err := serverOptions(opts, sqlCfg)
+	serverOpts, internal, release, err := serverOptions(opts, sqlCfg)
 	if err != nil {
 		return nil, err
 	}
 	srv, err := temporal.NewServer(serverOpts...)
 	if err != nil {
+		release()
 		return nil, fmt.Errorf("embedded temporal: build server: %w", err)
 	}
-	if err := srv.Start(); err != nil {
+	err = srv.Start()
+	release() // bound now (or never): no other server's pick can take them
+	if err != nil {
 		return nil, fmt.Errorf("embedded temporal: start server on %s: %w", frontend, err)
 	}
 	if err := addSearchAttributes(ctx, opts, frontend); err != nil {
@@ -339,16 +343,23 @@ const MaxInFlightUpdates = 100
 // HistoryCacheSize bounds the workflows whose state the embedded server keeps in memory.
 const HistoryCacheSize = 2000
 
-func serverOptions(opts Options, sqlCfg *serverconfig.SQL) ([]temporal.ServerOption, map[string]string, error) {
-	ports, err := freePorts(4)
+// serverOptions are the server's options and its internal services' addresses; release lets go
+// of the claim on their ports once the server has bound them (freePorts).
+func serverOptions(opts Options, sqlCfg *serverconfig.SQL) (_ []temporal.ServerOption, _ map[string]string, release func(), err error) {
+	ports, release, err := freePorts(4)
 	if err != nil {
-		return nil, nil, fmt.Errorf("embedded temporal: pick internal ports: %w", err)
+		return nil, nil, nil, fmt.Errorf("embedded temporal: pick internal ports: %w", err)
 	}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
 	host := func(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 	frontendSelf := net.JoinHostPort(loopbackFor(opts.IP), strconv.Itoa(opts.Port))
 	certs, err := ensureInternodeTLS(filepath.Join(opts.DataDir, TLSDir))
 	if err != nil {
-		return nil, nil, fmt.Errorf("embedded temporal: %w", err)
+		return nil, nil, nil, fmt.Errorf("embedded temporal: %w", err)
 	}
 
 	cfg := &serverconfig.Config{}
@@ -441,7 +452,7 @@ func serverOptions(opts Options, sqlCfg *serverconfig.SQL) ([]temporal.ServerOpt
 		temporal.WithClaimMapper(func(*serverconfig.Config) authorization.ClaimMapper { return claimMapper }),
 		temporal.WithDynamicConfigClient(dyn),
 		temporal.WithChainedFrontendGrpcInterceptors(DurableCalls(NewGroupSync(FileSync(sqlCfg.DatabaseName + "-wal")).Sync)),
-	}, internal, nil
+	}, internal, release, nil
 }
 
 // checkFree fails with a PortInUseError when addr cannot be bound.
@@ -456,10 +467,18 @@ func checkFree(addr, key string) error {
 // freePorts picks n free loopback ports for the server's internal services, below the kernel's
 // ephemeral range: a port the kernel hands out as the source of an outgoing connection can be
 // taken between the pick and the server's bind (the server then exits at start), one outside
-// it only by a program that binds it on purpose.
-func freePorts(n int) ([]int, error) {
-	var ports []int
+// it only by a program that binds it on purpose. Each pick is also claimed, until release, by a
+// lock file of this user's (claimPort): another intentq server starting on this machine at the
+// same moment (a second worker, parallel tests) finds the port free too, and without the claim
+// both bound it and one exited ("address already in use").
+func freePorts(n int) (ports []int, release func(), err error) {
 	var listeners []net.Listener
+	var claims []*os.File
+	release = func() {
+		for _, f := range claims {
+			_ = f.Close()
+		}
+	}
 	defer func() {
 		for _, l := range listeners {
 			_ = l.Close()
@@ -475,13 +494,40 @@ func freePorts(n int) ([]int, error) {
 		if err != nil {
 			continue
 		}
-		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		port := l.Addr().(*net.TCPAddr).Port
+		claim, ok := claimPort(port)
+		if !ok {
+			_ = l.Close()
+			continue
+		}
+		listeners, claims = append(listeners, l), append(claims, claim)
+		ports = append(ports, port)
 	}
 	if len(ports) < n {
-		return nil, fmt.Errorf("no %d free ports below %d", n, low)
+		release()
+		return nil, nil, fmt.Errorf("no %d free ports below %d", n, low)
 	}
-	return ports, nil
+	return ports, release, nil
+}
+
+// claimPort takes this user's lock on port (a file under the temporary directory, flock'd; the
+// kernel lets go of it when the process ends). ok is false when another process holds it; a
+// lock that cannot be made at all (a read-only temporary directory) claims nothing and does
+// not refuse the port.
+func claimPort(port int) (_ *os.File, ok bool) {
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("intentq-ports-%d", os.Getuid()))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, true
+	}
+	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, true
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		return nil, false
+	}
+	return f, true
 }
 
 // internalPortsFrom is the lowest port freePorts picks.
