@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,6 +18,10 @@ import (
 
 // hostLine is one delivered message as the stand-in agent writes it.
 var hostLine = regexp.MustCompile(`【新着メッセージ】msg_id=(\d+) chat=(\d+)`)
+
+// hostsRounds repeats the two-host test's round (24 messages to each host, each worker killed
+// once): -hosts.rounds=10 plays 240 messages and 20 kills, a stress run for a rare duplicate.
+var hostsRounds = flag.Int("hosts.rounds", 1, "rounds of the two-host kill test (24 messages to each host, each worker killed once)")
 
 // Issue 38: two workers as two hosts on one Temporal (the first worker's embedded server, the
 // second with its access token), each with its own data_dir and tmux server, a session on each
@@ -70,7 +75,8 @@ func TestTwoHostsEachServeTheirOwnSessions(t *testing.T) {
 	waitFor(t, linesB, "ready", 90*time.Second)
 	keep("b", linesB)
 
-	const n = 24
+	const round = 24
+	n := round * max(1, *hostsRounds)
 	kill := func(name string, w interface{ Kill() error }) {
 		if err := w.Kill(); err != nil {
 			t.Fatalf("kill %s: %v", name, err)
@@ -80,8 +86,8 @@ func TestTwoHostsEachServeTheirOwnSessions(t *testing.T) {
 		bot.AddMessage(41, 41, i, fmt.Sprintf("to alpha %d", i))
 		bot.AddMessage(42, 42, i, fmt.Sprintf("to beta %d", i))
 		time.Sleep(300 * time.Millisecond)
-		switch i {
-		case n / 3:
+		switch i % round {
+		case round / 3:
 			kill("b", b.Process)
 			_ = b.Wait()
 			time.Sleep(2 * time.Second)
@@ -89,7 +95,7 @@ func TestTwoHostsEachServeTheirOwnSessions(t *testing.T) {
 			b, linesB = startWorker(t, bin, envB)
 			waitFor(t, linesB, "ready", 90*time.Second)
 			keep("b", linesB)
-		case 2 * n / 3:
+		case 2 * round / 3:
 			// A runs the Temporal server too: B waits for it to come back.
 			kill("a", a.Process)
 			_ = a.Wait()
@@ -111,7 +117,7 @@ func TestTwoHostsEachServeTheirOwnSessions(t *testing.T) {
 	}
 	for deadline := time.Now().Add(3 * time.Minute); len(delivered(paneA)) < n || len(delivered(paneB)) < n; time.Sleep(300 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("after 3 minutes alpha has %d, beta %d of %d messages", len(delivered(paneA)), len(delivered(paneB)), n)
+			t.Fatalf("3 minutes after the last message alpha has %d, beta %d of %d messages", len(delivered(paneA)), len(delivered(paneB)), n)
 		}
 	}
 	time.Sleep(3 * time.Second) // anything typed twice would show by now
