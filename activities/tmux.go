@@ -191,7 +191,7 @@ func (t *Tmux) Inject(ctx context.Context, req InjectRequest) (InjectResult, err
 	}
 	tctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer cancel()
-	if err := t.typeText(tctx, req, pane.id, marker, done); err != nil {
+	if err := t.typeText(tctx, req, pane.id, marker, done, loaded); err != nil {
 		return InjectResult{}, err
 	}
 	if err := receipt.Record(t.ReceiptsDir, req.Text, receipt.Typed{Session: req.Session, Pane: pane.id, Socket: pane.socket, At: time.Now()}); err != nil && activity.IsActivity(ctx) {
@@ -316,7 +316,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // (paste-buffer without brackets); multi-line text either as one bracketed paste (paste-buffer
 // -p, newlines become carriage returns inside the paste) or line by line with the CLI's newline
 // key. It goes in pieces (a paste, a chunk of literal text, a newline key), each recorded beside
-// marker once it is in; the first done pieces went in before (an attempt that died).
+// marker once it is in; the first done pieces went in before (an attempt that died), which had
+// loaded the next one into its buffer when loaded.
 //
 // A keyed typing pastes each piece from a buffer named for the typing and the piece, loaded and
 // recorded as loaded before the paste, which deletes the buffer in the same tmux command: a
@@ -324,7 +325,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // record that says "loaded" and no buffer, so the next attempt knows the piece went in and never
 // pastes it twice (a pasted block is not always on the screen to be seen: Claude Code shows
 // "[Pasted text]", an agent without echo nothing).
-func (t *Tmux) typeText(ctx context.Context, req InjectRequest, paneID, marker string, done int) error {
+func (t *Tmux) typeText(ctx context.Context, req InjectRequest, paneID, marker string, done int, loaded bool) error {
 	for i, p := range typingPieces(req) {
 		if i < done {
 			continue
@@ -334,7 +335,7 @@ func (t *Tmux) typeText(ctx context.Context, req InjectRequest, paneID, marker s
 		case p.key != "":
 			_, err = t.run(ctx, req.Target, "send-keys", "-t", paneID, p.key)
 		default:
-			err = t.paste(ctx, req, paneID, marker, i, p)
+			err = t.paste(ctx, req, paneID, marker, i, p, i == done && loaded)
 		}
 		if err != nil {
 			return err
@@ -348,8 +349,9 @@ func (t *Tmux) typeText(ctx context.Context, req InjectRequest, paneID, marker s
 // never on a command line (issue 33: any local user reads every process's argv): loaded into a
 // buffer of its own, then pasted, bracketed for a multi-line paste, as typed keys otherwise (-r:
 // a piece of one line has no line feed to replace). With a marker, the buffer is named for the
-// typing and the piece, and the load is recorded before the paste (see typeText).
-func (t *Tmux) paste(ctx context.Context, req InjectRequest, paneID, marker string, i int, p piece) error {
+// typing and the piece, and the load is recorded before the paste (see typeText); resume: an
+// attempt that died had loaded it.
+func (t *Tmux) paste(ctx context.Context, req InjectRequest, paneID, marker string, i int, p piece, resume bool) error {
 	mode := "-r"
 	if p.paste {
 		mode = "-p"
@@ -357,7 +359,7 @@ func (t *Tmux) paste(ctx context.Context, req InjectRequest, paneID, marker stri
 	buffer := fmt.Sprintf("intentq-%d-%d", os.Getpid(), bufferSeq.Add(1))
 	if marker != "" {
 		buffer = fmt.Sprintf("intentq-%s-%d", filepath.Base(marker), i)
-		if done, loaded := typedPieces(marker); done == i && loaded {
+		if resume {
 			// An attempt that died loaded this piece: its buffer is still there unless tmux
 			// pasted it.
 			there, err := t.hasBuffer(ctx, req.Target, buffer)
