@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/intentq/intentq/internal/policy"
@@ -18,6 +19,14 @@ const (
 	UpdateInboxSend   = "send"
 	UpdateInboxRead   = "read"
 	QueryInbox        = "messages"
+	// SignalInboxAnnounce asks an inbox to tell its agent's session what is unread now (a
+	// session that does not know yet); an inbox run from before it told sessions continues as
+	// new to do so.
+	SignalInboxAnnounce = "inbox-announce"
+	// SignalInboxUnread tells an agent's session what is unread in its inbox (InboxUnread),
+	// after every change: the session hands it to its hook desk, so a Stop hook reads it
+	// without a round trip to the server.
+	SignalInboxUnread = "inbox-unread"
 )
 
 // Inbox limits (SPEC N5): at most MaxInboxMessages; when over, all unread are kept plus the
@@ -38,6 +47,38 @@ type InboxMessage struct {
 	Type      string    `json:"type"`
 	Content   string    `json:"content"`
 	Read      bool      `json:"read"`
+}
+
+// InboxUnreadShown is how many unread messages InboxUnread carries (a Stop hook names at most
+// five, SPEC S1); InboxUnreadRunes bounds each one's content there.
+const (
+	InboxUnreadShown = 5
+	InboxUnreadRunes = 200
+)
+
+// InboxUnread is what is unread in an inbox: how many messages, and the oldest InboxUnreadShown
+// of them with their content cut to InboxUnreadRunes.
+type InboxUnread struct {
+	Count int            `json:"count"`
+	First []InboxMessage `json:"first,omitempty"`
+}
+
+// UnreadOf is the InboxUnread of an inbox's messages.
+func UnreadOf(msgs []InboxMessage) InboxUnread {
+	var u InboxUnread
+	for _, m := range msgs {
+		if m.Read {
+			continue
+		}
+		u.Count++
+		if len(u.First) < InboxUnreadShown {
+			if r := []rune(m.Content); len(r) > InboxUnreadRunes {
+				m.Content = string(r[:InboxUnreadRunes])
+			}
+			u.First = append(u.First, m)
+		}
+	}
+	return u
 }
 
 // InboxSend is the send update's argument. Key, when set, makes the send idempotent.
@@ -63,6 +104,10 @@ type InboxInput struct {
 	// Nudges numbers nudge requests.
 	Nudges           int `json:"nudges"`
 	MaxHistoryEvents int `json:"max_history_events,omitempty"`
+	// TellsSession: this run tells the agent's session (SessionWorkflowID(Agent)) what is unread
+	// after every change (SignalInboxUnread). Runs started before it was set do not; they
+	// continue as new with it when a session asks (SignalInboxAnnounce).
+	TellsSession bool `json:"tells_session,omitempty"`
 }
 
 // inbox is the running state of InboxWorkflow.
@@ -71,6 +116,9 @@ type inbox struct {
 	id        string
 	changed   bool
 	newUnread bool
+	// tell: what is unread changed (or a session asked) since the session was last told;
+	// telling: a tell is out. upgrade: a session asked a run that does not tell sessions.
+	tell, telling, upgrade bool
 }
 
 // InboxWorkflow keeps an agent's inbox: sends and reads are updates, handled one at a time, so
@@ -87,16 +135,24 @@ func InboxWorkflow(ctx workflow.Context, in InboxInput) error {
 	if err := workflow.SetUpdateHandler(ctx, UpdateInboxRead, b.read); err != nil {
 		return err
 	}
+	workflow.Go(ctx, b.takeAnnounces)
+	if b.TellsSession {
+		// Every run tells once at its start: a change the run before had not told yet is told.
+		b.tell = true
+		workflow.Go(ctx, b.tellSession)
+	}
 	for {
-		if b.historyTooLong(ctx) {
-			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		if b.historyTooLong(ctx) || b.upgrade {
+			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) && !b.telling }); err != nil {
 				return err
 			}
-			return workflow.NewContinueAsNewError(ctx, InboxWorkflowName, b.InboxInput)
+			next := b.InboxInput
+			next.TellsSession = true
+			return workflow.NewContinueAsNewError(ctx, InboxWorkflowName, next)
 		}
 		oldest := b.oldestUnread()
 		if b.Session == "" || oldest == nil {
-			if err := workflow.Await(ctx, func() bool { return b.changed }); err != nil {
+			if err := workflow.Await(ctx, func() bool { return b.changed || b.upgrade }); err != nil {
 				return err
 			}
 			b.changed = false
@@ -109,7 +165,7 @@ func InboxWorkflow(ctx workflow.Context, in InboxInput) error {
 			b.nudge(ctx)
 			continue
 		}
-		ok, err := workflow.AwaitWithTimeout(ctx, policy.Or(b.RepeatEvery, policy.DefaultReminders.RepeatEvery), func() bool { return b.changed })
+		ok, err := workflow.AwaitWithTimeout(ctx, policy.Or(b.RepeatEvery, policy.DefaultReminders.RepeatEvery), func() bool { return b.changed || b.upgrade })
 		if err != nil {
 			return err
 		}
@@ -153,7 +209,7 @@ func (b *inbox) send(ctx workflow.Context, s InboxSend) (InboxMessage, error) {
 	}
 	b.Messages = append(b.Messages, m)
 	b.prune()
-	b.changed, b.newUnread = true, true
+	b.changed, b.newUnread, b.tell = true, true, true
 	return m, nil
 }
 
@@ -170,7 +226,44 @@ func (b *inbox) read(ctx workflow.Context) ([]InboxMessage, error) {
 	}
 	b.prune()
 	b.changed = true
+	b.tell = b.tell || len(unread) > 0
 	return unread, nil
+}
+
+// takeAnnounces takes the sessions' asks (SignalInboxAnnounce): a run that tells sessions tells
+// again; one from before continues as new to tell.
+func (b *inbox) takeAnnounces(ctx workflow.Context) {
+	ch := workflow.GetSignalChannel(ctx, SignalInboxAnnounce)
+	for {
+		ch.Receive(ctx, nil)
+		if b.TellsSession {
+			b.tell = true
+		} else {
+			b.upgrade = true
+		}
+	}
+}
+
+// tellSession tells the agent's session what is unread whenever that changed, one tell at a
+// time, so the session hears them in order. A session that does not run is not told (it asks
+// when it starts).
+func (b *inbox) tellSession(ctx workflow.Context) {
+	for {
+		if err := workflow.Await(ctx, func() bool { return b.tell }); err != nil {
+			return
+		}
+		b.tell, b.telling = false, true
+		err := workflow.SignalExternalWorkflow(ctx, SessionWorkflowID(b.Agent), "", SignalInboxUnread, UnreadOf(b.Messages)).Get(ctx, nil)
+		b.telling = false
+		var notFound *temporal.UnknownExternalWorkflowExecutionError
+		if err != nil && !errors.As(err, &notFound) {
+			workflow.GetLogger(ctx).Warn("inbox: the session was not told what is unread; telling again soon", "inbox", b.id, "error", err)
+			if workflow.Sleep(ctx, 10*time.Second) != nil {
+				return
+			}
+			b.tell = true
+		}
+	}
 }
 
 // prune applies SPEC N5: over MaxInboxMessages, keep every unread message and the newest read

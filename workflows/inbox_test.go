@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -9,6 +10,8 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 )
@@ -138,4 +141,68 @@ func TestInboxWithoutSessionOnlyAccumulates(t *testing.T) {
 	h.env.ExecuteWorkflow(InboxWorkflowName, InboxInput{Agent: "worker1"})
 	require.Empty(t, h.nudges)
 	require.Len(t, final, 1)
+}
+
+// Issue 38: an inbox tells its agent's session what is unread after every change, in order
+// (the session hands it to the hook desk, where a Stop hook reads it); a session's ask is
+// answered with a tell.
+func TestInboxTellsSessionWhatIsUnread(t *testing.T) {
+	h := newInboxHarness(t)
+	var told []InboxUnread
+	var toldAt []time.Duration
+	h.env.OnSignalExternalWorkflow(mock.Anything, SessionWorkflowID("worker1"), "", SignalInboxUnread, mock.Anything).Return(
+		func(_, _, _, _ string, arg interface{}) error {
+			told = append(told, arg.(InboxUnread))
+			toldAt = append(toldAt, h.env.Now().Sub(h.start).Round(time.Second))
+			return nil
+		})
+	var out []any
+	long := strings.Repeat("é", InboxUnreadRunes+50)
+	for i := 1; i <= 7; i++ {
+		h.update(time.Duration(i)*time.Second, UpdateInboxSend, InboxSend{From: "boss", Type: "task", Content: fmt.Sprintf("m%d %s", i, long)}, &out)
+	}
+	h.update(time.Minute, UpdateInboxRead, nil, &out)
+	h.update(2*time.Minute, UpdateInboxRead, nil, &out) // nothing unread: nothing changed
+	h.env.RegisterDelayedCallback(func() { h.env.SignalWorkflow(SignalInboxAnnounce, nil) }, 3*time.Minute)
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Hour)
+	h.env.ExecuteWorkflow(InboxWorkflowName, InboxInput{Agent: "worker1", Session: "worker1", TellsSession: true})
+
+	require.Equal(t, []time.Duration{0, 1 * time.Second, 2 * time.Second, 3 * time.Second, 4 * time.Second, 5 * time.Second, 6 * time.Second, 7 * time.Second, time.Minute, 3 * time.Minute}, toldAt,
+		"once at the start, after each send and the read that changed something, and when asked")
+	require.Equal(t, 0, told[0].Count)
+	for i := 1; i <= 7; i++ {
+		require.Equal(t, i, told[i].Count)
+		require.Len(t, told[i].First, min(i, InboxUnreadShown))
+	}
+	first := told[7].First[0]
+	require.True(t, strings.HasPrefix(first.Content, "m1 "), first.Content)
+	require.Len(t, []rune(first.Content), InboxUnreadRunes, "content cut to the runes a hook needs")
+	require.Equal(t, "boss", first.From)
+	require.Equal(t, InboxUnread{}, told[8], "read: nothing unread")
+	require.Equal(t, InboxUnread{}, told[9])
+}
+
+// An inbox run from before inboxes told sessions continues as new to tell, when a session asks;
+// one that tells sessions is not told anything by a session that does not run.
+func TestInboxFromBeforeTellsOnceAsked(t *testing.T) {
+	h := newInboxHarness(t)
+	var out []any
+	h.update(time.Second, UpdateInboxSend, InboxSend{From: "boss", Type: "task", Content: "a"}, &out)
+	h.env.RegisterDelayedCallback(func() { h.env.SignalWorkflow(SignalInboxAnnounce, nil) }, time.Minute)
+	h.env.ExecuteWorkflow(InboxWorkflowName, InboxInput{Agent: "worker1"})
+	var can *workflow.ContinueAsNewError
+	require.ErrorAs(t, h.env.GetWorkflowError(), &can)
+	var next InboxInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	require.True(t, next.TellsSession)
+	require.Len(t, next.Messages, 1, "its messages carried")
+
+	h = newInboxHarness(t)
+	h.env.OnSignalExternalWorkflow(mock.Anything, SessionWorkflowID("worker1"), "", SignalInboxUnread, mock.Anything).Return(&temporal.UnknownExternalWorkflowExecutionError{})
+	out = nil
+	h.update(time.Second, UpdateInboxSend, InboxSend{From: "boss", Type: "task", Content: "a"}, &out)
+	var final []InboxMessage
+	h.env.RegisterDelayedCallback(func() { final = h.messages(t); h.env.CancelWorkflow() }, time.Hour)
+	h.env.ExecuteWorkflow(InboxWorkflowName, InboxInput{Agent: "worker1", TellsSession: true})
+	require.Len(t, final, 1, "no session: the inbox keeps working")
 }

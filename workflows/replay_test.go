@@ -44,6 +44,7 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 	r.RegisterWorkflowWithOptions(SessionWorkflow, workflow.RegisterOptions{Name: SessionWorkflowName})
 	r.RegisterWorkflowWithOptions(HeadlessSessionWorkflow, workflow.RegisterOptions{Name: HeadlessWorkflowName})
 	r.RegisterWorkflowWithOptions(ApprovalWorkflow, workflow.RegisterOptions{Name: ApprovalWorkflowName})
+	r.RegisterWorkflowWithOptions(InboxWorkflow, workflow.RegisterOptions{Name: InboxWorkflowName})
 	for _, file := range []string{
 		// Recorded at version 2 by the build before the floor rose to 2 (every older rule's
 		// branch gone): runs at the floor replay across that upgrade, and across version 3's
@@ -51,7 +52,7 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 		"testdata/intent_reminded_v14.json", "testdata/session_reminders_v14.json",
 		"testdata/intent_delivered_closed_v14.json", "testdata/session_v14.json",
 		// The upgrade step: a run at the floor (version 2, as the build before started them)
-		// takes a worker's configure signal and continues as new at SessionVersion (7), on its
+		// takes a worker's configure signal and continues as new at SessionVersion (8), on its
 		// host's task queue. Regenerate with
 		// WRITE_REPLAY_HISTORY=1 go test -run TestSessionUpgradesToTheVersionFloorAtConfigure
 		// ./internal/service/.
@@ -74,7 +75,11 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 		// Started at IntentVersion 4 (the build before an intent that pushed while its host was
 		// down told its session): they replay across version 5's rule (withdraw-held-push).
 		"testdata/intent_reminded_intent4.json", "testdata/intent_delivered_closed_intent4.json", "testdata/intent_taken_back_intent4.json",
-		// Current: sessions and intents started at SessionVersion (7) and IntentVersion (5), no
+		// Started at SessionVersion 7 (the build before a session told its desk what is unread
+		// in its agent's inbox): they replay across version 8's rule (inbox-at-desk).
+		"testdata/session_v7.json", "testdata/session_reminders_v7.json", "testdata/session_taken_back_v7.json",
+		"testdata/session_approval_v7.json",
+		// Current: sessions and intents started at SessionVersion (8) and IntentVersion (5), no
 		// markers.
 		"testdata/intent_reminded.json", "testdata/session_reminders.json",
 		"testdata/intent_delivered_closed.json", "testdata/session.json",
@@ -88,6 +93,11 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 		// on to it. Regenerate with WRITE_REPLAY_HISTORY=1 go test -run TestApprovalAtTheDoor
 		// ./internal/service/.
 		"testdata/approval.json", "testdata/session_approval.json",
+		// Current, issue 38: an inbox that tells its agent's session what is unread, the session
+		// that asks it and tells its desk, and an inbox run from before it told sessions, which
+		// continued as new when asked. Regenerate with WRITE_REPLAY_HISTORY=1 go test -run
+		// TestS1StopHookNamesUnreadInboxAsTheDeskKnows ./internal/service/.
+		"testdata/inbox.json", "testdata/session_inbox.json", "testdata/inbox_upgrade.json",
 		// A headless session (a success, a retried network error, a denied tool) from when runs
 		// carried the program and arguments (issue 23), then one whose runs name the session.
 		// Regenerate with WRITE_HEADLESS_HISTORY=$PWD/workflows/testdata/headless.json

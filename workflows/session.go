@@ -99,6 +99,9 @@ type SessionInput struct {
 	// for it (issue 35).
 	ResetAskedAt *time.Time `json:"reset_asked_at,omitempty"`
 	ResetAllowed bool       `json:"reset_allowed,omitempty"`
+	// Inbox is what is unread in the agent's inbox, as the inbox last told; nil while the
+	// session does not know (sessionInboxAtDesk).
+	Inbox *InboxUnread `json:"inbox,omitempty"`
 }
 
 // SessionView is the session query's answer.
@@ -131,7 +134,7 @@ const ErrTypeUnknownKind = "UnknownKind"
 // version marker. A run started before (Version below it) continues as new at its next quiet
 // point after a worker's configure signal, so every open session reaches the current version
 // within one worker start (docs/design.md, "Changes to running workflows").
-const SessionVersion = 7
+const SessionVersion = 8
 
 // SessionFloor is the oldest session run this code replays: every rule of an older version has
 // gone with its branch (docs/design.md). `starter doctor` names any open run below it.
@@ -269,6 +272,10 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	s.followsApprovals = follows(ctx, s.Version, sessionFollowsApprovals, "follows-approvals")
 	s.relooksAfterStop = follows(ctx, s.Version, sessionRelooksAfterStop, "relook-after-stop")
 	s.resetAsks = follows(ctx, s.Version, sessionResetAsks, "reset-asks-the-person")
+	s.inboxAtDesk = follows(ctx, s.Version, sessionInboxAtDesk, "inbox-at-desk")
+	if s.inboxAtDesk {
+		workflow.Go(ctx, s.followInbox)
+	}
 	workflow.Go(ctx, s.takeAlerts)
 	workflow.Go(ctx, s.pushAlerts)
 	workflow.Go(ctx, s.takePushes)
@@ -371,6 +378,9 @@ type session struct {
 	relooksAfterStop bool
 	// resetAsks: a reset the config does not opt into is asked of the person (sessionResetAsks).
 	resetAsks bool
+	// inboxAtDesk: the session follows what is unread in its agent's inbox and hands it to its
+	// desk (sessionInboxAtDesk).
+	inboxAtDesk bool
 	// busyWhy is why the delivery at the head waits (the view's WaitsFor).
 	busyWhy string
 	// workingPushesWait: reminder pushes of what the agent works on wait
@@ -490,7 +500,7 @@ func (s *session) continueAsNew(ctx workflow.Context) error {
 	for {
 		took := s.drain(ctx)
 		// Commits a take read early (lateCommitted) are settled too: s.commits is not carried.
-		if s.drainDesks(ctx) || took || len(s.commits) > 0 {
+		if s.drainDesks(ctx) || s.drainInbox(ctx) || took || len(s.commits) > 0 {
 			s.settleOffers(ctx)
 			continue
 		}

@@ -7,9 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 )
 
 // registerDesk registers the desk's activities: those of the model desk desk() returns, or, when
@@ -28,6 +32,20 @@ func registerDesk(env *testsuite.TestWorkflowEnvironment, desk func() *modelDesk
 		}
 		return NoDeskWithdraw(ctx, req)
 	}, activity.RegisterOptions{Name: DeskWithdrawName})
+	env.RegisterActivityWithOptions(func(ctx context.Context, req DeskInboxRequest) error {
+		if d := desk(); d != nil {
+			return d.knowInbox(req)
+		}
+		return NoDeskInbox(ctx, req)
+	}, activity.RegisterOptions{Name: DeskInboxName})
+	// The agents have no inbox unless the desk's announce says otherwise.
+	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", SignalInboxAnnounce, mock.Anything).Return(
+		func(_, _, _, _ string, _ interface{}) error {
+			if d := desk(); d != nil && d.announce != nil {
+				return d.announce()
+			}
+			return &temporal.UnknownExternalWorkflowExecutionError{}
+		})
 }
 
 // modelDesk is the hook desk's contract (hookdesk.Desk) for the workflow's tests: standing
@@ -43,6 +61,20 @@ type modelDesk struct {
 	// an offer the desk never got "withdrawn", as desks did before issue 38.
 	now              func() time.Time
 	unknownWithdrawn bool
+	// inbox is what the session told the desk is unread in its agent's inbox, each time;
+	// announce, when set, answers the session's ask of its inbox (unset: it has none).
+	inbox    []DeskInboxRequest
+	announce func() error
+}
+
+func (d *modelDesk) knowInbox(req DeskInboxRequest) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.away != nil && d.away() {
+		return errWorkerAway
+	}
+	d.inbox = append(d.inbox, req)
+	return nil
 }
 
 type modelOffer struct {
@@ -275,7 +307,84 @@ func TestStandingTakenHoldsWhatTheDeskHandedOut(t *testing.T) {
 
 // runFor runs a hook session for d.
 func (h *sessionHarness) runFor(t *testing.T, d time.Duration) {
+	h.runWith(t, d, SessionInput{Version: SessionVersion, Config: hookSession()})
+}
+
+// runWith runs a session started with in for d.
+func (h *sessionHarness) runWith(t *testing.T, d time.Duration, in SessionInput) {
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, d)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: hookSession()})
+	h.env.ExecuteWorkflow(SessionWorkflowName, in)
 	require.True(t, h.env.IsWorkflowCompleted())
+}
+
+// Issue 38 (SessionVersion 8): the session hands its desk what is unread in its agent's inbox:
+// nothing when the agent has no inbox, then what the inbox tells, the latest only; a desk that
+// could not be told is told again; the next run carries it and tells its desk at once.
+func TestSessionTellsDeskWhatIsUnreadInItsInbox(t *testing.T) {
+	h := newSessionHarness(t)
+	desk := newModelDesk()
+	h.desk = desk
+	away := false
+	desk.away = func() bool { return away }
+	one := InboxUnread{Count: 1, First: []InboxMessage{{ID: "secretary#1", From: "boss", Type: "task", Content: "a"}}}
+	two := InboxUnread{Count: 2, First: append(one.First, InboxMessage{ID: "secretary#2", From: "boss", Type: "task", Content: "b"})}
+	h.send(time.Minute, SignalInboxUnread, one)
+	h.env.RegisterDelayedCallback(func() { away = true }, 2*time.Minute)
+	h.send(2*time.Minute+time.Second, SignalInboxUnread, two)
+	h.env.RegisterDelayedCallback(func() { away = false }, 3*time.Minute)
+	h.env.RegisterDelayedCallback(func() {
+		h.env.SignalWorkflow(SignalInboxUnread, InboxUnread{})
+		h.env.SignalWorkflow(SignalInboxUnread, one)
+		h.env.SetContinueAsNewSuggested(true)
+	}, 5*time.Minute)
+	h.send(5*time.Minute+time.Second, SignalHookWords, said(AgentEvent{Event: EventStop})) // wakes the main loop
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: hookSession()})
+	var can *workflow.ContinueAsNewError
+	require.ErrorAs(t, h.env.GetWorkflowError(), &can)
+	var next SessionInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	require.Equal(t, &one, next.Inbox, "the latest tell is carried")
+
+	var told []InboxUnread
+	for _, r := range desk.inbox {
+		require.Equal(t, hookSession().Name, r.Session)
+		told = append(told, r.Unread)
+	}
+	require.Equal(t, []InboxUnread{{}, one, two}, told[:3], "no inbox, then each tell; the one the desk missed told again")
+	if len(told) > 3 {
+		require.Equal(t, one, told[len(told)-1], "the latest last")
+	}
+	for i := 1; i < len(desk.inbox); i++ {
+		require.False(t, desk.inbox[i].At.Before(desk.inbox[i-1].At), "told in order")
+	}
+
+	// The next run tells its desk what it carries, without asking the inbox.
+	h = newSessionHarness(t)
+	desk = newModelDesk()
+	h.desk = desk
+	desk.announce = func() error { t.Error("a run that knows asked the inbox"); return nil }
+	h.runWith(t, time.Minute, SessionInput{Version: SessionVersion, Config: hookSession(), Inbox: &two})
+	require.Len(t, desk.inbox, 1)
+	require.Equal(t, two, desk.inbox[0].Unread)
+}
+
+// A session whose agent has an inbox learns what is unread from the inbox's answer to its ask;
+// until then its desk is told nothing (a Stop hook asks the server).
+func TestSessionAsksItsInboxWhatIsUnread(t *testing.T) {
+	h := newSessionHarness(t)
+	desk := newModelDesk()
+	h.desk = desk
+	asked := 0
+	desk.announce = func() error {
+		asked++
+		h.env.RegisterDelayedCallback(func() { h.env.SignalWorkflow(SignalInboxUnread, InboxUnread{Count: 3}) }, 30*time.Second)
+		return nil
+	}
+	h.env.RegisterDelayedCallback(func() {
+		require.Empty(t, desk.inbox, "not told before the inbox answered")
+	}, 20*time.Second)
+	h.runFor(t, time.Minute)
+	require.Equal(t, 1, asked)
+	require.Len(t, desk.inbox, 1)
+	require.Equal(t, 3, desk.inbox[0].Unread.Count)
 }

@@ -84,7 +84,7 @@ func Messages(ctx context.Context, c client.Client, agent string) ([]workflows.I
 // InputFor describes the inbox of agent from the config: the agent's session is the
 // session of the same name (unless it is the human's pane), nudged every reminders.repeat_every.
 func InputFor(cfg *config.Config, agent string) workflows.InboxInput {
-	in := workflows.InboxInput{Agent: agent, RepeatEvery: cfg.Reminders.RepeatEvery}
+	in := workflows.InboxInput{Agent: agent, RepeatEvery: cfg.Reminders.RepeatEvery, TellsSession: true}
 	if s, ok := cfg.Sessions[agent]; ok && !s.Human && s.Mode == config.ModeTmux {
 		in.Session = agent
 	}

@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
@@ -24,6 +26,7 @@ import (
 
 	"github.com/intentq/intentq/activities"
 	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/doors/hookdesk"
 	"github.com/intentq/intentq/internal/doors/hooks"
 	"github.com/intentq/intentq/internal/headless"
 	"github.com/intentq/intentq/internal/inbox"
@@ -643,6 +646,92 @@ func TestS3InboxConcurrentSendsAndNudge(t *testing.T) {
 		b, _ := os.ReadFile(pane)
 		return strings.Contains(string(b), want)
 	})
+}
+
+// S1, issue 38: the agent's Stop hook names its unread inbox messages as its session told the
+// desk (the inbox tells the session after every change; the hook reads no server), and names
+// none once they are read.
+func TestS1StopHookNamesUnreadInboxAsTheDeskKnows(t *testing.T) {
+	cfg := testenv.Config(t)
+	_ = tmuxReader(t)
+	svc, _ := startService(t, cfg)
+	ctx := context.Background()
+	agent := config.DefaultSessionName
+	known := func(want int) func() bool {
+		return func() bool {
+			d, err := hookdesk.Open(hookdesk.Dir(cfg.DataDir), func(context.Context, string, string, any) error { return nil }, zap.NewNop())
+			if err != nil {
+				return false
+			}
+			u, ok := d.UnreadInbox(agent)
+			return ok && u.Count == want
+		}
+	}
+	waitUntil(t, "the desk told the agent has no inbox", 30*time.Second, known(0))
+	s := hooks.Settings{Session: agent, Agent: agent, RemindEvery: time.Hour}
+	stop := func() string {
+		// Temporal as the hook would dial it, but unable to read an inbox: the desk answers.
+		dial := func(context.Context) (hooks.Backend, func(), error) {
+			return hooks.ThroughDesk(cfg.DataDir, svc.Token(), noInbox{hooks.Temporal{Client: svc.Client(), Config: cfg}}), func() {}, nil
+		}
+		var out strings.Builder
+		if err := hooks.Run(ctx, hooks.EventStop, strings.NewReader(`{"session_id":"c1","stop_hook_active":false,"last_assistant_message":"ok"}`), &out, s, dial, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	require.NotContains(t, stop(), "inbox")
+	for i := 1; i <= 7; i++ {
+		if _, err := inbox.Send(ctx, svc.Client(), cfg.Temporal.TaskQueue, inbox.InputFor(cfg, agent),
+			workflows.InboxSend{From: "boss", Type: "task", Content: fmt.Sprintf("please review %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, "the desk told of 7 unread", 30*time.Second, known(7))
+	out := stop()
+	require.Contains(t, out, `"decision":"block"`)
+	require.Contains(t, out, "7 unread inbox message(s) for "+agent)
+	require.Contains(t, out, "please review 1")
+	require.Contains(t, out, "please review 5")
+	require.NotContains(t, out, "please review 6", "five named")
+	require.Contains(t, out, "and more: `starter inbox list "+agent+"`")
+	if _, err := inbox.Read(ctx, svc.Client(), agent); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the desk told all is read", 30*time.Second, known(0))
+	require.NotContains(t, stop(), "inbox")
+
+	// An inbox run from before inboxes told sessions continues as new to tell, once asked.
+	run, err := svc.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.InboxID("old"), TaskQueue: cfg.Temporal.TaskQueue},
+		workflows.InboxWorkflowName, workflows.InboxInput{Agent: "old", RepeatEvery: time.Hour})
+	require.NoError(t, err)
+	_, err = inbox.Send(ctx, svc.Client(), cfg.Temporal.TaskQueue, inbox.InputFor(cfg, "old"), workflows.InboxSend{From: "boss", Type: "task", Content: "from before"})
+	require.NoError(t, err)
+	require.NoError(t, svc.Client().SignalWorkflow(ctx, workflows.InboxID("old"), "", workflows.SignalInboxAnnounce, nil))
+	waitUntil(t, "the old inbox continued as new", 30*time.Second, func() bool {
+		d, err := svc.Client().DescribeWorkflowExecution(ctx, workflows.InboxID("old"), run.GetRunID())
+		return err == nil && d.WorkflowExecutionInfo.Status == enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW
+	})
+	msgs, err := inbox.Messages(ctx, svc.Client(), "old")
+	require.NoError(t, err)
+	require.Len(t, msgs, 1, "its message carried")
+	if os.Getenv("WRITE_REPLAY_HISTORY") != "" {
+		// An inbox that tells its session, the session that follows it (asked, told, the desk
+		// told), and an inbox from before that continued as new when asked: see package workflows.
+		writeHistory(t, svc, workflows.InboxID(agent), "../../workflows/testdata/inbox.json")
+		writeHistory(t, svc, workflows.SessionWorkflowID(agent), "../../workflows/testdata/session_inbox.json")
+		hist := historypb.History{Events: runHistoryEvents(t, svc.Client(), workflows.InboxID("old"), run.GetRunID())}
+		data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(&hist)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile("../../workflows/testdata/inbox_upgrade.json", data, 0o644))
+	}
+}
+
+// noInbox is a hook's Temporal that cannot read an inbox.
+type noInbox struct{ hooks.Temporal }
+
+func (noInbox) Unread(context.Context, string) (workflows.InboxUnread, error) {
+	return workflows.InboxUnread{}, errors.New("the test's hook reads no inbox from the server")
 }
 
 // I2, I3 end to end as the patched plugin and Claude Code would drive it: 4 messages through the

@@ -576,9 +576,11 @@ func Register(r worker.Registry, deps Deps) {
 	if deps.Desk != nil {
 		r.RegisterActivityWithOptions(deps.Desk.Publish, activity.RegisterOptions{Name: workflows.DeskPublishName})
 		r.RegisterActivityWithOptions(deps.Desk.Withdraw, activity.RegisterOptions{Name: workflows.DeskWithdrawName})
+		r.RegisterActivityWithOptions(deps.Desk.KnowInbox, activity.RegisterOptions{Name: workflows.DeskInboxName})
 	} else {
 		r.RegisterActivityWithOptions(workflows.NoDeskPublish, activity.RegisterOptions{Name: workflows.DeskPublishName})
 		r.RegisterActivityWithOptions(workflows.NoDeskWithdraw, activity.RegisterOptions{Name: workflows.DeskWithdrawName})
+		r.RegisterActivityWithOptions(workflows.NoDeskInbox, activity.RegisterOptions{Name: workflows.DeskInboxName})
 	}
 }
 

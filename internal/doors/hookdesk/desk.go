@@ -10,6 +10,9 @@
 // answers, atomically with any take, whether a hook has it. The desk keeps each session's offers
 // in a journal under data_dir (written before it answers), so a worker that restarts answers a
 // withdrawal as the one before would have, and passes on what it had not passed on yet.
+//
+// The session also tells its desk what is unread in its agent's inbox (workflows.DeskInboxName,
+// issue 38), so the agent's Stop hook names unread messages without a read of the server.
 package hookdesk
 
 import (
@@ -81,6 +84,8 @@ type journal struct {
 	Offers     []*offer  `json:"offers"`
 	HookKeys   []string  `json:"hook_keys,omitempty"`
 	LastRemind time.Time `json:"last_remind"`
+	// Inbox is what the session last said is unread in its agent's inbox (nil: it has not).
+	Inbox *workflows.DeskInboxRequest `json:"inbox,omitempty"`
 }
 
 // offer is one standing offer and what became of it.
@@ -249,6 +254,43 @@ func (d *Desk) Publish(_ context.Context, req workflows.DeskPublishRequest) erro
 		return err
 	}
 	return nil
+}
+
+// KnowInbox keeps what a session says is unread in its agent's inbox (the activity
+// workflows.DeskInboxName), for the agent's Stop hook; a word older than the one kept (an
+// attempt that arrives late) changes nothing.
+func (d *Desk) KnowInbox(_ context.Context, req workflows.DeskInboxRequest) error {
+	if req.Session == "" {
+		return temporal.NewNonRetryableApplicationError("inbox word without a session", "InvalidInboxWord", nil)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return temporal.NewNonRetryableApplicationError("the hook desk does not serve hooks", workflows.ErrTypeNoDesk, nil)
+	}
+	j := d.journal(req.Session)
+	if j.Inbox != nil && req.At.Before(j.Inbox.At) {
+		return nil
+	}
+	before := j.Inbox
+	j.Inbox = &req
+	if err := d.save(req.Session); err != nil {
+		j.Inbox = before
+		return err
+	}
+	return nil
+}
+
+// UnreadInbox is what the session of agent last said is unread in the agent's inbox; ok is false
+// when it has said nothing (the hook asks the server).
+func (d *Desk) UnreadInbox(agent string) (u workflows.InboxUnread, ok bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	j := d.sessions[agent]
+	if j == nil || j.Inbox == nil {
+		return workflows.InboxUnread{}, false
+	}
+	return j.Inbox.Unread, true
 }
 
 // Withdraw takes a standing offer back for its session (the activity

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/intentq/intentq/internal/intent"
 	"github.com/intentq/intentq/workflows"
@@ -392,7 +393,7 @@ func TestDeskSquattedTempFolderChangesNothing(t *testing.T) {
 			srv, err := Listen(SocketPath(dir), d, reader{}, "s3cret", nil)
 			require.NoError(t, err, "the desk is on")
 			t.Cleanup(func() { _ = srv.Close() })
-			_, err = Client{Path: SocketPath(dir), Token: "s3cret"}.Inbox(context.Background(), "secretary")
+			_, err = Client{Path: SocketPath(dir), Token: "s3cret"}.Unread(context.Background(), "secretary")
 			require.NoError(t, err)
 
 			fi, err := os.Stat(theirs)
@@ -430,6 +431,9 @@ func (reader) PendingPage(_ context.Context, f intent.Filter, limit int) (intent
 }
 
 func (reader) Inbox(_ context.Context, agent string) ([]workflows.InboxMessage, error) {
+	if agent == "down" {
+		return nil, errors.New("Temporal is down")
+	}
 	return []workflows.InboxMessage{{ID: "m1", From: "boss", Content: "for " + agent}}, nil
 }
 
@@ -449,13 +453,59 @@ func TestDeskReadsWithTheWorkersClient(t *testing.T) {
 	require.True(t, page.More)
 	require.Len(t, page.Intents, 1)
 	require.Equal(t, "full text\nsecond line", page.Intents[0].Text)
-	msgs, err := c.Inbox(ctx, "secretary")
+	unread, err := c.Unread(ctx, "secretary")
 	require.NoError(t, err)
-	require.Equal(t, "for secretary", msgs[0].Content)
+	require.Equal(t, 1, unread.Count)
+	require.Equal(t, "for secretary", unread.First[0].Content)
 	_, err = c.PendingPage(ctx, intent.Filter{Session: "down"}, 1)
 	require.ErrorContains(t, err, "Temporal is down")
-	_, err = Client{Path: srv.Addr(), Token: "wrong"}.Inbox(ctx, "secretary")
+	_, err = c.Unread(ctx, "down")
+	require.ErrorContains(t, err, "Temporal is down")
+	_, err = Client{Path: srv.Addr(), Token: "wrong"}.Unread(ctx, "secretary")
 	require.ErrorContains(t, err, "access token required")
+}
+
+// Issue 38: what a session said is unread in its agent's inbox is the desk's answer to the
+// agent's Stop hook, no read of the server; a word older than the one kept changes nothing; it
+// survives a restart of the worker.
+func TestDeskAnswersUnreadAsTheSessionSaid(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Open(filepath.Join(dir, "desk"), (&signals{}).send, nil)
+	require.NoError(t, err)
+	srv, err := Listen(SocketPath(dir), d, reader{}, "s3cret", nil)
+	require.NoError(t, err)
+	ctx := context.Background()
+	c := Client{Path: srv.Addr(), Token: "s3cret"}
+	at := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	two := workflows.InboxUnread{Count: 2, First: []workflows.InboxMessage{{ID: "down#1", From: "boss", Content: "a"}, {ID: "down#2", From: "boss", Content: "b"}}}
+	_, err = c.Unread(ctx, "down")
+	require.ErrorContains(t, err, "Temporal is down", "said nothing yet: the server is read")
+	require.NoError(t, d.KnowInbox(ctx, workflows.DeskInboxRequest{Session: "down", Unread: two, At: at}))
+	got, err := c.Unread(ctx, "down")
+	require.NoError(t, err, "the desk answers without the server")
+	require.Equal(t, two, got)
+	require.NoError(t, d.KnowInbox(ctx, workflows.DeskInboxRequest{Session: "down", Unread: workflows.InboxUnread{}, At: at.Add(-time.Second)}))
+	got, err = c.Unread(ctx, "down")
+	require.NoError(t, err)
+	require.Equal(t, two, got, "a late attempt of an older word changes nothing")
+	require.NoError(t, d.KnowInbox(ctx, workflows.DeskInboxRequest{Session: "down", Unread: workflows.InboxUnread{}, At: at.Add(time.Second)}))
+	got, err = c.Unread(ctx, "down")
+	require.NoError(t, err)
+	require.Equal(t, workflows.InboxUnread{}, got, "read since")
+	require.NoError(t, srv.Close())
+
+	d, err = Open(filepath.Join(dir, "desk"), (&signals{}).send, nil)
+	require.NoError(t, err)
+	u, known := d.UnreadInbox("down")
+	require.True(t, known, "kept in the journal")
+	require.Equal(t, workflows.InboxUnread{}, u)
+	_, known = d.UnreadInbox("secretary")
+	require.False(t, known)
+	d.Refuse()
+	err = d.KnowInbox(ctx, workflows.DeskInboxRequest{Session: "down", At: at.Add(time.Minute)})
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr)
+	require.Equal(t, workflows.ErrTypeNoDesk, appErr.Type())
 }
 
 // An unreadable journal (a disk error, an edit) does not keep the worker from starting: it is

@@ -61,9 +61,10 @@ type response struct {
 	Take  *workflows.TakeResult `json:"take,omitempty"`
 	// Page is a page of pending intents, Texts their full texts in its order (a Summary does
 	// not carry its text in JSON).
-	Page  *intent.Page             `json:"page,omitempty"`
-	Texts []string                 `json:"texts,omitempty"`
-	Inbox []workflows.InboxMessage `json:"inbox,omitempty"`
+	Page  *intent.Page `json:"page,omitempty"`
+	Texts []string     `json:"texts,omitempty"`
+	// Unread is what is unread in an agent's inbox (opUnread).
+	Unread *workflows.InboxUnread `json:"unread,omitempty"`
 }
 
 // Operations on the socket.
@@ -73,7 +74,7 @@ const (
 	opReport  = "report"
 	opContext = "context"
 	opPending = "pending"
-	opInbox   = "inbox"
+	opUnread  = "unread"
 )
 
 // Server is the desk's listener.
@@ -227,10 +228,22 @@ func (s *Server) call(req request) response {
 				res.Texts = append(res.Texts, p.Text)
 			}
 		}
-	case req.Op == opInbox && s.reader != nil:
-		ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
-		defer cancel()
-		res.Inbox, err = s.reader.Inbox(ctx, req.Agent)
+	case req.Op == opUnread:
+		// What the agent's session said (issue 38: the inbox tells it after every change), else
+		// the inbox asked through the worker's client.
+		u, known := s.desk.UnreadInbox(req.Agent)
+		if !known && s.reader != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
+			defer cancel()
+			var msgs []workflows.InboxMessage
+			msgs, err = s.reader.Inbox(ctx, req.Agent)
+			u, known = workflows.UnreadOf(msgs), err == nil
+		}
+		if known {
+			res.Unread = &u
+		} else if err == nil {
+			err = errors.New("no reader of the inboxes here")
+		}
 	default:
 		err = fmt.Errorf("unknown call %q", req.Op)
 	}
@@ -393,11 +406,15 @@ func (c Client) PendingPage(ctx context.Context, f intent.Filter, limit int) (in
 	return *res.Page, nil
 }
 
-// Inbox reads an agent's inbox through the worker's client.
-func (c Client) Inbox(ctx context.Context, agent string) ([]workflows.InboxMessage, error) {
-	res, err := c.call(ctx, request{Op: opInbox, Agent: agent})
+// Unread is what is unread in an agent's inbox: as its session told the desk, else read
+// through the worker's client.
+func (c Client) Unread(ctx context.Context, agent string) (workflows.InboxUnread, error) {
+	res, err := c.call(ctx, request{Op: opUnread, Agent: agent})
 	if err != nil {
-		return nil, err
+		return workflows.InboxUnread{}, err
 	}
-	return res.Inbox, nil
+	if res.Unread == nil { // a worker from before it answered this
+		return workflows.InboxUnread{}, errors.New("hook desk: no unread inbox in the answer")
+	}
+	return *res.Unread, nil
 }

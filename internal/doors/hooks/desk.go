@@ -18,7 +18,7 @@ type Desk interface {
 	Report(ctx context.Context, session string, ev workflows.AgentEvent) error
 	CommitContext(ctx context.Context, session, id, text string) error
 	PendingPage(ctx context.Context, f intent.Filter, limit int) (intent.Page, error)
-	Inbox(ctx context.Context, agent string) ([]workflows.InboxMessage, error)
+	Unread(ctx context.Context, agent string) (workflows.InboxUnread, error)
 }
 
 // ViaDesk is the Backend a hook uses: takes, commits, reports, printed blocks and the lists it
@@ -106,12 +106,13 @@ func (v *ViaDesk) PendingPage(ctx context.Context, f intent.Filter, limit int) (
 	return v.Backend.PendingPage(ctx, f, limit)
 }
 
-// Inbox reads an agent's inbox through the desk, else directly.
-func (v *ViaDesk) Inbox(ctx context.Context, agent string) ([]workflows.InboxMessage, error) {
-	if msgs, err := v.Desk.Inbox(ctx, agent); err == nil {
-		return msgs, nil
+// Unread is what is unread in an agent's inbox: as the desk knows it (its session told it), else
+// as the desk or Temporal reads it.
+func (v *ViaDesk) Unread(ctx context.Context, agent string) (workflows.InboxUnread, error) {
+	if u, err := v.Desk.Unread(ctx, agent); err == nil {
+		return u, nil
 	}
-	return v.Backend.Inbox(ctx, agent)
+	return v.Backend.Unread(ctx, agent)
 }
 
 // Lazy is a Backend that dials on its first call: a hook that only takes and commits through
@@ -177,8 +178,8 @@ func (l *lazy) CloseOldest(ctx context.Context, chat string) (string, error) {
 	return call(l, ctx, func(b Backend) (string, error) { return b.CloseOldest(ctx, chat) })
 }
 
-func (l *lazy) Inbox(ctx context.Context, agent string) ([]workflows.InboxMessage, error) {
-	return call(l, ctx, func(b Backend) ([]workflows.InboxMessage, error) { return b.Inbox(ctx, agent) })
+func (l *lazy) Unread(ctx context.Context, agent string) (workflows.InboxUnread, error) {
+	return call(l, ctx, func(b Backend) (workflows.InboxUnread, error) { return b.Unread(ctx, agent) })
 }
 
 func (l *lazy) SendInbox(ctx context.Context, agent string, msg workflows.InboxSend) error {

@@ -27,8 +27,8 @@ func (*goneDesk) CommitContext(context.Context, string, string, string) error { 
 func (*goneDesk) PendingPage(context.Context, intent.Filter, int) (intent.Page, error) {
 	return intent.Page{}, errGone
 }
-func (*goneDesk) Inbox(context.Context, string) ([]workflows.InboxMessage, error) {
-	return nil, errGone
+func (*goneDesk) Unread(context.Context, string) (workflows.InboxUnread, error) {
+	return workflows.InboxUnread{}, errGone
 }
 
 // deadBackend is Temporal gone with the worker (the embedded server).

@@ -84,7 +84,8 @@ type Backend interface {
 	Text(ctx context.Context, id string) (string, error)
 	Close(ctx context.Context, id string) error
 	CloseOldest(ctx context.Context, chat string) (string, error)
-	Inbox(ctx context.Context, agent string) ([]workflows.InboxMessage, error)
+	// Unread is what is unread in an agent's inbox (its count, the oldest few).
+	Unread(ctx context.Context, agent string) (workflows.InboxUnread, error)
 	SendInbox(ctx context.Context, agent string, msg workflows.InboxSend) error
 	CommitContext(ctx context.Context, session, id, text string) error
 	// Report tells the session a hook fired; it must not need a worker (a signal).
@@ -537,7 +538,7 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 	}
 	known := !in.StopHookActive && s.Agent != ""
 	// What waits for the agent besides the session's queue, asked while the session answers.
-	var unread []workflows.InboxMessage
+	var unread workflows.InboxUnread
 	var pending intent.Page
 	var inboxErr, pendingErr error
 	asked := make(chan struct{})
@@ -552,7 +553,7 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 		// (RemindEvery) the owed answers are listed only once the take says they are due
 		// (below): a list of visibility on every Stop queued behind a burst's writes.
 		var wg sync.WaitGroup
-		wg.Go(func() { unread, inboxErr = b.Inbox(sideCtx, s.Agent) })
+		wg.Go(func() { unread, inboxErr = b.Unread(sideCtx, s.Agent) })
 		if s.RemindEvery <= 0 {
 			wg.Go(func() {
 				pending, pendingErr = b.PendingPage(sideCtx, intent.Filter{Status: workflows.StatusPending, Session: s.Agent}, 5)
@@ -590,10 +591,8 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 	}
 	// Every piece of text in the reason is escaped and on one line: no inbox message or
 	// snippet can open or close a tag, nor start a line that looks like intentq's own.
-	for _, m := range unread {
-		if !m.Read {
-			items = append(items, fmt.Sprintf("inbox %s from %s (%s): %s", escapeLine(m.ID), escapeLine(m.From), escapeLine(m.Type), EscapeText(firstRunes(oneLine(m.Content), 80))))
-		}
+	for _, m := range unread.First {
+		items = append(items, fmt.Sprintf("inbox %s from %s (%s): %s", escapeLine(m.ID), escapeLine(m.From), escapeLine(m.Type), EscapeText(firstRunes(oneLine(m.Content), 80))))
 	}
 	if taken.RemindDue && s.RemindEvery > 0 {
 		pending, pendingErr = b.PendingPage(ctx, intent.Filter{Status: workflows.StatusPending, Session: s.Agent}, 5)
@@ -625,12 +624,9 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 			len(owed), plus(pending.More), more, strings.Join(owed, "\n- ")))
 	}
 	if len(items) > 0 {
-		total := len(items)
-		if len(items) > 5 {
-			items = items[:5]
-		}
+		total := max(unread.Count, len(items))
 		part := fmt.Sprintf("%d unread inbox message(s) for %s: read them with `starter inbox read %s`:\n- %s", total, agent, agent, strings.Join(items, "\n- "))
-		if total > 5 {
+		if total > len(items) {
 			part += fmt.Sprintf("\n(and more: `starter inbox list %s`)", agent)
 		}
 		parts = append(parts, part)

@@ -103,8 +103,8 @@ func (f *fakeBackend) CloseOldest(_ context.Context, chat string) (string, error
 	}
 	return "", intent.ErrNotFound
 }
-func (f *fakeBackend) Inbox(context.Context, string) ([]workflows.InboxMessage, error) {
-	return f.inbox, nil
+func (f *fakeBackend) Unread(context.Context, string) (workflows.InboxUnread, error) {
+	return workflows.UnreadOf(f.inbox), nil
 }
 func (f *fakeBackend) SendInbox(_ context.Context, _ string, m workflows.InboxSend) error {
 	f.sent = append(f.sent, m)

@@ -40,9 +40,13 @@ func (t Temporal) CloseOldest(ctx context.Context, chat string) (string, error) 
 	return id, err
 }
 
-// Inbox returns an agent's messages without marking them read.
-func (t Temporal) Inbox(ctx context.Context, agent string) ([]workflows.InboxMessage, error) {
-	return inbox.Messages(ctx, t.Client, agent)
+// Unread is what is unread in an agent's inbox, read without marking it read.
+func (t Temporal) Unread(ctx context.Context, agent string) (workflows.InboxUnread, error) {
+	msgs, err := inbox.Messages(ctx, t.Client, agent)
+	if err != nil {
+		return workflows.InboxUnread{}, err
+	}
+	return workflows.UnreadOf(msgs), nil
 }
 
 // SendInbox puts a message in an agent's inbox.
