@@ -102,14 +102,16 @@ type offer struct {
 }
 
 // outgoing is one word to pass on to a session (a report, a take, or a commit); done runs
-// (under the lock) once the server took it.
+// (under the lock) once the server took it, and the session's journal is saved once after the
+// dones of a batch (noted: done changed it); sent runs after that save.
 type outgoing struct {
 	session string
 	event   *workflows.AgentEvent
 	taken   *workflows.StandingTaken
 	commit  string
 	context *workflows.DeliveryRequest
-	done    func()
+	done    func() (noted bool)
+	sent    func()
 }
 
 // Open loads the journals under dir and returns the desk; what its journals say was not passed
@@ -397,7 +399,7 @@ func (d *Desk) Commit(session, key string) error {
 func (d *Desk) commit(session, key string, sent func()) error {
 	o := d.journal(session).find(key)
 	if o == nil {
-		d.enqueue(outgoing{session: session, commit: key, done: sent})
+		d.enqueue(outgoing{session: session, commit: key, sent: sent})
 		return nil
 	}
 	if o.Committed {
@@ -406,7 +408,7 @@ func (d *Desk) commit(session, key string, sent func()) error {
 		case o.CommitSent:
 			sent()
 		default:
-			d.enqueue(outgoing{session: session, commit: key, done: sent})
+			d.enqueue(outgoing{session: session, commit: key, sent: sent})
 		}
 		return nil
 	}
@@ -461,20 +463,17 @@ func (d *Desk) report(session string, ev workflows.AgentEvent) {
 
 func (d *Desk) sendTaken(session string, o *offer) {
 	t := *o.Taken
-	d.enqueue(outgoing{session: session, taken: &t, done: func() {
+	d.enqueue(outgoing{session: session, taken: &t, done: func() bool {
 		o.TakenSent = true
-		d.saveQuietly(session)
+		return true
 	}})
 }
 
 func (d *Desk) sendCommit(session string, o *offer, sent func()) {
-	d.enqueue(outgoing{session: session, commit: o.Key, done: func() {
+	d.enqueue(outgoing{session: session, commit: o.Key, done: func() bool {
 		o.CommitSent = true
-		d.saveQuietly(session)
-		if sent != nil {
-			sent()
-		}
-	}})
+		return true
+	}, sent: sent})
 }
 
 // saveQuietly keeps that a word went out; should that fail, the word goes out again after a
@@ -609,9 +608,21 @@ func (d *Desk) passOn(ctx context.Context) (bool, error) {
 	if d.most > 0 && len(d.out) == 0 {
 		d.most = 0 // the backlog that was refused whole has gone out
 	}
+	// The session's journal keeps what went out, written once for the batch (a desk's lock held
+	// over one write per word kept every hook waiting behind a slow disk); should that fail, the
+	// words go out again after a restart, which the session bears.
+	noted := false
 	for _, o := range batch {
-		if o.done != nil {
-			o.done()
+		if o.done != nil && o.done() {
+			noted = true
+		}
+	}
+	if noted {
+		d.saveQuietly(session)
+	}
+	for _, o := range batch {
+		if o.sent != nil {
+			o.sent()
 		}
 	}
 	d.mu.Unlock()
