@@ -229,11 +229,10 @@ func (d *Desk) Publish(_ context.Context, req workflows.DeskPublishRequest) erro
 	if req.Session == "" || req.Key == "" || len(req.Messages) == 0 {
 		return temporal.NewNonRetryableApplicationError("standing offer without a session, key or messages", "InvalidStandingOffer", nil)
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed {
-		return temporal.NewNonRetryableApplicationError("the hook desk does not serve hooks", workflows.ErrTypeNoDesk, nil)
+	if err := d.lockServing(); err != nil {
+		return err
 	}
+	defer d.mu.Unlock()
 	j := d.journal(req.Session)
 	if o := j.find(req.Key); o != nil {
 		if !slices.Equal(requestIDs(o.Messages), requestIDs(req.Messages)) {
@@ -258,6 +257,17 @@ func (d *Desk) Publish(_ context.Context, req workflows.DeskPublishRequest) erro
 	return nil
 }
 
+// lockServing takes the desk's lock, unless the desk serves no hooks (Refuse): then it says so
+// (workflows.ErrTypeNoDesk: the session goes without the desk) and holds no lock.
+func (d *Desk) lockServing() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return temporal.NewNonRetryableApplicationError("the hook desk does not serve hooks", workflows.ErrTypeNoDesk, nil)
+	}
+	return nil
+}
+
 // KnowInbox keeps what a session says is unread in its agent's inbox (the activity
 // workflows.DeskInboxName), for the agent's Stop hook; a word older than the one kept (an
 // attempt that arrives late) changes nothing.
@@ -265,11 +275,10 @@ func (d *Desk) KnowInbox(_ context.Context, req workflows.DeskInboxRequest) erro
 	if req.Session == "" {
 		return temporal.NewNonRetryableApplicationError("inbox word without a session", "InvalidInboxWord", nil)
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed {
-		return temporal.NewNonRetryableApplicationError("the hook desk does not serve hooks", workflows.ErrTypeNoDesk, nil)
+	if err := d.lockServing(); err != nil {
+		return err
 	}
+	defer d.mu.Unlock()
 	j := d.journal(req.Session)
 	if j.Inbox != nil && req.At.Before(j.Inbox.At) {
 		return nil
