@@ -32,26 +32,22 @@ func NoDeskInbox(context.Context, DeskInboxRequest) error { return errNoDesk }
 const sessionInboxAtDesk = 8
 
 // followInbox learns what is unread in the agent's inbox and hands it to the desk: once at the
-// run's start (asking the inbox when the run before did not know; no inbox: nothing unread),
-// then after every change the inbox tells. The signals that arrive while the run continues as
-// new are taken there (drainInbox) and carried.
+// run's start (asking the inbox when the run before did not know), then after every change the
+// inbox tells. The signals that arrive while the run continues as new are taken there
+// (drainInbox) and carried.
 func (s *session) followInbox(ctx workflow.Context) {
-	if s.Inbox == nil {
-		err := workflow.SignalExternalWorkflow(ctx, InboxID(s.Config.Name), "", SignalInboxAnnounce, nil).Get(ctx, nil)
-		var notFound *temporal.UnknownExternalWorkflowExecutionError
-		switch {
-		case errors.As(err, &notFound):
-			s.Inbox = &InboxUnread{} // no inbox yet: the one a send starts tells the session
-		case err != nil:
-			workflow.GetLogger(ctx).Warn("the agent's inbox was not asked what is unread; the desk asks the server", "session", s.Config.Name, "error", err)
-		}
-		// Asked: the inbox's answer arrives as a tell.
-	}
+	asked := s.Inbox != nil
 	told := workflow.GetSignalChannel(ctx, SignalInboxUnread)
 	for {
-		// A desk that could not be told is told again (it would name what it last knew),
-		// unless the inbox tells something newer first.
-		retry := s.Inbox != nil && !s.deskOff && !s.tellDesk(ctx)
+		if !asked && s.Inbox == nil {
+			asked = s.askInbox(ctx)
+		}
+		// A desk that could not be told is told again (it would name what it last knew), and an
+		// inbox that could not be asked is asked again, unless the inbox tells something first.
+		retry := !asked && s.Inbox == nil
+		if s.Inbox != nil && !s.deskOff && !s.tellDesk(ctx) {
+			retry = true
+		}
 		sel := workflow.NewSelector(ctx)
 		sel.AddReceive(told, func(c workflow.ReceiveChannel, _ bool) {
 			var u InboxUnread
@@ -68,6 +64,22 @@ func (s *session) followInbox(ctx workflow.Context) {
 			return
 		}
 	}
+}
+
+// askInbox asks the agent's inbox to tell what is unread (its answer arrives as a tell); no
+// inbox: nothing is unread (the one a send starts tells the session). It reports whether the
+// inbox was asked or found missing.
+func (s *session) askInbox(ctx workflow.Context) bool {
+	err := workflow.SignalExternalWorkflow(ctx, InboxID(s.Config.Name), "", SignalInboxAnnounce, nil).Get(ctx, nil)
+	var notFound *temporal.UnknownExternalWorkflowExecutionError
+	switch {
+	case errors.As(err, &notFound):
+		s.Inbox = &InboxUnread{}
+	case err != nil:
+		workflow.GetLogger(ctx).Warn("the agent's inbox was not asked what is unread; asking again", "session", s.Config.Name, "error", err)
+		return false
+	}
+	return true
 }
 
 // deskInboxRetry is how soon a desk that could not be told what is unread is told again.

@@ -108,6 +108,9 @@ type InboxInput struct {
 	// after every change (SignalInboxUnread). Runs started before it was set do not; they
 	// continue as new with it when a session asks (SignalInboxAnnounce).
 	TellsSession bool `json:"tells_session,omitempty"`
+	// NudgeDue: messages arrived that the run before continued as new before nudging; this run
+	// nudges them as soon as a new message would be.
+	NudgeDue bool `json:"nudge_due,omitempty"`
 }
 
 // inbox is the running state of InboxWorkflow.
@@ -125,7 +128,7 @@ type inbox struct {
 // concurrent writers never lose or corrupt a message (SPEC S3). New unread messages nudge the
 // agent's session, escalating like reminders while they stay unread.
 func InboxWorkflow(ctx workflow.Context, in InboxInput) error {
-	b := &inbox{InboxInput: in, id: workflow.GetInfo(ctx).WorkflowExecution.ID}
+	b := &inbox{InboxInput: in, id: workflow.GetInfo(ctx).WorkflowExecution.ID, newUnread: in.NudgeDue}
 	if err := workflow.SetQueryHandler(ctx, QueryInbox, func() ([]InboxMessage, error) { return b.Messages, nil }); err != nil {
 		return err
 	}
@@ -147,7 +150,7 @@ func InboxWorkflow(ctx workflow.Context, in InboxInput) error {
 				return err
 			}
 			next := b.InboxInput
-			next.TellsSession = true
+			next.TellsSession, next.NudgeDue = true, b.newUnread
 			return workflow.NewContinueAsNewError(ctx, InboxWorkflowName, next)
 		}
 		oldest := b.oldestUnread()

@@ -197,6 +197,25 @@ func TestInboxFromBeforeTellsOnceAsked(t *testing.T) {
 	require.True(t, next.TellsSession)
 	require.Len(t, next.Messages, 1, "its messages carried")
 
+	// A run that continues as new as a message arrives carries the message's nudge, which the
+	// next run makes as soon as a new message's.
+	h = newInboxHarness(t)
+	h.env.RegisterDelayedCallback(func() {
+		h.env.UpdateWorkflow(UpdateInboxSend, "", &testsuite.TestUpdateCallback{OnReject: func(error) {}, OnAccept: func() {}, OnComplete: func(any, error) {}},
+			InboxSend{From: "boss", Type: "task", Content: "a"})
+		h.env.SetContinueAsNewSuggested(true)
+	}, time.Minute)
+	h.env.ExecuteWorkflow(InboxWorkflowName, InboxInput{Agent: "worker1", Session: "worker1"})
+	require.ErrorAs(t, h.env.GetWorkflowError(), &can)
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	require.True(t, next.NudgeDue, "the message's nudge is carried: %+v", next)
+	require.Empty(t, h.nudges)
+	h = newInboxHarness(t)
+	h.env.OnSignalExternalWorkflow(mock.Anything, SessionWorkflowID("worker1"), "", SignalInboxUnread, mock.Anything).Return(nil)
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
+	h.env.ExecuteWorkflow(InboxWorkflowName, next)
+	require.Equal(t, []time.Duration{2 * time.Second}, h.at)
+
 	h = newInboxHarness(t)
 	h.env.OnSignalExternalWorkflow(mock.Anything, SessionWorkflowID("worker1"), "", SignalInboxUnread, mock.Anything).Return(&temporal.UnknownExternalWorkflowExecutionError{})
 	out = nil

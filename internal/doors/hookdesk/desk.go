@@ -167,11 +167,19 @@ func Open(dir string, signal Signal, log *zap.Logger) (*Desk, error) {
 }
 
 // Refuse makes the desk take no new offers (its socket could not serve): the sessions' hooks
-// take through the workflows. Withdrawals are still answered from the journal.
+// take through the workflows. Withdrawals are still answered from the journal. What the sessions
+// said is unread in their agents' inboxes is forgotten: told that this desk serves no hooks, they
+// tell it nothing more, and a later worker's desk reads the inboxes rather than name a stale word.
 func (d *Desk) Refuse() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.closed = true
+	for session, j := range d.sessions {
+		if j.Inbox != nil {
+			j.Inbox = nil
+			d.saveQuietly(session)
+		}
+	}
 }
 
 // journal returns a session's state (new when it has none).

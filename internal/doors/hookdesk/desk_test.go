@@ -492,6 +492,12 @@ func TestDeskAnswersUnreadAsTheSessionSaid(t *testing.T) {
 	got, err = c.Unread(ctx, "down")
 	require.NoError(t, err)
 	require.Equal(t, workflows.InboxUnread{}, got, "read since")
+	// A word that names unread messages is read again where the server answers (the agent may
+	// have read them since): the reader's one message, not the word's five.
+	require.NoError(t, d.KnowInbox(ctx, workflows.DeskInboxRequest{Session: "secretary", Unread: workflows.InboxUnread{Count: 5}, At: at}))
+	got, err = c.Unread(ctx, "secretary")
+	require.NoError(t, err)
+	require.Equal(t, 1, got.Count)
 	require.NoError(t, srv.Close())
 
 	d, err = Open(filepath.Join(dir, "desk"), (&signals{}).send, nil)
@@ -499,13 +505,21 @@ func TestDeskAnswersUnreadAsTheSessionSaid(t *testing.T) {
 	u, known := d.UnreadInbox("down")
 	require.True(t, known, "kept in the journal")
 	require.Equal(t, workflows.InboxUnread{}, u)
-	_, known = d.UnreadInbox("secretary")
+	_, known = d.UnreadInbox("nobody")
 	require.False(t, known)
+	// A desk that serves no hooks is told nothing more: what it knew is forgotten, also by the
+	// next worker, whose desk reads the inbox instead.
 	d.Refuse()
 	err = d.KnowInbox(ctx, workflows.DeskInboxRequest{Session: "down", At: at.Add(time.Minute)})
 	var appErr *temporal.ApplicationError
 	require.ErrorAs(t, err, &appErr)
 	require.Equal(t, workflows.ErrTypeNoDesk, appErr.Type())
+	_, known = d.UnreadInbox("down")
+	require.False(t, known)
+	d, err = Open(filepath.Join(dir, "desk"), (&signals{}).send, nil)
+	require.NoError(t, err)
+	_, known = d.UnreadInbox("down")
+	require.False(t, known, "forgotten on disk too")
 }
 
 // An unreadable journal (a disk error, an edit) does not keep the worker from starting: it is

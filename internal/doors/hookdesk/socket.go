@@ -230,14 +230,18 @@ func (s *Server) call(req request) response {
 		}
 	case req.Op == opUnread:
 		// What the agent's session said (issue 38: the inbox tells it after every change), else
-		// the inbox asked through the worker's client.
+		// the inbox asked through the worker's client. A word that names unread messages is read
+		// again first (a Stop it blocks costs the agent a turn, and the agent may have read them
+		// a moment ago, before its session's word reached the desk); "nothing unread" is not.
 		u, known := s.desk.UnreadInbox(req.Agent)
-		if !known && s.reader != nil {
+		if (!known || u.Count > 0) && s.reader != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
 			defer cancel()
-			var msgs []workflows.InboxMessage
-			msgs, err = s.reader.Inbox(ctx, req.Agent)
-			u, known = workflows.UnreadOf(msgs), err == nil
+			if msgs, rerr := s.reader.Inbox(ctx, req.Agent); rerr == nil {
+				u, known = workflows.UnreadOf(msgs), true
+			} else if !known {
+				err = rerr
+			}
 		}
 		if known {
 			res.Unread = &u
