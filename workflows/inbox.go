@@ -126,7 +126,8 @@ type inbox struct {
 
 // InboxWorkflow keeps an agent's inbox: sends and reads are updates, handled one at a time, so
 // concurrent writers never lose or corrupt a message (SPEC S3). New unread messages nudge the
-// agent's session, escalating like reminders while they stay unread.
+// agent's session, escalating like reminders while they stay unread; and the session is told
+// what is unread after every change (issue 38: its hook desk answers the Stop hook with it).
 func InboxWorkflow(ctx workflow.Context, in InboxInput) error {
 	b := &inbox{InboxInput: in, id: workflow.GetInfo(ctx).WorkflowExecution.ID, newUnread: in.NudgeDue}
 	if err := workflow.SetQueryHandler(ctx, QueryInbox, func() ([]InboxMessage, error) { return b.Messages, nil }); err != nil {
