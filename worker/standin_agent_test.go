@@ -76,8 +76,9 @@ func runStandInAgent(out, starter string) {
 	}
 	defer logf.Close()
 	// A hook's output reaches the agent as Claude Code passes it on: the context it adds, and
-	// the reason of a blocked stop, are written to out like a prompt.
-	hook := func(event string, input any) {
+	// the reason of a blocked stop, are written to out like a prompt (by the caller: a
+	// user-prompt-submit hook's context reaches the model after the prompt, FACTS.md).
+	hook := func(event string, input any) (context string) {
 		b, _ := json.Marshal(input)
 		cmd := exec.Command(starter, "hook", event)
 		var stdout, stderr bytes.Buffer
@@ -85,7 +86,6 @@ func runStandInAgent(out, starter string) {
 		began := time.Now()
 		err := cmd.Run()
 		var printed hooks.Output
-		var context string
 		if stdout.Len() > 0 && json.Unmarshal(stdout.Bytes(), &printed) == nil {
 			if printed.HookSpecificOutput != nil && printed.HookSpecificOutput.AdditionalContext != "" {
 				context += printed.HookSpecificOutput.AdditionalContext + "\n"
@@ -95,7 +95,7 @@ func runStandInAgent(out, starter string) {
 			}
 		}
 		fmt.Fprintf(logf, "%s %s %dms err=%v handed over %v %s\n", began.Format("15:04:05.000"), event, time.Since(began).Milliseconds(), err, messageIDs(context), stderr.String())
-		_, _ = f.WriteString(context)
+		return context
 	}
 	const pasteStart, pasteEnd = "\x1b[200~", "\x1b[201~"
 	// Bracketed paste on, as Claude Code turns it on: a typed block arrives as one paste, one
@@ -130,9 +130,9 @@ func runStandInAgent(out, starter string) {
 			}
 			n++
 			fmt.Fprintf(logf, "%s prompt %v\n", time.Now().Format("15:04:05.000"), messageIDs(text))
-			hook("user-prompt-submit", map[string]any{"session_id": "s", "prompt": text, "prompt_id": fmt.Sprintf("standin-%d", n)})
-			_, _ = f.WriteString(text + "\n")
-			hook("stop", map[string]any{"session_id": "s", "stop_hook_active": false, "last_assistant_message": "ok"})
+			added := hook("user-prompt-submit", map[string]any{"session_id": "s", "prompt": text, "prompt_id": fmt.Sprintf("standin-%d", n)})
+			_, _ = f.WriteString(text + "\n" + added)
+			_, _ = f.WriteString(hook("stop", map[string]any{"session_id": "s", "stop_hook_active": false, "last_assistant_message": "ok"}))
 		}
 	}
 }
