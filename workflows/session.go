@@ -218,6 +218,14 @@ const sessionResetAsks = 6
 // model a fresh TUI's first message twice). Before, the block counted as delivered once typed.
 const sessionReceiptAtFirstPrompt = 7
 
+// sessionRelooksUnconfirmed (SessionVersion 8, change ID relook-unconfirmed-submit): a typing no
+// hook's receipt confirms (an agent whose hooks have not reported: started by hand and not bound
+// yet, or a CLI without hooks) whose input line reads free of the text right after Enter is read
+// once more a second later before it counts as submitted: a loaded Claude Code drew a paste after
+// it had taken the Enter, and the message stayed on its input line, never sent, counted
+// delivered.
+const sessionRelooksUnconfirmed = 8
+
 // sessionTypingHoldsRepeats (SessionVersion 3, change ID typing-holds-repeats): a request for
 // what the typed block in flight carries (its intent's wait timed out meanwhile) waits for the
 // block and is answered by it; before, it was queued, and a hook could take and print it while
@@ -273,6 +281,7 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	s.relooksAfterStop = follows(ctx, s.Version, sessionRelooksAfterStop, "relook-after-stop")
 	s.resetAsks = follows(ctx, s.Version, sessionResetAsks, "reset-asks-the-person")
 	s.inboxAtDesk = follows(ctx, s.Version, sessionInboxAtDesk, "inbox-at-desk")
+	s.relooksUnconfirmed = follows(ctx, s.Version, sessionRelooksUnconfirmed, "relook-unconfirmed-submit")
 	if s.inboxAtDesk {
 		workflow.Go(ctx, s.followInbox)
 	}
@@ -381,6 +390,9 @@ type session struct {
 	// inboxAtDesk: the session follows what is unread in its agent's inbox and hands it to its
 	// desk (sessionInboxAtDesk).
 	inboxAtDesk bool
+	// relooksUnconfirmed: a typing no receipt confirms is read once more before it counts as
+	// submitted (sessionRelooksUnconfirmed).
+	relooksUnconfirmed bool
 	// busyWhy is why the delivery at the head waits (the view's WaitsFor).
 	busyWhy string
 	// workingPushesWait: reminder pushes of what the agent works on wait

@@ -50,6 +50,7 @@ type sessionHarness struct {
 	events     []string // history appends, keys and injections, in order
 	stuck      int      // this many checks after typing still show the text on the input line
 	onInput    string   // what a stuck typing left on the input line, until keys clear it
+	drawnLate  int      // typings whose text the pane draws on the input line only after the check
 	lagging    int      // this many checks right after Enter still show the text, which the pane then takes in
 	afterEnter string   // the bottom lines after Enter, when set
 	// paneGoneTill: the worker finds no pane for the session until then; noAgentTill: the pane
@@ -154,6 +155,13 @@ func newSessionHarness(t *testing.T) *sessionHarness {
 		if req.CheckLines > 0 && h.lagging > 0 {
 			h.lagging--
 			return activities.InjectResult{Bottom: "> " + req.Text + "\n  ? for shortcuts"}, nil
+		}
+		if req.CheckLines > 0 && h.drawnLate > 0 {
+			// A loaded CLI took the Enter before it drew the paste: the line reads free at the
+			// check, and shows the text, never sent, a moment later.
+			h.drawnLate--
+			h.onInput = req.Text
+			return activities.InjectResult{Bottom: "> \n  ? for shortcuts"}, nil
 		}
 		if req.CheckLines > 0 && h.stuck > 0 {
 			h.stuck--
@@ -1028,6 +1036,21 @@ func TestSubmitLooksAgainBeforeRetyping(t *testing.T) {
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
 	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
 	require.Equal(t, []string{"typed hello"}, h.events, "typed once, never cleared")
+	require.True(t, h.results["a"].OK)
+}
+
+// SessionVersion 8 (relook-unconfirmed-submit): a typing no receipt confirms whose input line
+// reads free right after Enter is read once more: text drawn there late (a loaded Claude Code
+// drew the paste after it took the Enter) is cleared and typed again, not counted delivered.
+func TestSubmitLooksOnceMoreWithoutAReceipt(t *testing.T) {
+	h := newSessionHarness(t)
+	h.drawnLate = 1
+	cfg := claudeSession()
+	cfg.InputLines = 2
+	h.send(0, SignalDeliver, DeliveryRequest{ID: "a", ReplyTo: "intent/1/a", Kind: KindMessage, Text: "hello"})
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
+	require.Equal(t, []string{"typed hello", "keys C-u", "typed hello"}, h.events)
 	require.True(t, h.results["a"].OK)
 }
 

@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -66,6 +67,13 @@ type modelDesk struct {
 	// announce, when set, answers the session's ask of its inbox (unset: it has none).
 	inbox    []DeskInboxRequest
 	announce func() error
+}
+
+// inboxWords is a copy of what the sessions told the desk of their inboxes, so far.
+func (d *modelDesk) inboxWords() []DeskInboxRequest {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.inbox)
 }
 
 func (d *modelDesk) knowInbox(req DeskInboxRequest) error {
@@ -348,14 +356,20 @@ func TestSessionTellsDeskWhatIsUnreadInItsInbox(t *testing.T) {
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
 	require.Equal(t, &three, next.Inbox, "the latest tell is carried")
 
+	words := desk.inboxWords()
 	var told []InboxUnread
-	for _, r := range desk.inbox {
+	for _, r := range words {
 		require.Equal(t, hookSession().Name, r.Session)
 		told = append(told, r.Unread)
 	}
-	require.Equal(t, []InboxUnread{{}, one, two}, told, "no inbox, then each tell; the one the desk missed told again; the last for the next run to tell")
-	for i := 1; i < len(desk.inbox); i++ {
-		require.False(t, desk.inbox[i].At.Before(desk.inbox[i-1].At), "told in order")
+	require.GreaterOrEqual(t, len(told), 3)
+	require.Equal(t, []InboxUnread{{}, one, two}, told[:3], "no inbox, then each tell; the one the desk missed told again")
+	for _, u := range told[3:] {
+		// A tell the run had taken before it continued as new (the next run tells the latest).
+		require.Contains(t, []InboxUnread{{}, three}, u)
+	}
+	for i := 1; i < len(words); i++ {
+		require.False(t, words[i].At.Before(words[i-1].At), "told in order")
 	}
 
 	// The next run tells its desk what it carries, without asking the inbox.
@@ -364,8 +378,9 @@ func TestSessionTellsDeskWhatIsUnreadInItsInbox(t *testing.T) {
 	h.desk = desk
 	desk.announce = func() error { t.Error("a run that knows asked the inbox"); return nil }
 	h.runWith(t, time.Minute, SessionInput{Version: SessionVersion, Config: hookSession(), Inbox: &two})
-	require.Len(t, desk.inbox, 1)
-	require.Equal(t, two, desk.inbox[0].Unread)
+	words = desk.inboxWords()
+	require.Len(t, words, 1)
+	require.Equal(t, two, words[0].Unread)
 }
 
 // A session whose agent has an inbox learns what is unread from the inbox's answer to its ask;
@@ -381,12 +396,13 @@ func TestSessionAsksItsInboxWhatIsUnread(t *testing.T) {
 		return nil
 	}
 	h.env.RegisterDelayedCallback(func() {
-		require.Empty(t, desk.inbox, "not told before the inbox answered")
+		require.Empty(t, desk.inboxWords(), "not told before the inbox answered")
 	}, 20*time.Second)
 	h.runFor(t, time.Minute)
 	require.Equal(t, 1, asked)
-	require.Len(t, desk.inbox, 1)
-	require.Equal(t, 3, desk.inbox[0].Unread.Count)
+	words := desk.inboxWords()
+	require.Len(t, words, 1)
+	require.Equal(t, 3, words[0].Unread.Count)
 
 	// An ask that fails is made again.
 	h = newSessionHarness(t)
@@ -401,6 +417,7 @@ func TestSessionAsksItsInboxWhatIsUnread(t *testing.T) {
 	}
 	h.runFor(t, time.Minute)
 	require.Equal(t, 2, asked)
-	require.Len(t, desk.inbox, 1)
-	require.Equal(t, InboxUnread{}, desk.inbox[0].Unread)
+	words = desk.inboxWords()
+	require.Len(t, words, 1)
+	require.Equal(t, InboxUnread{}, words[0].Unread)
 }

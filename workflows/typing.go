@@ -292,6 +292,17 @@ func (s *session) submit(ctx workflow.Context, dreq DeliveryRequest, content str
 				return err
 			}
 		}
+		if check && !receipt && s.relooksUnconfirmed && !s.notSubmitted(res.Bottom, text) {
+			// Nothing but the screen confirms it: read once more, as a loaded CLI may draw the
+			// paste after it took the Enter (sessionRelooksUnconfirmed).
+			if err := workflow.Sleep(ctx, time.Second); err != nil {
+				return err
+			}
+			var err error
+			if res.Bottom, err = s.capture(ctx, s.Config.InputLines); err != nil {
+				return err
+			}
+		}
 		if !check || !s.notSubmitted(res.Bottom, text) {
 			return nil
 		}
