@@ -1026,32 +1026,31 @@ func TestSessionUpgradesAtConfigureWhenQuiet(t *testing.T) {
 
 // On a loaded machine the pane may show the text on the input line for a moment after Enter:
 // the input line is read again (a second apart) before the text counts as not submitted, so a
-// slow pane is never cleared and typed into twice (SessionVersion 2).
-func TestSubmitLooksAgainBeforeRetyping(t *testing.T) {
-	h := newSessionHarness(t)
-	h.lagging = 1
-	cfg := claudeSession()
-	cfg.InputLines = 2
-	h.send(0, SignalDeliver, DeliveryRequest{ID: "a", ReplyTo: "intent/1/a", Kind: KindMessage, Text: "hello"})
-	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
-	require.Equal(t, []string{"typed hello"}, h.events, "typed once, never cleared")
-	require.True(t, h.results["a"].OK)
-}
-
-// SessionVersion 8 (relook-unconfirmed-submit): a typing no receipt confirms whose input line
-// reads free right after Enter is read once more: text drawn there late (a loaded Claude Code
-// drew the paste after it took the Enter) is cleared and typed again, not counted delivered.
-func TestSubmitLooksOnceMoreWithoutAReceipt(t *testing.T) {
-	h := newSessionHarness(t)
-	h.drawnLate = 1
-	cfg := claudeSession()
-	cfg.InputLines = 2
-	h.send(0, SignalDeliver, DeliveryRequest{ID: "a", ReplyTo: "intent/1/a", Kind: KindMessage, Text: "hello"})
-	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
-	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
-	require.Equal(t, []string{"typed hello", "keys C-u", "typed hello"}, h.events)
-	require.True(t, h.results["a"].OK)
+// slow pane is never cleared and typed into twice (SessionVersion 2). And a typing no receipt
+// confirms whose input line reads free right after Enter is read once more (SessionVersion 8,
+// relook-unconfirmed-submit): text drawn there late (a loaded Claude Code drew the paste after
+// it took the Enter) is cleared and typed again, not counted delivered.
+func TestSubmitLooksAgain(t *testing.T) {
+	for _, c := range []struct {
+		name               string
+		lagging, drawnLate int
+		want               []string
+	}{
+		{"a lagging pane: typed once, never cleared", 1, 0, []string{"typed hello"}},
+		{"a paste drawn after the check: cleared and typed again", 0, 1, []string{"typed hello", "keys C-u", "typed hello"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newSessionHarness(t)
+			h.lagging, h.drawnLate = c.lagging, c.drawnLate
+			cfg := claudeSession()
+			cfg.InputLines = 2
+			h.send(0, SignalDeliver, DeliveryRequest{ID: "a", ReplyTo: "intent/1/a", Kind: KindMessage, Text: "hello"})
+			h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
+			h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
+			require.Equal(t, c.want, h.events)
+			require.True(t, h.results["a"].OK)
+		})
+	}
 }
 
 // Issue 35: the agent's Stop hook says the turn ended while its screen still draws it at work
