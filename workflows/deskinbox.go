@@ -52,9 +52,8 @@ func (s *session) followInbox(ctx workflow.Context) {
 		sel.AddReceive(told, func(c workflow.ReceiveChannel, _ bool) {
 			var u InboxUnread
 			c.Receive(ctx, &u)
-			for c.ReceiveAsync(&u) { // only the latest counts
-			}
 			s.Inbox = &u
+			s.drainInbox(ctx) // only the latest counts
 		})
 		if retry {
 			sel.AddFuture(workflow.NewTimer(ctx, deskInboxRetry), func(workflow.Future) {})
@@ -85,8 +84,8 @@ func (s *session) askInbox(ctx workflow.Context) bool {
 // deskInboxRetry is how soon a desk that could not be told what is unread is told again.
 const deskInboxRetry = 10 * time.Second
 
-// drainInbox takes the inbox's tells that arrived and that followInbox has not taken yet
-// (before the run continues as new: its input is fixed then).
+// drainInbox takes the inbox's tells that arrived and are not taken yet, keeping the latest
+// (followInbox after a tell; and before the run continues as new: its input is fixed then).
 func (s *session) drainInbox(ctx workflow.Context) (took bool) {
 	if !s.inboxAtDesk {
 		return false

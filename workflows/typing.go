@@ -295,11 +295,8 @@ func (s *session) submit(ctx workflow.Context, dreq DeliveryRequest, content str
 		if check && !receipt && s.relooksUnconfirmed && !s.notSubmitted(res.Bottom, text) {
 			// Nothing but the screen confirms it: read once more, as a loaded CLI may draw the
 			// paste after it took the Enter (sessionRelooksUnconfirmed).
-			if err := workflow.Sleep(ctx, time.Second); err != nil {
-				return err
-			}
 			var err error
-			if res.Bottom, err = s.capture(ctx, s.Config.InputLines); err != nil {
+			if res.Bottom, err = s.lookAgain(ctx); err != nil {
 				return err
 			}
 		}
@@ -309,11 +306,8 @@ func (s *session) submit(ctx workflow.Context, dreq DeliveryRequest, content str
 		// A loaded machine: the pane may not have taken the Enter in yet. Look again before
 		// clearing and typing anew, which would type the text twice if it did.
 		for look := 0; look < submitLooks && s.notSubmitted(res.Bottom, text); look++ {
-			if err := workflow.Sleep(ctx, time.Second); err != nil {
-				return err
-			}
 			var err error
-			if res.Bottom, err = s.capture(ctx, s.Config.InputLines); err != nil {
+			if res.Bottom, err = s.lookAgain(ctx); err != nil {
 				return err
 			}
 		}
@@ -328,6 +322,14 @@ func (s *session) submit(ctx workflow.Context, dreq DeliveryRequest, content str
 			return err
 		}
 	}
+}
+
+// lookAgain reads the bottom lines again, a second later.
+func (s *session) lookAgain(ctx workflow.Context) (string, error) {
+	if err := workflow.Sleep(ctx, time.Second); err != nil {
+		return "", err
+	}
+	return s.capture(ctx, s.Config.InputLines)
 }
 
 // submitLooks is how many more times (a second apart) the input line is read before a text

@@ -81,6 +81,16 @@ func Messages(ctx context.Context, c client.Client, agent string) ([]workflows.I
 	return msgs, nil
 }
 
+// Unread is what is unread in an agent's inbox (workflows.UnreadOf), read without marking it
+// read.
+func Unread(ctx context.Context, c client.Client, agent string) (workflows.InboxUnread, error) {
+	msgs, err := Messages(ctx, c, agent)
+	if err != nil {
+		return workflows.InboxUnread{}, err
+	}
+	return workflows.UnreadOf(msgs), nil
+}
+
 // InputFor describes the inbox of agent from the config: the agent's session is the
 // session of the same name (unless it is the human's pane), nudged every reminders.repeat_every.
 func InputFor(cfg *config.Config, agent string) workflows.InboxInput {

@@ -403,8 +403,8 @@ func (r deskReader) PendingPage(ctx context.Context, f intent.Filter, limit int)
 	return intent.ListPage(ctx, r.s.client, f, limit)
 }
 
-func (r deskReader) Inbox(ctx context.Context, agent string) ([]workflows.InboxMessage, error) {
-	return inbox.Messages(ctx, r.s.client, agent)
+func (r deskReader) Unread(ctx context.Context, agent string) (workflows.InboxUnread, error) {
+	return inbox.Unread(ctx, r.s.client, agent)
 }
 
 // AlarmingFailures counts into window the failed attempts the watchdog alerts on: typing into a

@@ -101,16 +101,16 @@ type offer struct {
 	CommitSent bool `json:"commit_sent,omitempty"`
 }
 
-// outgoing is one word to pass on to a session (a report, a take, or a commit); done runs
-// (under the lock) once the server took it, and the session's journal is saved once after the
-// dones of a batch (noted: done changed it); sent runs after that save.
+// outgoing is one word to pass on to a session (a report, a take, or a commit); done notes in
+// the journal (under the lock) that the server took it, the journal is saved once after the
+// dones of a batch, and sent runs after that save.
 type outgoing struct {
 	session string
 	event   *workflows.AgentEvent
 	taken   *workflows.StandingTaken
 	commit  string
 	context *workflows.DeliveryRequest
-	done    func() (noted bool)
+	done    func()
 	sent    func()
 }
 
@@ -480,17 +480,11 @@ func (d *Desk) report(session string, ev workflows.AgentEvent) {
 
 func (d *Desk) sendTaken(session string, o *offer) {
 	t := *o.Taken
-	d.enqueue(outgoing{session: session, taken: &t, done: func() bool {
-		o.TakenSent = true
-		return true
-	}})
+	d.enqueue(outgoing{session: session, taken: &t, done: func() { o.TakenSent = true }})
 }
 
 func (d *Desk) sendCommit(session string, o *offer, sent func()) {
-	d.enqueue(outgoing{session: session, commit: o.Key, done: func() bool {
-		o.CommitSent = true
-		return true
-	}, sent: sent})
+	d.enqueue(outgoing{session: session, commit: o.Key, done: func() { o.CommitSent = true }, sent: sent})
 }
 
 // saveQuietly keeps that a word went out; should that fail, the word goes out again after a
@@ -630,7 +624,8 @@ func (d *Desk) passOn(ctx context.Context) (bool, error) {
 	// words go out again after a restart, which the session bears.
 	noted := false
 	for _, o := range batch {
-		if o.done != nil && o.done() {
+		if o.done != nil {
+			o.done()
 			noted = true
 		}
 	}

@@ -430,11 +430,11 @@ func (reader) PendingPage(_ context.Context, f intent.Filter, limit int) (intent
 	return intent.Page{Intents: []intent.Summary{{ID: "intent/42/1", Snippet: "snip", Text: "full text\nsecond line"}}, More: limit < 2}, nil
 }
 
-func (reader) Inbox(_ context.Context, agent string) ([]workflows.InboxMessage, error) {
+func (reader) Unread(_ context.Context, agent string) (workflows.InboxUnread, error) {
 	if agent == "down" {
-		return nil, errors.New("Temporal is down")
+		return workflows.InboxUnread{}, errors.New("Temporal is down")
 	}
-	return []workflows.InboxMessage{{ID: "m1", From: "boss", Content: "for " + agent}}, nil
+	return workflows.UnreadOf([]workflows.InboxMessage{{ID: "m1", From: "boss", Content: "for " + agent}}), nil
 }
 
 // Issue 26: a hook reads pending intents (with their full texts) and an inbox through the desk,

@@ -35,7 +35,7 @@ const ioTimeout = 5 * time.Second
 // through the desk needs no connection of its own.
 type Reader interface {
 	PendingPage(ctx context.Context, f intent.Filter, limit int) (intent.Page, error)
-	Inbox(ctx context.Context, agent string) ([]workflows.InboxMessage, error)
+	Unread(ctx context.Context, agent string) (workflows.InboxUnread, error)
 }
 
 // maxResponse bounds an answer a hook reads (a page of intents with their texts, an inbox).
@@ -237,8 +237,8 @@ func (s *Server) call(req request) response {
 		if (!known || u.Count > 0) && s.reader != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
 			defer cancel()
-			if msgs, rerr := s.reader.Inbox(ctx, req.Agent); rerr == nil {
-				u, known = workflows.UnreadOf(msgs), true
+			if read, rerr := s.reader.Unread(ctx, req.Agent); rerr == nil {
+				u, known = read, true
 			} else if !known {
 				err = rerr
 			}

@@ -42,11 +42,7 @@ func (t Temporal) CloseOldest(ctx context.Context, chat string) (string, error) 
 
 // Unread is what is unread in an agent's inbox, read without marking it read.
 func (t Temporal) Unread(ctx context.Context, agent string) (workflows.InboxUnread, error) {
-	msgs, err := inbox.Messages(ctx, t.Client, agent)
-	if err != nil {
-		return workflows.InboxUnread{}, err
-	}
-	return workflows.UnreadOf(msgs), nil
+	return inbox.Unread(ctx, t.Client, agent)
 }
 
 // SendInbox puts a message in an agent's inbox.
