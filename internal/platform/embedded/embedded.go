@@ -132,11 +132,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 
 	stopping := new(atomic.Bool)
 	opts.Logger = quietLogger(opts.Logger, stopping)
-	sqlCfg, err := prepareDatabase(opts)
+	dbs, err := prepareDatabase(opts)
 	if err != nil {
 		return nil, err
 	}
-	serverOpts, internal, release, err := serverOptions(opts, sqlCfg)
+	serverOpts, internal, release, err := serverOptions(opts, dbs)
 	if err != nil {
 		return nil, err
 	}
@@ -274,12 +274,18 @@ func (s *Server) Stop() error {
 	return nil
 }
 
+// stores are the embedded server's two SQLite databases: the history's (DBFile) and the
+// visibility store's (VisibilityFile).
+type stores struct {
+	main, visibility *serverconfig.SQL
+}
+
 // prepareDatabase creates the data directory and, on a new file, the schema; it creates the
 // namespace when missing (an existing one is left as it is; the caller reconciles retention and
-// search attributes through the API).
-func prepareDatabase(opts Options) (*serverconfig.SQL, error) {
+// search attributes through the API), and prepares the visibility store (prepareVisibility).
+func prepareDatabase(opts Options) (stores, error) {
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("embedded temporal: data_dir: %w", err)
+		return stores{}, fmt.Errorf("embedded temporal: data_dir: %w", err)
 	}
 	dbPath := filepath.Join(opts.DataDir, DBFile)
 	sqlCfg := &serverconfig.SQL{
@@ -297,27 +303,34 @@ func prepareDatabase(opts Options) (*serverconfig.SQL, error) {
 		// One connection, as Temporal's own dev server: SQLite takes one writer at a time, and
 		// with four connections a transaction that begins reading and then writes meets another
 		// writer and fails with SQLITE_BUSY at once (busy_timeout cannot help a deadlock); the
-		// server logged dozens of those in its first minute.
+		// server logged dozens of those in its first minute. The visibility store has a file,
+		// and so a connection, of its own (VisibilityFile).
 		MaxConns:     1,
 		MaxIdleConns: 1,
 	}
+	mainNew := false
 	if _, err := os.Stat(dbPath); errors.Is(err, os.ErrNotExist) {
+		mainNew = true
 		if err := sqlite.SetupSchema(sqlCfg); err != nil {
 			_ = os.Remove(dbPath)
-			return nil, fmt.Errorf("embedded temporal: create schema in %s: %w", dbPath, err)
+			return stores{}, fmt.Errorf("embedded temporal: create schema in %s: %w", dbPath, err)
 		}
 	} else if err != nil {
-		return nil, fmt.Errorf("embedded temporal: %w", err)
+		return stores{}, fmt.Errorf("embedded temporal: %w", err)
 	}
 	ns, err := sqlite.NewNamespaceConfig(clusterName, opts.Namespace, false, opts.SearchAttributes)
 	if err != nil {
-		return nil, fmt.Errorf("embedded temporal: namespace %q: %w", opts.Namespace, err)
+		return stores{}, fmt.Errorf("embedded temporal: namespace %q: %w", opts.Namespace, err)
 	}
 	ns.Detail.Config.Retention = durationpb.New(opts.Retention)
 	if err := sqlite.CreateNamespaces(sqlCfg, ns); err != nil {
-		return nil, fmt.Errorf("embedded temporal: create namespace %q in %s: %w", opts.Namespace, dbPath, err)
+		return stores{}, fmt.Errorf("embedded temporal: create namespace %q in %s: %w", opts.Namespace, dbPath, err)
 	}
-	return sqlCfg, nil
+	visCfg, err := prepareVisibility(sqlCfg, mainNew, opts.SearchAttributes)
+	if err != nil {
+		return stores{}, err
+	}
+	return stores{main: sqlCfg, visibility: visCfg}, nil
 }
 
 // SingleNodePersistenceQPS is the embedded server's persistence rate limit per service, far
@@ -345,7 +358,7 @@ const HistoryCacheSize = 2000
 
 // serverOptions are the server's options and its internal services' addresses; release lets go
 // of the claim on their ports once the server has bound them (freePorts).
-func serverOptions(opts Options, sqlCfg *serverconfig.SQL) (_ []temporal.ServerOption, _ map[string]string, release func(), err error) {
+func serverOptions(opts Options, dbs stores) (_ []temporal.ServerOption, _ map[string]string, release func(), err error) {
 	ports, release, err := freePorts(4)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("embedded temporal: pick internal ports: %w", err)
@@ -367,9 +380,12 @@ func serverOptions(opts Options, sqlCfg *serverconfig.SQL) (_ []temporal.ServerO
 	cfg.Global.Membership.BroadcastAddress = "127.0.0.1"
 	cfg.Persistence = serverconfig.Persistence{
 		DefaultStore:     "sqlite",
-		VisibilityStore:  "sqlite",
+		VisibilityStore:  "sqlite-visibility",
 		NumHistoryShards: 1,
-		DataStores:       map[string]serverconfig.DataStore{"sqlite": {SQL: sqlCfg}},
+		DataStores: map[string]serverconfig.DataStore{
+			"sqlite":            {SQL: dbs.main},
+			"sqlite-visibility": {SQL: dbs.visibility},
+		},
 	}
 	cfg.ClusterMetadata = &cluster.Config{
 		EnableGlobalNamespace:    false,
@@ -451,7 +467,7 @@ func serverOptions(opts Options, sqlCfg *serverconfig.SQL) (_ []temporal.ServerO
 		temporal.WithAuthorizer(Authorizer()),
 		temporal.WithClaimMapper(func(*serverconfig.Config) authorization.ClaimMapper { return claimMapper }),
 		temporal.WithDynamicConfigClient(dyn),
-		temporal.WithChainedFrontendGrpcInterceptors(DurableCalls(NewGroupSync(FileSync(sqlCfg.DatabaseName + "-wal")).Sync)),
+		temporal.WithChainedFrontendGrpcInterceptors(DurableCalls(NewGroupSync(FileSync(dbs.main.DatabaseName + "-wal")).Sync)),
 	}, internal, release, nil
 }
 
