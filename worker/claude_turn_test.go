@@ -101,9 +101,9 @@ func tmuxKeys(t testing.TB, env []string, args ...string) {
 }
 
 // submitTyped types text into the agent's input line as a person would, presses Enter once the
-// pane shows it, and presses Enter again every 3 s until started reports the turn began: on a
-// loaded machine an Enter that arrives while the CLI still takes the text in as a paste only
-// adds a line break (an empty input line ignores a second Enter).
+// pane shows it, and presses Enter again every 3 s, while the text still sits on the input line
+// (onInputLine), until started reports the turn began: on a loaded machine an Enter that
+// arrives while the CLI still takes the text in as a paste only adds a line break.
 func submitTyped(t testing.TB, env []string, capture func() string, text string, started func() bool) {
 	t.Helper()
 	tmuxKeys(t, env, "-l", text)
@@ -111,15 +111,30 @@ func submitTyped(t testing.TB, env []string, capture func() string, text string,
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		tmuxKeys(t, env, "Enter")
-		for next := time.Now().Add(3 * time.Second); time.Now().Before(next); time.Sleep(100 * time.Millisecond) {
+		for next := time.Now().Add(3 * time.Second); time.Now().Before(next) || !onInputLine(capture(), text); time.Sleep(100 * time.Millisecond) {
 			if started() {
 				return
 			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the turn did not start; pane:\n%s", capture())
+			if time.Now().After(deadline) {
+				t.Fatalf("the turn did not start; pane:\n%s", capture())
+			}
 		}
 	}
+}
+
+// onInputLine reports whether text is still where it was typed, at the bottom of the pane (the
+// CLI's input box and the status lines below it): Enter is pressed again only then. A prompt
+// the CLI took has moved up into the transcript, and a dialog it opened since (a permission
+// prompt) holds the bottom: another Enter there would answer the dialog.
+func onInputLine(pane, text string) bool {
+	lines := strings.Split(strings.TrimRight(pane, " \n"), "\n")
+	var bottom []string
+	for i := len(lines) - 1; i >= 0 && len(bottom) < 4; i-- {
+		if strings.TrimSpace(lines[i]) != "" {
+			bottom = append(bottom, lines[i])
+		}
+	}
+	return strings.Contains(strings.Join(bottom, "\n"), text)
 }
 
 // textBlocks are the text blocks a request adds to the conversation (after the last assistant
