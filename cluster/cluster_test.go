@@ -215,7 +215,10 @@ func TestClusterBurstSurvivesAWorkerKill(t *testing.T) {
 	_ = b.Cmd.Wait()
 	waitCount("新着", 300, 4*time.Minute)
 	b = procs.StartWorker(t, bin, envB)
-	b.WaitFor(t, "ready", 90*time.Second)
+	// Ready once its recovery has read the burst's undelivered intents, each through a query the
+	// busy worker A answers: the worker itself gives that up to two minutes (recoverFor), and
+	// under make test's load it took over 90 s.
+	b.WaitFor(t, "ready", 3*time.Minute)
 	restartedPID := b.Cmd.Process.Pid
 	waitCount("新着", sessions*perSession, 6*time.Minute)
 	waitCount("未対応", sessions*perSession, 6*time.Minute)
