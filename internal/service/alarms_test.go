@@ -32,7 +32,10 @@ func TestOneAlertVoiceAfterNtfyOutage(t *testing.T) {
 	check := window.Check("reminders", "reminder deliveries")
 	var outage, typing string
 	env.RegisterWorkflowWithOptions(func(ctx workflow.Context) error {
-		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Second,
+		// A minute per attempt: the test environment moves its clock on by each retry's second,
+		// and under load an attempt still running then timed out instead of failing (no typing
+		// failure counted, no alert).
+		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute,
 			RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 1, MaximumAttempts: 15}})
 		_ = workflow.ExecuteActivity(ctx, activities.NtfyPublishName).Get(ctx, nil)
 		outage, _ = check.Run(context.Background())
