@@ -545,6 +545,16 @@ func TestN1NoResetWhileBusy(t *testing.T) {
 	require.GreaterOrEqual(t, h.typedAt[0], 12*time.Minute, "the reset waited for the busy spell to end")
 }
 
+// typeHello runs the session on a Claude Code pane with a two-line input line, asked to
+// deliver one message ("hello", request "a"), for a minute.
+func (h *sessionHarness) typeHello() {
+	cfg := claudeSession()
+	cfg.InputLines = 2
+	h.send(0, SignalDeliver, DeliveryRequest{ID: "a", ReplyTo: "intent/1/a", Kind: KindMessage, Text: "hello"})
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
+}
+
 // N3: when the CLI took Enter as a newline, the text is still on the input line: the line is
 // cleared and the text typed again, at most 3 times, then the delivery is reported failed.
 func TestN3DeliveryConfirmed(t *testing.T) {
@@ -561,11 +571,7 @@ func TestN3DeliveryConfirmed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newSessionHarness(t)
 			h.stuck = tc.stuck
-			cfg := claudeSession()
-			cfg.InputLines = 2
-			h.send(0, SignalDeliver, DeliveryRequest{ID: "a", ReplyTo: "intent/1/a", Kind: KindMessage, Text: "hello"})
-			h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
-			h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
+			h.typeHello()
 			require.Equal(t, tc.want, h.events)
 			require.Equal(t, tc.ok, h.results["a"].OK)
 			if !tc.ok {
@@ -1042,11 +1048,7 @@ func TestSubmitLooksAgain(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			h := newSessionHarness(t)
 			h.lagging, h.drawnLate = c.lagging, c.drawnLate
-			cfg := claudeSession()
-			cfg.InputLines = 2
-			h.send(0, SignalDeliver, DeliveryRequest{ID: "a", ReplyTo: "intent/1/a", Kind: KindMessage, Text: "hello"})
-			h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
-			h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
+			h.typeHello()
 			require.Equal(t, c.want, h.events)
 			require.True(t, h.results["a"].OK)
 		})
