@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -76,17 +77,15 @@ func visibilityKeeps(name string, attrs map[string]enumspb.IndexedValueType) boo
 // are copied into it first (built under a temporary name and renamed, so a crash leaves either
 // no file, done again at the next start, or the whole one). A visibility file beside a new
 // DBFile (mainNew: the history was deleted) lists workflows that are gone: it is made anew.
-// It then drops the indexes intentq does not use (visibilityKeeps), in a file of any age.
+// The indexes intentq does not use (visibilityKeeps) are dropped, in a new file before the
+// copy, and in a file of any age (made by a build that kept more).
 //
 // The file commits at synchronous=full: a row is on disk before the history service counts its
 // task done, as it was when both lived in one log.
 func prepareVisibility(main *serverconfig.SQL, mainNew bool, attrs map[string]enumspb.IndexedValueType) (*serverconfig.SQL, error) {
 	vis := *main
 	vis.DatabaseName = filepath.Join(filepath.Dir(main.DatabaseName), VisibilityFile)
-	vis.ConnectAttributes = map[string]string{}
-	for k, v := range main.ConnectAttributes {
-		vis.ConnectAttributes[k] = v
-	}
+	vis.ConnectAttributes = maps.Clone(main.ConnectAttributes)
 	vis.ConnectAttributes["synchronous"] = "full"
 	if mainNew {
 		if err := removeDatabase(vis.DatabaseName); err != nil {
@@ -94,24 +93,24 @@ func prepareVisibility(main *serverconfig.SQL, mainNew bool, attrs map[string]en
 		}
 	}
 	if _, err := os.Stat(vis.DatabaseName); errors.Is(err, os.ErrNotExist) {
-		if err := createVisibility(main.DatabaseName, vis.DatabaseName); err != nil {
+		if err := createVisibility(main.DatabaseName, vis.DatabaseName, attrs); err != nil {
 			return nil, fmt.Errorf("embedded temporal: create %s: %w", vis.DatabaseName, err)
 		}
 	} else if err != nil {
 		return nil, fmt.Errorf("embedded temporal: %w", err)
-	}
-	if err := slimVisibility(vis.DatabaseName, attrs); err != nil {
+	} else if err := slimFile(vis.DatabaseName, attrs); err != nil {
 		return nil, fmt.Errorf("embedded temporal: %s: %w", vis.DatabaseName, err)
 	}
 	return &vis, nil
 }
 
-// createVisibility builds the visibility database at path from Temporal's visibility schema and
-// the rows of the visibility table in mainPath, under a temporary name (a rollback journal
+// createVisibility builds the visibility database at path from Temporal's visibility schema
+// (slimmed first, so the copy writes only the indexes that stay) and the rows of the visibility
+// table in mainPath, under a temporary name (a rollback journal
 // while it is built: once closed, the file is whole on its own), then renames it into place.
 // It uses a connection of its own: Temporal's plugin keeps every connection it opens for the
 // process's life (sqlite.SetupSchema's would stay open on the file after the rename).
-func createVisibility(mainPath, path string) error {
+func createVisibility(mainPath, path string, attrs map[string]enumspb.IndexedValueType) error {
 	tmp := path + ".new"
 	if err := removeDatabase(tmp); err != nil {
 		return err
@@ -124,6 +123,9 @@ func createVisibility(mainPath, path string) error {
 	db.SetMaxOpenConns(1) // ATTACH holds for one connection
 	if err := visibilitySchema(db); err != nil {
 		return fmt.Errorf("schema: %w", err)
+	}
+	if err := slimVisibility(db, attrs); err != nil {
+		return err
 	}
 	if err := copyVisibilityRows(db, mainPath); err != nil {
 		return err
@@ -204,13 +206,21 @@ func column(db *sql.DB, query string) ([]string, error) {
 // quote is name as an SQL identifier.
 func quote(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
 
-// slimVisibility drops the visibility table's indexes that visibilityKeeps does not keep.
-func slimVisibility(path string, attrs map[string]enumspb.IndexedValueType) error {
+// slimFile drops the unused indexes (slimVisibility) of the visibility database at path.
+func slimFile(path string, attrs map[string]enumspb.IndexedValueType) error {
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = db.Close() }()
+	if err := slimVisibility(db, attrs); err != nil {
+		return err
+	}
+	return db.Close()
+}
+
+// slimVisibility drops the visibility table's indexes that visibilityKeeps does not keep.
+func slimVisibility(db *sql.DB, attrs map[string]enumspb.IndexedValueType) error {
 	names, err := column(db, `SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'executions_visibility'`)
 	if err != nil {
 		return fmt.Errorf("indexes: %w", err)
@@ -223,7 +233,7 @@ func slimVisibility(path string, attrs map[string]enumspb.IndexedValueType) erro
 			return fmt.Errorf("drop index %s: %w", name, err)
 		}
 	}
-	return db.Close()
+	return nil
 }
 
 // removeDatabase removes the SQLite database at path with its journal, log and shared memory.
