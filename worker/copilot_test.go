@@ -171,7 +171,9 @@ func startCopilot(t testing.TB, bin string, api *fakeopenai.Server, token string
 }
 
 // Issue 37: a message to the idle real Copilot CLI, in its TUI, is typed once and reaches the
-// model once, confirmed by its UserPromptSubmit hook's receipt (no "no receipt" warning).
+// model once, confirmed by its UserPromptSubmit hook's receipt: no "no receipt" warning, unless
+// Copilot dropped the Enter (a loaded machine, Copilot still starting) and the session found the
+// text on the input line and typed it again.
 func TestCopilotIdleMessageTypedWithItsReceipt(t *testing.T) {
 	t.Parallel() // end to end: waits on real time; its own home, tmux server and ports
 	bin := binaries(t)
@@ -182,13 +184,18 @@ func TestCopilotIdleMessageTypedWithItsReceipt(t *testing.T) {
 	_, lines, capture := copilotTUI(t, bin, api, "37:idle", bot)
 	var mu sync.Mutex
 	var warned []string
+	retyped := 0
 	go func() {
 		for l := range lines {
-			if msg, _ := l["msg"].(string); strings.Contains(msg, "no receipt") {
-				mu.Lock()
+			msg, _ := l["msg"].(string)
+			mu.Lock()
+			switch {
+			case strings.Contains(msg, "no receipt"):
 				warned = append(warned, msg)
-				mu.Unlock()
+			case msg == "delivery not submitted, clearing the input line":
+				retyped++
 			}
+			mu.Unlock()
 		}
 	}()
 	bot.AddMessage(42, 42, 1, "hello copilot")
@@ -202,8 +209,10 @@ func TestCopilotIdleMessageTypedWithItsReceipt(t *testing.T) {
 	time.Sleep(6 * time.Second) // past the receipt's wait: a warning, or a second typing, would show by now
 	mu.Lock()
 	defer mu.Unlock()
-	if len(warned) > 0 {
-		t.Errorf("typed without Copilot's receipt: %v", warned)
+	if len(warned) > retyped {
+		t.Errorf("typed without Copilot's receipt: %v (%d typed again)", warned, retyped)
+	} else if retyped > 0 {
+		t.Logf("Copilot dropped %d Enter; the text was found on its input line and typed again", retyped)
 	}
 	if n := seen(); n != 1 {
 		t.Errorf("the message reached the model %d times", n)

@@ -270,7 +270,9 @@ func TestGeminiMessagesReachAWorkingAgentThroughItsHooks(t *testing.T) {
 // "Agent execution blocked: <reason>" and asks the model again).
 func geminiSettled(t testing.TB, run *agentRun, api *fakegemini.Server) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	// A long turn's remaining calls may take minutes on a loaded machine: the wait moves on while
+	// the model is still being asked, and ends 60 s after its last request (5 min at most).
+	start, deadline, asked := time.Now(), time.Now().Add(60*time.Second), 0
 	for {
 		var view struct {
 			Agent *struct {
@@ -279,6 +281,9 @@ func geminiSettled(t testing.TB, run *agentRun, api *fakegemini.Server) {
 		}
 		_ = json.Unmarshal([]byte(starterRun(t, run.env, 0, "session", "show", "secretary", "--json")), &view)
 		reqs := api.AllRequests()
+		if len(reqs) > asked {
+			asked, deadline = len(reqs), start.Add(min(5*time.Minute, time.Since(start)+60*time.Second))
+		}
 		quiet := len(reqs) == 0 || time.Since(reqs[len(reqs)-1].At) > time.Second
 		p := run.capture()
 		if view.Agent != nil && view.Agent.State == "idle" && quiet && !strings.Contains(p, "esc to cancel") && strings.Contains(p, "Type your message") {

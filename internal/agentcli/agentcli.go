@@ -213,8 +213,11 @@ func Builtin() map[string]CLI {
 			// "◎ Working esc esc edit prompt" on the bottom line while a turn runs.
 			BusyPatterns: []string{"Thinking", "Esc to cancel", "Working", "esc esc edit prompt"},
 			// The input line "❯ <text>" between two rules, 3rd from the bottom (the hints line under
-			// it); an empty one shows no placeholder. Deliveries are not confirmed by reading it
-			// (input_lines unset): intentq's typing was not run against it.
+			// it); an empty one shows no placeholder. A delivery is confirmed by the
+			// UserPromptSubmit hook's receipt, else by reading these lines: a loaded Copilot drops an
+			// Enter pressed while it starts or right after /new (its MCP servers reloading), and
+			// the text stays on the input line, to be cleared and typed again.
+			InputLines:  ptr(4),
 			InputPrompt: "❯",
 			// The approval prompt ("Do you want to run this command?" ❯ 1. Yes / 2. Yes, and don't ask
 			// again for `<cmd>` in this repo / 3. No, and tell Copilot what to do differently (Esc to

@@ -74,7 +74,14 @@ func StartWorker(t testing.TB, bin string, env []string) *Worker {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	tail := &logTail{}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("worker %d's last lines at warn or about a session:\n%s", cmd.Process.Pid, tail.String())
+		}
+	})
 	lines := make(chan map[string]any, 1000)
 	go func() {
 		defer close(lines)
@@ -85,6 +92,7 @@ func StartWorker(t testing.TB, bin string, env []string) *Worker {
 			if json.Unmarshal(sc.Bytes(), &entry) != nil {
 				entry = map[string]any{"msg": "non-JSON: " + sc.Text()}
 			}
+			tail.add(entry, sc.Text())
 			select {
 			case lines <- entry:
 			default: // nobody reads any more; drop
@@ -128,4 +136,35 @@ func Cleanup() {
 	if binDir != "" {
 		_ = os.RemoveAll(binDir)
 	}
+}
+
+// tailLines is how many of a worker's lines a failed test shows.
+const tailLines = 120
+
+// logTail keeps a worker's last lines that a failure's account needs: warnings and errors, and
+// what it logged of a session (its workflows' typing, looks and receipts).
+type logTail struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logTail) add(entry map[string]any, raw string) {
+	level, _ := entry["level"].(string)
+	_, session := entry["session"]
+	if level != "warn" && level != "error" && !session {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.lines) == tailLines {
+		l.lines = l.lines[1:]
+	}
+	l.lines = append(l.lines, raw)
+}
+
+// String is the kept lines, oldest first.
+func (l *logTail) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
 }
