@@ -268,6 +268,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger, opts ...
 		sessionOptions := options
 		sessionOptions.MaxConcurrentWorkflowTaskPollers = SessionPollers
 		sessionOptions.MaxConcurrentActivityTaskPollers = SessionPollers
+		sessionOptions.StickyScheduleToStartTimeout = SessionStickyWait
 		s.sessionWorker = worker.New(s.client, workflows.SessionHostQueue(cfg.Temporal.TaskQueue, cfg.Host), sessionOptions)
 		s.legacySessions = worker.New(s.client, workflows.SessionTaskQueue(cfg.Temporal.TaskQueue), options)
 		workers[workflows.SessionHostQueue(cfg.Temporal.TaskQueue, cfg.Host)] = s.sessionWorker
@@ -422,6 +423,15 @@ func AlarmingFailures(window *watchdog.FailureWindow) interceptor.WorkerIntercep
 // sessions got their first message of a burst after 55 s instead of 9-14 s. More polls drain the
 // sticky queue and meet new tasks as they come (no backlog written to the database).
 const SessionPollers = 8
+
+// SessionStickyWait is how long a session's workflow task waits on this worker's sticky queue
+// before the server moves it to the host's queue (the SDK's default is 5 s). During a burst that
+// keeps both cores busy a sticky task waited longer than 5 s, moved, and its session starved
+// behind the sticky backlog until the burst was over: the slowest session's first message came at
+// 72-75 s in 2 of 3 runs of the 50-session burst (with 8 polls), at 18-21 s in 3 of 3 with 10 s.
+// The price is the wait of a task that was on the queue of a worker killed (SIGKILL): up to 10 s
+// before another poll takes it.
+const SessionStickyWait = 10 * time.Second
 
 // startWatchdog runs the in-process watchdog (SPEC I9): a worker polling the task queue, and
 // reminder activities failing more than 10 times in 10 minutes.
