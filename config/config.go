@@ -19,7 +19,10 @@ type Config struct {
 	DataDir string `mapstructure:"data_dir"`
 	// Host names the machine this worker serves (default: its host name): it types only into
 	// the panes of the sessions on this host and answers their hooks (issue 38).
-	Host      string             `mapstructure:"host"`
+	Host string `mapstructure:"host"`
+	// Nice is the worker's CPU niceness (0: as it was started; 1..19): a worker busy with a burst
+	// yields the cores to the agents it serves and to their hooks, which the agents wait for.
+	Nice      int                `mapstructure:"nice"`
 	Log       Log                `mapstructure:"log"`
 	Temporal  Temporal           `mapstructure:"temporal"`
 	Ingest    Ingest             `mapstructure:"ingest"`

@@ -13,6 +13,7 @@ func defaults() map[string]any {
 	return map[string]any{
 		"data_dir":   "~/.intentq",
 		"host":       "",
+		"nice":       5,
 		"log.level":  "info",
 		"log.format": "auto",
 

@@ -183,6 +183,9 @@ func (c *Config) Validate() error {
 	if c.Scheduler.Sandbox != "" && c.Scheduler.Sandbox != "bwrap" && c.Scheduler.Sandbox != "off" {
 		bad("scheduler.sandbox", "%q is not bwrap or off", c.Scheduler.Sandbox)
 	}
+	if c.Nice < 0 || c.Nice > 19 {
+		bad("nice", "%d must be between 0 (as started) and 19", c.Nice)
+	}
 	if c.Scheduler.MaxConcurrentSessions < 1 {
 		bad("scheduler.max_concurrent_sessions", "%d must be at least 1", c.Scheduler.MaxConcurrentSessions)
 	}

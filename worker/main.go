@@ -16,6 +16,7 @@ import (
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/base/logging"
 	"github.com/intentq/intentq/internal/base/private"
+	"github.com/intentq/intentq/internal/platform/niceness"
 	"github.com/intentq/intentq/internal/service"
 )
 
@@ -45,6 +46,12 @@ func run() error {
 		return err
 	}
 	defer func() { _ = logger.Sync() }()
+	if cfg.Nice > 0 {
+		// Before the embedded server and the SDK start their threads: they inherit it.
+		if err := niceness.Lower(cfg.Nice); err != nil {
+			logger.Warn("the worker runs at its starting CPU priority", zap.Int("nice", cfg.Nice), zap.Error(err))
+		}
+	}
 
 	// The first SIGINT/SIGTERM cancels ctx and starts a graceful shutdown; stop() then restores
 	// the default handlers, so a second signal ends the process at once.

@@ -1,0 +1,29 @@
+package main_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/intentq/intentq/internal/platform/niceness"
+)
+
+// The worker yields the CPU to the agents and their hooks: every thread of a running worker,
+// its embedded server's included, runs at the configured niceness (5 by default).
+func TestWorkerRunsAtItsNiceness(t *testing.T) {
+	t.Parallel()
+	env, _, _ := ingestEnv(t)
+	cmd, lines := startWorker(t, binaries(t), env)
+	waitFor(t, lines, "ready", 60*time.Second)
+	threads, err := niceness.Of(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(threads) < 4 {
+		t.Fatalf("the worker has %d threads", len(threads))
+	}
+	for tid, n := range threads {
+		if n != 5 {
+			t.Errorf("thread %d of the worker at niceness %d, want 5", tid, n)
+		}
+	}
+}
