@@ -21,7 +21,8 @@ type Config struct {
 	// the panes of the sessions on this host and answers their hooks (issue 38).
 	Host string `mapstructure:"host"`
 	// Nice is the worker's CPU niceness (0: as it was started; 1..19): a worker busy with a burst
-	// yields the cores to the agents it serves and to their hooks, which the agents wait for.
+	// yields the cores to the agents it serves and to their hooks, which the agents wait for. The
+	// headless runs it starts inherit it; agents in tmux panes do not (tmux starts them).
 	Nice      int                `mapstructure:"nice"`
 	Log       Log                `mapstructure:"log"`
 	Temporal  Temporal           `mapstructure:"temporal"`
