@@ -1,8 +1,11 @@
 package main_test
 
 import (
+	"os"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/intentq/intentq/internal/platform/niceness"
 )
@@ -14,6 +17,11 @@ func TestWorkerRunsAtItsNiceness(t *testing.T) {
 	env, _, _ := ingestEnv(t)
 	cmd, lines := startWorker(t, binaries(t), env)
 	waitFor(t, lines, "ready", 60*time.Second)
+	// A user's process may only become nicer: started nicer than 5, the worker stays so.
+	want := 5
+	if own, err := unix.Getpriority(unix.PRIO_PROCESS, 0); err == nil && os.Geteuid() != 0 && 20-own > want {
+		want = 20 - own
+	}
 	threads, err := niceness.Of(cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
@@ -22,8 +30,8 @@ func TestWorkerRunsAtItsNiceness(t *testing.T) {
 		t.Fatalf("the worker has %d threads", len(threads))
 	}
 	for tid, n := range threads {
-		if n != 5 {
-			t.Errorf("thread %d of the worker at niceness %d, want 5", tid, n)
+		if n != want {
+			t.Errorf("thread %d of the worker at niceness %d, want %d", tid, n, want)
 		}
 	}
 }
