@@ -142,9 +142,15 @@ func backend() *fakeBackend {
 
 func run(t *testing.T, event string, b Backend, s Settings, input string) string {
 	t.Helper()
+	return runWithin(t, event, b, s, input, time.Second)
+}
+
+// runWithin is run with the hook's timeout.
+func runWithin(t *testing.T, event string, b Backend, s Settings, input string, timeout time.Duration) string {
+	t.Helper()
 	var out bytes.Buffer
 	dial := func(context.Context) (Backend, func(), error) { return b, func() {}, nil }
-	if err := Run(context.Background(), event, strings.NewReader(input), &out, s, dial, time.Second); err != nil {
+	if err := Run(context.Background(), event, strings.NewReader(input), &out, s, dial, timeout); err != nil {
 		t.Fatal(err)
 	}
 	return out.String()
@@ -646,8 +652,11 @@ func TestTakeBacksOffWithoutAWorker(t *testing.T) {
 	s.DataDir = t.TempDir()
 	slow := &slowBackend{}
 	input := `{"session_id":"s","tool_name":"Bash","tool_input":{},"tool_use_id":"toolu_1"}`
-	run(t, EventPostToolUse, slow, s, input)
-	run(t, EventPostToolUse, slow, s, strings.Replace(input, "toolu_1", "toolu_2", 1))
+	// A hook's timeout that leaves its handler time to note the back-off after the take's part
+	// (half of what is left): with a second's, a loaded machine ended the first hook before it
+	// did, and the second waited again.
+	runWithin(t, EventPostToolUse, slow, s, input, 4*time.Second)
+	runWithin(t, EventPostToolUse, slow, s, strings.Replace(input, "toolu_1", "toolu_2", 1), 4*time.Second)
 	if len(slow.takes) != 1 {
 		t.Errorf("%d takes: the second hook waited for the absent worker again", len(slow.takes))
 	}
