@@ -16,8 +16,8 @@ import (
 const Max = 19
 
 // Lower sets every thread of this process to niceness n (1..Max). A thread already nicer keeps
-// its niceness (an unprivileged process may not raise its priority again). A thread started while
-// Lower runs may keep its creator's old value, so the threads are read twice.
+// its niceness unless the process may raise priorities (root). A thread started while Lower runs
+// may keep its creator's old value, so the threads are read twice.
 func Lower(n int) error {
 	if n < 1 || n > Max {
 		return fmt.Errorf("niceness: %d is outside 1..%d", n, Max)
