@@ -133,13 +133,13 @@ func createVisibility(mainPath, path string, attrs map[string]enumspb.IndexedVal
 	if err := db.Close(); err != nil {
 		return err
 	}
-	if err := syncFile(tmp); err != nil {
+	if err := FileSync(tmp)(); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
-	return syncFile(filepath.Dir(path))
+	return FileSync(filepath.Dir(path))()
 }
 
 // visibilitySchemaFile is Temporal's SQLite visibility schema among its embedded schemas.
@@ -244,13 +244,4 @@ func removeDatabase(path string) error {
 		}
 	}
 	return nil
-}
-
-// syncFile fsyncs the file or directory at path.
-func syncFile(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	return errors.Join(f.Sync(), f.Close())
 }
