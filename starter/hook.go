@@ -19,6 +19,7 @@ import (
 	"github.com/intentq/intentq/internal/base/tclient"
 	"github.com/intentq/intentq/internal/base/trust"
 	"github.com/intentq/intentq/internal/doors/hooks"
+	"github.com/intentq/intentq/internal/doors/hooks/hooktemporal"
 	"github.com/intentq/intentq/internal/redact"
 )
 
@@ -109,7 +110,7 @@ func newHook() *cobra.Command {
 			s.Flat = flat
 			stdin := bytes.NewReader(data)
 			if a[0] == hooks.EventPermissionRequest {
-				return hooks.Approve(cmd.Context(), stdin, cmd.OutOrStdout(), approvalSettings(cfg, s.Session, cli, wait, logger), approver(cfg))
+				return hooktemporal.Approve(cmd.Context(), stdin, cmd.OutOrStdout(), approvalSettings(cfg, s.Session, cli, wait, logger), approver(cfg))
 			}
 			return hooks.Run(cmd.Context(), a[0], stdin, cmd.OutOrStdout(), s, hookBackend(cfg), cfg.Hooks.Timeout)
 		},
@@ -130,7 +131,7 @@ func hookBackend(cfg *config.Config) hooks.Dial {
 			if err != nil {
 				return nil, nil, err
 			}
-			return hooks.Temporal{Client: c, Config: cfg}, func() { c.Close() }, nil
+			return hooktemporal.Temporal{Client: c, Config: cfg}, func() { c.Close() }, nil
 		})
 		tok, err := trust.ReadToken(trust.TokenPath(cfg.DataDir))
 		if err != nil {
@@ -142,19 +143,19 @@ func hookBackend(cfg *config.Config) hooks.Dial {
 
 // approvalSettings are the permission hook's settings for session: its card's chat (none:
 // approvals off), how long to wait for the phone, and its pushes.
-func approvalSettings(cfg *config.Config, session, cli string, wait time.Duration, logger *zap.Logger) hooks.ApprovalSettings {
-	return hooks.ApprovalSettings{Session: session, CLI: cli, Chat: cfg.ApprovalChat(session), Wait: wait,
+func approvalSettings(cfg *config.Config, session, cli string, wait time.Duration, logger *zap.Logger) hooktemporal.ApprovalSettings {
+	return hooktemporal.ApprovalSettings{Session: session, CLI: cli, Chat: cfg.ApprovalChat(session), Wait: wait,
 		Push: cfg.NtfyTopicFor(session) != "", RemindEvery: cfg.Reminders.RepeatEvery, Logger: logger}
 }
 
 // approver dials Temporal for the permission hook.
-func approver(cfg *config.Config) func(context.Context) (hooks.Approver, func(), error) {
-	return func(ctx context.Context) (hooks.Approver, func(), error) {
+func approver(cfg *config.Config) func(context.Context) (hooktemporal.Approver, func(), error) {
+	return func(ctx context.Context) (hooktemporal.Approver, func(), error) {
 		c, err := tclient.Dial(ctx, cfg, zap.NewNop())
 		if err != nil {
 			return nil, nil, err
 		}
-		return hooks.TemporalApprover{Client: c, TaskQueue: cfg.Temporal.TaskQueue}, c.Close, nil
+		return hooktemporal.TemporalApprover{Client: c, TaskQueue: cfg.Temporal.TaskQueue}, c.Close, nil
 	}
 }
 

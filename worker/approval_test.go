@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intentq/intentq/internal/doors/hooks"
+	"github.com/intentq/intentq/internal/doors/hooks/hooktemporal"
 	"github.com/intentq/intentq/internal/testkit/fakeanthropic"
 	"github.com/intentq/intentq/internal/testkit/fakebot"
 	"github.com/intentq/intentq/internal/testkit/fakentfy"
@@ -204,7 +204,7 @@ func TestClaudeCodeApprovalsFromThePhone(t *testing.T) {
 	bot.AddUpdate(map[string]any{"message": map[string]any{"message_id": 400, "date": time.Now().Unix(),
 		"from": fakebot.NewUser(42), "chat": fakebot.ChatFor(42, fakebot.NewUser(42)), "text": "/deny",
 		"entities": fakebot.CommandEntities("/deny"), "reply_to_message": reply}})
-	eventually(t, "the model told of the denial", 30*time.Second, func() bool { return sawText(r.api, hooks.DeniedMessage) }, r.capture)
+	eventually(t, "the model told of the denial", 30*time.Second, func() bool { return sawText(r.api, hooktemporal.DeniedMessage) }, r.capture)
 	if r.ran(2) {
 		t.Error("step 2 ran after Deny")
 	}

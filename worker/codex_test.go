@@ -30,8 +30,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intentq/intentq/internal/agentcli"
 	_ "modernc.org/sqlite" // reads Codex's state database
+
+	"github.com/intentq/intentq/internal/agentcli"
 
 	"github.com/intentq/intentq/internal/testkit/fakebot"
 	"github.com/intentq/intentq/internal/testkit/fakentfy"

@@ -15,8 +15,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/intentq/intentq/internal/base/trust"
-	"github.com/intentq/intentq/internal/doors/hookdesk"
+	"github.com/intentq/intentq/internal/doors/hookdesk/desksocket"
 	"github.com/intentq/intentq/internal/doors/hooks"
+	"github.com/intentq/intentq/internal/doors/hooks/hooktemporal"
 	"github.com/intentq/intentq/internal/testkit/fakebot"
 )
 
@@ -70,7 +71,7 @@ func TestHookCommitSurvivesWorkerKill(t *testing.T) {
 			if err != nil {
 				return nil, nil, err
 			}
-			return hooks.Temporal{Client: c}, c.Close, nil
+			return hooktemporal.Temporal{Client: c}, c.Close, nil
 		})
 		return hooks.ThroughDesk(dataDir, tok, temporal), closeFn, nil
 	}
@@ -102,7 +103,7 @@ func TestHookCommitSurvivesWorkerKill(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	records, err := os.ReadDir(hookdesk.CommitsDir(dataDir))
+	records, err := os.ReadDir(desksocket.CommitsDir(dataDir))
 	if err != nil || len(records) != 1 {
 		t.Fatalf("the hook's commit with the worker gone: records %v %v, want one", records, err)
 	}
@@ -117,7 +118,7 @@ func TestHookCommitSurvivesWorkerKill(t *testing.T) {
 			t.Fatalf("the recorded commit did not count the message delivered:\n%s", shown())
 		}
 	}
-	if left, _ := os.ReadDir(hookdesk.CommitsDir(dataDir)); len(left) != 0 {
+	if left, _ := os.ReadDir(desksocket.CommitsDir(dataDir)); len(left) != 0 {
 		t.Errorf("the applied record is still there: %v", left)
 	}
 	// Once the take's lease has ended (an uncommitted take goes back to the queue then), a second

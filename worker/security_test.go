@@ -23,7 +23,7 @@ import (
 
 	"github.com/intentq/intentq/internal/base/encryption"
 	"github.com/intentq/intentq/internal/base/trust"
-	"github.com/intentq/intentq/internal/doors/hookdesk"
+	"github.com/intentq/intentq/internal/doors/hookdesk/desksocket"
 	"github.com/intentq/intentq/internal/testkit/fakeanthropic"
 	"github.com/intentq/intentq/internal/testkit/fakebot"
 	"github.com/intentq/intentq/internal/testkit/fakentfy"
@@ -240,7 +240,7 @@ func TestSecurityAttacks(t *testing.T) {
 	t.Run("hook desk without the token", func(t *testing.T) {
 		// Issue 26: the desk that answers the hooks hands messages over; it answers only this
 		// user's processes (its socket and folder are private) that present the token.
-		path := hookdesk.SocketPath(filepath.Join(w.home, ".intentq"))
+		path := desksocket.SocketPath(filepath.Join(w.home, ".intentq"))
 		fi, err := os.Stat(path)
 		if err != nil {
 			t.Fatal(err)
@@ -252,7 +252,7 @@ func TestSecurityAttacks(t *testing.T) {
 			t.Fatalf("the desk's folder: %v %v, want no access for group or others", dir.Mode(), err)
 		}
 		for _, tok := range []string{"", "0123456789abcdef", w.token + "x"} {
-			desk := hookdesk.Client{Path: path, Token: tok}
+			desk := desksocket.Client{Path: path, Token: tok}
 			if _, err := desk.Take(ctx, "secretary", workflows.TakeRequest{Key: "post-tool-use/evil", Event: workflows.EventPostToolUse}); err == nil || !strings.Contains(err.Error(), "access token required") {
 				t.Fatalf("take with token %q: %v, want refused", tok, err)
 			}
@@ -260,7 +260,7 @@ func TestSecurityAttacks(t *testing.T) {
 				t.Fatalf("report with token %q taken", tok)
 			}
 		}
-		if _, err := (hookdesk.Client{Path: path, Token: w.token}).Take(ctx, "secretary", workflows.TakeRequest{Key: "post-tool-use/own", Event: workflows.EventPostToolUse}); err != nil {
+		if _, err := (desksocket.Client{Path: path, Token: w.token}).Take(ctx, "secretary", workflows.TakeRequest{Key: "post-tool-use/own", Event: workflows.EventPostToolUse}); err != nil {
 			t.Fatalf("the person's own hook: %v", err)
 		}
 	})

@@ -15,6 +15,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/intentq/intentq/internal/hookapi"
 	"github.com/intentq/intentq/internal/policy"
 )
 
@@ -32,14 +33,23 @@ const (
 
 // Hook events, as the starter's `hook` command names them.
 const (
-	EventSessionStart     = "session-start"
-	EventUserPromptSubmit = "user-prompt-submit"
-	EventPreToolUse       = "pre-tool-use"
-	EventPostToolUse      = "post-tool-use"
-	EventStop             = "stop"
-	EventNotification     = "notification"
-	// EventSessionEnd: the agent's CLI is ending (Claude Code's SessionEnd, reason in Detail).
-	EventSessionEnd = "session-end"
+	EventSessionStart     = hookapi.EventSessionStart
+	EventUserPromptSubmit = hookapi.EventUserPromptSubmit
+	EventPreToolUse       = hookapi.EventPreToolUse
+	EventPostToolUse      = hookapi.EventPostToolUse
+	EventStop             = hookapi.EventStop
+	EventNotification     = hookapi.EventNotification
+	EventSessionEnd       = hookapi.EventSessionEnd
+)
+
+// The hook protocol's types (package hookapi, which the hook binary reads without the SDK).
+type (
+	// AgentEvent is one hook's report.
+	AgentEvent = hookapi.AgentEvent
+	// TakeRequest asks the session for the messages waiting for the agent.
+	TakeRequest = hookapi.TakeRequest
+	// TakeResult is what a hook prints for the agent.
+	TakeResult = hookapi.TakeResult
 )
 
 // SessionEndClear is the reason of the SessionEnd that a /clear fires (a new context follows at
@@ -58,16 +68,6 @@ const (
 	// starts there again.
 	AgentGone = "gone"
 )
-
-// AgentEvent is one hook's report.
-type AgentEvent struct {
-	Event string    `json:"event"`
-	At    time.Time `json:"at"`
-	// Detail is the notification type, the session-start source or the tool name.
-	Detail string `json:"detail,omitempty"`
-	// Receipt names the intents whose typed delivery this prompt is (user-prompt-submit).
-	Receipt []string `json:"receipt,omitempty"`
-}
 
 // AgentState is what the agent's hooks last said.
 type AgentState struct {
@@ -105,33 +105,6 @@ func StateAfter(event, detail string) string {
 		}
 	}
 	return ""
-}
-
-// TakeRequest asks the session for the messages waiting for the agent.
-type TakeRequest struct {
-	// Key names the hook run (e.g. post-tool-use/<tool_use_id>): a second run with the same key
-	// takes nothing.
-	Key   string `json:"key"`
-	Event string `json:"event"`
-	// Deadline is when the hook stops waiting: a take that reaches the session later is refused.
-	Deadline time.Time `json:"deadline"`
-	// Detail and Receipt report the event as AgentEvent does.
-	Detail  string   `json:"detail,omitempty"`
-	Receipt []string `json:"receipt,omitempty"`
-	// RemindEvery, when set, asks whether the hook's reminder of old intents is due: at most
-	// one per RemindEvery per session.
-	RemindEvery time.Duration `json:"remind_every,omitempty"`
-	// RemindOnly: the hook takes no message (a Stop whose block reason the CLI would give the
-	// model twice); it reports its event and asks only whether its reminder is due.
-	RemindOnly bool `json:"remind_only,omitempty"`
-}
-
-// TakeResult is what a hook prints for the agent; Messages is empty when nothing waits.
-type TakeResult struct {
-	Key      string            `json:"key"`
-	Messages []DeliveryRequest `json:"messages,omitempty"`
-	// RemindDue says the hook's reminder of old intents is due (and now counted as sent).
-	RemindDue bool `json:"remind_due,omitempty"`
 }
 
 // TakenRequest commits a take once the hook has printed it.

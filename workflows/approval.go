@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/intentq/intentq/activities"
+	"github.com/intentq/intentq/internal/hookapi"
 	"github.com/intentq/intentq/internal/redact"
 )
 
@@ -34,7 +35,7 @@ const (
 	SignalFollowed = "followed"
 	// EventPermissionRequest is the hook event of a permission the agent asks for; its Detail
 	// is the approval's workflow ID.
-	EventPermissionRequest = "permission-request"
+	EventPermissionRequest = hookapi.EventPermissionRequest
 	// EventHookEnded: the permission hook was ended by its CLI (Claude Code ends it when the
 	// person answers No at the terminal).
 	EventHookEnded = "hook-ended"

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/intentq/intentq/internal/hookapi"
 	"github.com/intentq/intentq/internal/policy"
 )
 
@@ -37,42 +38,13 @@ const (
 
 // Kinds of delivery.
 const (
-	KindMessage  = "message"
-	KindReminder = "reminder"
-	// KindContext is only committed to the history, not typed: a block Claude Code injects
-	// itself (the session-start hook's output).
-	KindContext = "context"
+	KindMessage  = hookapi.KindMessage
+	KindReminder = hookapi.KindReminder
+	KindContext  = hookapi.KindContext
 )
 
 // DeliveryRequest asks a session to type Text into its pane and tell ReplyTo how it went.
-type DeliveryRequest struct {
-	ID      string `json:"id"`
-	ReplyTo string `json:"reply_to"`
-	Kind    string `json:"kind"`
-	Text    string `json:"text"`
-	// Since is when the agent got the message being reminded of (delivered, or first
-	// reminded); a reminder escalates by the time since (SPEC N1). Zero: no escalation.
-	Since time.Time `json:"since,omitempty"`
-	// Backlog marks a reminder sent late because intentq itself was down or behind: it never
-	// escalates, the agent did not ignore anything.
-	Backlog bool `json:"backlog,omitempty"`
-	// Tick numbers an intent's reminders (1 for the first that reaches the agent); the same
-	// for every request of one due reminder, so that a request repeated after its wait timed
-	// out (a long queue, a worker restart) is not typed twice. 0: not numbered.
-	Tick int `json:"tick,omitempty"`
-}
-
-// typedKey identifies what a request types, for "typed once": the intent for a message, the
-// intent and tick for a reminder; "" when it has no identity.
-func (r DeliveryRequest) typedKey() string {
-	switch {
-	case r.Kind == KindMessage:
-		return r.ReplyTo
-	case r.Kind == KindReminder && r.Tick > 0:
-		return fmt.Sprintf("%s#reminder-%d", r.ReplyTo, r.Tick)
-	}
-	return ""
-}
+type DeliveryRequest = hookapi.DeliveryRequest
 
 // WithdrawRequest names the intent a SignalWithdraw takes back.
 type WithdrawRequest struct {

@@ -3,12 +3,14 @@ package workflows
 import (
 	"fmt"
 	"strings"
+
+	"github.com/intentq/intentq/internal/hookapi"
 )
 
 // Workflow ID prefixes. IDs carry meaning, so the Web UI and `starter show` read naturally, and
 // every caller derives the same ID from the same message: the ID is the dedupe key (SPEC I1).
 const (
-	IntentIDPrefix  = "intent/"
+	IntentIDPrefix  = hookapi.IntentIDPrefix
 	SessionIDPrefix = "session/"
 )
 
@@ -16,9 +18,7 @@ const (
 const maxIDPartLen = 64
 
 // IntentID is the workflow ID of the intent for one message: `intent/<chat_id>/<message_id>`.
-func IntentID(chatID, messageID string) string {
-	return IntentIDPrefix + chatID + "/" + messageID
-}
+func IntentID(chatID, messageID string) string { return hookapi.IntentID(chatID, messageID) }
 
 // sessionQueueSuffix ends the name of the task queue the typing sessions run on.
 const sessionQueueSuffix = "-sessions"

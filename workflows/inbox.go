@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/intentq/intentq/internal/hookapi"
 	"github.com/intentq/intentq/internal/policy"
 )
 
@@ -36,18 +37,19 @@ const (
 	KeepRead         = 30
 )
 
+// The inbox's messages as hooks read and send them (package hookapi).
+type (
+	// InboxMessage is one message in an inbox.
+	InboxMessage = hookapi.InboxMessage
+	// InboxUnread is what is unread in an inbox: how many messages, and the oldest
+	// InboxUnreadShown of them with their content cut to InboxUnreadRunes.
+	InboxUnread = hookapi.InboxUnread
+	// InboxSend is the send update's argument. Key, when set, makes the send idempotent.
+	InboxSend = hookapi.InboxSend
+)
+
 // InboxID is the workflow ID of an agent's inbox.
 func InboxID(agent string) string { return InboxIDPrefix + agent }
-
-// InboxMessage is one message in an inbox.
-type InboxMessage struct {
-	ID        string    `json:"id"`
-	From      string    `json:"from"`
-	Timestamp time.Time `json:"timestamp"`
-	Type      string    `json:"type"`
-	Content   string    `json:"content"`
-	Read      bool      `json:"read"`
-}
 
 // InboxUnreadShown is how many unread messages InboxUnread carries (a Stop hook names at most
 // five, SPEC S1); InboxUnreadRunes bounds each one's content there.
@@ -55,13 +57,6 @@ const (
 	InboxUnreadShown = 5
 	InboxUnreadRunes = 200
 )
-
-// InboxUnread is what is unread in an inbox: how many messages, and the oldest InboxUnreadShown
-// of them with their content cut to InboxUnreadRunes.
-type InboxUnread struct {
-	Count int            `json:"count"`
-	First []InboxMessage `json:"first,omitempty"`
-}
 
 // UnreadOf is the InboxUnread of an inbox's messages.
 func UnreadOf(msgs []InboxMessage) InboxUnread {
@@ -79,14 +74,6 @@ func UnreadOf(msgs []InboxMessage) InboxUnread {
 		}
 	}
 	return u
-}
-
-// InboxSend is the send update's argument. Key, when set, makes the send idempotent.
-type InboxSend struct {
-	Key     string `json:"key,omitempty"`
-	From    string `json:"from"`
-	Type    string `json:"type"`
-	Content string `json:"content"`
 }
 
 // InboxInput starts (or continues) an inbox.

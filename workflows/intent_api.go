@@ -6,15 +6,16 @@ package workflows
 import (
 	"time"
 
+	"github.com/intentq/intentq/internal/hookapi"
 	"github.com/intentq/intentq/internal/policy"
 )
 
 // Intent statuses (SPEC I5): pending -> linked -> closed, pending -> ignored.
 const (
-	StatusPending = "pending"
-	StatusLinked  = "linked"
-	StatusClosed  = "closed"
-	StatusIgnored = "ignored"
+	StatusPending = hookapi.StatusPending
+	StatusLinked  = hookapi.StatusLinked
+	StatusClosed  = hookapi.StatusClosed
+	StatusIgnored = hookapi.StatusIgnored
 )
 
 // Reasons recorded with transitions.
@@ -27,9 +28,9 @@ const (
 
 // Doors an intent can come through (SPEC I4).
 const (
-	SourceTelegram = "telegram"
-	SourceIngest   = "ingest"
-	SourceCLI      = "cli"
+	SourceTelegram = hookapi.SourceTelegram
+	SourceIngest   = hookapi.SourceIngest
+	SourceCLI      = hookapi.SourceCLI
 )
 
 // Update and query names of the intent workflow, used by the starter and the hooks.

@@ -106,13 +106,13 @@ const maxExpiredOffers = 50
 
 // inContext reports whether what req hands over is in the agent's context already.
 func (l *Ledger) inContext(req DeliveryRequest) bool {
-	key := req.typedKey()
+	key := req.TypedKey()
 	return key != "" && slices.Contains(l.RecentlyDelivered, key)
 }
 
 // remember records that what req hands over reached the agent.
 func (l *Ledger) remember(req DeliveryRequest) {
-	key := req.typedKey()
+	key := req.TypedKey()
 	if key == "" {
 		return
 	}
@@ -124,13 +124,13 @@ func (l *Ledger) remember(req DeliveryRequest) {
 
 // heldIn is the index of the open offer that carries what req hands over, -1 if none.
 func (l *Ledger) heldIn(req DeliveryRequest) int {
-	key := req.typedKey()
+	key := req.TypedKey()
 	if key == "" {
 		return -1
 	}
 	for i, o := range l.Offers {
 		for _, r := range o.Requests {
-			if r.typedKey() == key {
+			if r.TypedKey() == key {
 				return i
 			}
 		}
@@ -163,13 +163,13 @@ func (l *Ledger) dequeue(id string) {
 // waited reserved by the standing offer: the desk handed it out, its commit found no offer, and
 // the tick was typed again when its intent asked again (found by the ledger checker, seed 33335).
 func (l *Ledger) enqueue(req DeliveryRequest) {
-	key := req.typedKey()
+	key := req.TypedKey()
 	for _, q := range l.Queue {
 		if l.sameByIntent || key == "" {
 			if q.ReplyTo == req.ReplyTo && q.Kind == req.Kind {
 				return
 			}
-		} else if q.typedKey() == key {
+		} else if q.TypedKey() == key {
 			return
 		}
 	}
@@ -187,8 +187,8 @@ func (l *Ledger) queueBytes() int {
 
 // inBlock reports whether the typed block in flight carries what req hands over.
 func (l *Ledger) inBlock(req DeliveryRequest) bool {
-	key := req.typedKey()
-	return key != "" && slices.ContainsFunc(l.block, func(b DeliveryRequest) bool { return b.typedKey() == key })
+	key := req.TypedKey()
+	return key != "" && slices.ContainsFunc(l.block, func(b DeliveryRequest) bool { return b.TypedKey() == key })
 }
 
 // Withdraw takes intent back (the person ignored or cancelled it): its requests leave the queue
@@ -281,7 +281,7 @@ func (l *Ledger) lateCommitted() map[string]bool {
 				continue
 			}
 			for _, r := range o.Requests {
-				if k := r.typedKey(); k != "" {
+				if k := r.TypedKey(); k != "" {
 					keys[k] = true
 				}
 			}
@@ -311,7 +311,7 @@ func (l *Ledger) Take(key, event string, now time.Time) (msgs []DeliveryRequest)
 	var rest []DeliveryRequest
 	size, full := 0, false
 	for _, q := range l.Queue {
-		if typedKind(q.Kind) && (l.inContext(q) || l.heldIn(q) >= 0 || committed[q.typedKey()] || l.reserved(q.ID)) {
+		if typedKind(q.Kind) && (l.inContext(q) || l.heldIn(q) >= 0 || committed[q.TypedKey()] || l.reserved(q.ID)) {
 			rest = append(rest, q) // never handed over again; the typing path answers it
 			continue
 		}
@@ -444,7 +444,7 @@ func (l *Ledger) reconcile(key string) (c Commit, ok, withdraw bool) {
 	}
 	o := l.ExpiredOffers[i]
 	if l.Standing != nil && slices.ContainsFunc(o.Requests, func(r DeliveryRequest) bool {
-		return slices.ContainsFunc(l.Queue, func(q DeliveryRequest) bool { return l.reserved(q.ID) && q.typedKey() == r.typedKey() })
+		return slices.ContainsFunc(l.Queue, func(q DeliveryRequest) bool { return l.reserved(q.ID) && q.TypedKey() == r.TypedKey() })
 	}) {
 		return Commit{}, false, true
 	}
@@ -455,10 +455,10 @@ func (l *Ledger) reconcile(key string) (c Commit, ok, withdraw bool) {
 		if l.inContext(r) {
 			continue
 		}
-		key := r.typedKey()
+		key := r.TypedKey()
 		var rest []DeliveryRequest
 		for _, q := range l.Queue {
-			if key != "" && q.typedKey() == key {
+			if key != "" && q.TypedKey() == key {
 				commit.Waiting = append(commit.Waiting, q)
 				continue
 			}
@@ -467,7 +467,7 @@ func (l *Ledger) reconcile(key string) (c Commit, ok, withdraw bool) {
 		l.Queue = rest
 		if j := l.heldIn(r); j >= 0 {
 			other := &l.Offers[j]
-			other.Requests = slices.DeleteFunc(slices.Clone(other.Requests), func(q DeliveryRequest) bool { return q.typedKey() == key })
+			other.Requests = slices.DeleteFunc(slices.Clone(other.Requests), func(q DeliveryRequest) bool { return q.TypedKey() == key })
 			if l.reconcileTakesAllWaiting {
 				commit.Waiting = append(commit.Waiting, other.Waiting...)
 				other.Waiting = nil
@@ -475,7 +475,7 @@ func (l *Ledger) reconcile(key string) (c Commit, ok, withdraw bool) {
 				// Only what waits for this request: the rest waits for the other offer's own.
 				var keep []DeliveryRequest
 				for _, w := range other.Waiting {
-					if w.typedKey() == key {
+					if w.TypedKey() == key {
 						commit.Waiting = append(commit.Waiting, w)
 					} else {
 						keep = append(keep, w)
@@ -500,7 +500,7 @@ func (l *Ledger) Offerable() []DeliveryRequest {
 		committed = l.lateCommitted()
 	}
 	for _, q := range l.Queue {
-		if !typedKind(q.Kind) || q.ID == l.typing || l.inContext(q) || l.heldIn(q) >= 0 || l.withdrawn(q) || l.besideItsMessage(q) || committed[q.typedKey()] {
+		if !typedKind(q.Kind) || q.ID == l.typing || l.inContext(q) || l.heldIn(q) >= 0 || l.withdrawn(q) || l.besideItsMessage(q) || committed[q.TypedKey()] {
 			continue
 		}
 		if len(msgs) > 0 && (len(msgs) == policy.MaxBatch || size+len(q.Text) > policy.MaxBatchBytes) {

@@ -197,7 +197,7 @@ func (w *ledgerWorld) after(d time.Duration, fn func()) {
 // enter records that reqs reached the agent's context (typed, or printed by a hook).
 func (w *ledgerWorld) enter(how string, reqs []DeliveryRequest) {
 	for _, r := range reqs {
-		key := r.typedKey()
+		key := r.TypedKey()
 		if key == "" {
 			continue
 		}
@@ -221,7 +221,7 @@ func (w *ledgerWorld) enter(how string, reqs []DeliveryRequest) {
 // count records that the ledger counted reqs delivered.
 func (w *ledgerWorld) count(reqs []DeliveryRequest) {
 	for _, r := range reqs {
-		key := r.typedKey()
+		key := r.TypedKey()
 		w.counted[key]++
 		if w.counted[key] > 1 {
 			w.fail("%s counted delivered %d times", key, w.counted[key])
@@ -239,7 +239,7 @@ func (w *ledgerWorld) answer(reqs []DeliveryRequest, ok bool, how string) {
 		if !ok || r.Kind != KindMessage {
 			continue
 		}
-		if w.entered[r.typedKey()] == 0 {
+		if w.entered[r.TypedKey()] == 0 {
 			w.fail("%s answered delivered (%s) before it entered the agent's context", r.ID, how)
 		}
 		for _, in := range w.intents {
@@ -491,7 +491,7 @@ func (w *ledgerWorld) hookFate(key string, msgs []DeliveryRequest, how string) {
 		delay = policy.OfferLease + time.Duration(1+w.rng.IntN(120))*time.Second
 		w.note("%s printed; the hook hangs for %s", key, delay)
 		for _, m := range msgs {
-			if k := m.typedKey(); k != "" {
+			if k := m.TypedKey(); k != "" {
 				w.hungKeys[k] = append(w.hungKeys[k], key)
 			}
 		}

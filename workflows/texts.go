@@ -8,8 +8,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/intentq/intentq/internal/hookapi"
 	"github.com/intentq/intentq/internal/receipt"
 )
+
+// ReceiptOf reads a prompt the agent received: when it begins with the header of a message or
+// reminder intentq typed, it names that intent (its workflow ID).
+func ReceiptOf(prompt string) (string, bool) { return hookapi.ReceiptOf(prompt) }
 
 // ReminderText is what a reminder types into the session (SPEC I6).
 func ReminderText(messageID, chatID, snippet string) string {
@@ -89,13 +94,3 @@ const (
 	deliveryHeader = receipt.DeliveryHeader
 	reminderHeader = receipt.ReminderHeader
 )
-
-// ReceiptOf reads a prompt the agent received: when it begins with the header of a message or
-// reminder intentq typed (receipt.Parse), it names that intent (its workflow ID).
-func ReceiptOf(prompt string) (string, bool) {
-	chat, msg, ok := receipt.Parse(prompt)
-	if !ok {
-		return "", false
-	}
-	return IntentID(chat, msg), true
-}

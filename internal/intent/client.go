@@ -23,39 +23,34 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/intentq/intentq/internal/base/tclient"
+	"github.com/intentq/intentq/internal/hookapi"
 	"github.com/intentq/intentq/workflows"
 )
 
-// Summary is one intent in a list (`starter pending`).
-type Summary struct {
-	ID             string     `json:"id"`
-	ChatID         string     `json:"chat_id"`
-	MessageID      string     `json:"message_id"`
-	Status         string     `json:"status"`
-	Session        string     `json:"session"`
-	ReceivedAt     time.Time  `json:"received_at"`
-	Reminders      int        `json:"reminders"`
-	LastRemindedAt *time.Time `json:"last_reminded_at"`
-	Snippet        string     `json:"snippet"`
-	Source         string     `json:"source,omitempty"`
-	// Delivered is when the message was typed into the pane, as far as the memo says.
-	Delivered *time.Time `json:"delivered_at,omitempty"`
-	// Text is the full text when the memo holds it (workflows.MemoTextKey); never printed in
-	// a list.
-	Text string `json:"-"`
-}
+// A list of intents as callers and the hooks read it (package hookapi).
+type (
+	// Summary is one intent in a list (`starter pending`).
+	Summary = hookapi.Summary
+	// Filter narrows a list; empty fields match everything.
+	Filter = hookapi.Filter
+	// Page is one bounded look at a list (ListPage); More says that there are others.
+	Page = hookapi.Page
+)
 
-// Filter narrows a list; empty fields match everything.
-type Filter struct {
-	Status  string
-	Session string
-	ChatID  string
-	// ReceivedBefore keeps the intents received before it; zero: any.
-	ReceivedBefore time.Time
-}
+// Errors of the intent calls.
+var (
+	// ErrNotFound is returned for an intent that does not exist.
+	ErrNotFound = hookapi.ErrNotFound
+	// ErrNotOpen is returned when an update meets an intent that has already ended.
+	ErrNotOpen = hookapi.ErrNotOpen
+)
+
+// IDString reads a chat or message ID that a door's JSON carries as a string or a number; empty
+// when it is neither.
+func IDString(raw json.RawMessage) string { return hookapi.IDString(raw) }
 
 // Query is the visibility query for f.
-func (f Filter) Query() string {
+func Query(f Filter) string {
 	parts := []string{fmt.Sprintf("WorkflowType = '%s'", workflows.IntentWorkflowName)}
 	add := func(key, value string) {
 		if value != "" {
@@ -84,12 +79,12 @@ func List(ctx context.Context, c client.Client, f Filter) ([]Summary, error) {
 	var token []byte
 	for {
 		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query:         f.Query(),
+			Query:         Query(f),
 			PageSize:      1000,
 			NextPageToken: token,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("list intents (%s): %w", f.Query(), err)
+			return nil, fmt.Errorf("list intents (%s): %w", Query(f), err)
 		}
 		for _, info := range resp.GetExecutions() {
 			out = append(out, summarize(info))
@@ -101,14 +96,6 @@ func List(ctx context.Context, c client.Client, f Filter) ([]Summary, error) {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return older(out[i], out[j]) })
 	return out, nil
-}
-
-// Page is one bounded look at a list: at most limit intents, the most recently started first as
-// visibility keeps them, returned oldest first. It does not count the rest (a count reads every
-// matching row: 35 ms at 10,000 pending on SQLite); More says that there are others.
-type Page struct {
-	Intents []Summary
-	More    bool
 }
 
 // AgeScan is how many of the most recent matching intents ListPage reads, at most, to find those
@@ -136,9 +123,9 @@ func ListPage(ctx context.Context, c client.Client, f Filter, limit int) (Page, 
 // those received before before (all when zero), oldest first; More: others match, or there are
 // rows it did not read.
 func listRecent(ctx context.Context, c client.Client, f Filter, before time.Time, limit, size int) (Page, error) {
-	resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: f.Query(), PageSize: int32(size)})
+	resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: Query(f), PageSize: int32(size)})
 	if err != nil {
-		return Page{}, fmt.Errorf("list intents (%s): %w", f.Query(), err)
+		return Page{}, fmt.Errorf("list intents (%s): %w", Query(f), err)
 	}
 	var page Page
 	for _, info := range resp.GetExecutions() {
@@ -215,9 +202,6 @@ func decode(p *commonpb.Payload, v any) {
 		_ = tclient.Payloads().FromPayload(p, v)
 	}
 }
-
-// ErrNotFound is returned for an intent that does not exist.
-var ErrNotFound = errors.New("no such intent")
 
 // ResolveID accepts `intent/<chat>/<msg>` or `<chat>/<msg>` and returns the workflow ID.
 func ResolveID(id string) (string, error) {
@@ -352,9 +336,6 @@ func update[T any](ctx context.Context, c client.Client, id, name string, arg an
 	}
 	return st, fmt.Errorf("%s %s: %w", name, id, err)
 }
-
-// ErrNotOpen is returned when an update meets an intent that has already ended.
-var ErrNotOpen = errors.New("intent has ended")
 
 // CloseOldestPending closes the oldest pending intent of a chat, for a reply that names no
 // message: N replies close N intents. Visibility lags a moment behind, so an intent that turns
@@ -494,18 +475,4 @@ func Reply(ctx context.Context, c client.Client, id string, req workflows.ReplyR
 		return rec, tclient.Refusal(err)
 	}
 	return rec, fmt.Errorf("reply to %s: %w", id, err)
-}
-
-// IDString reads a chat or message ID that a door's JSON carries as a string or a number; empty
-// when it is neither.
-func IDString(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var n json.Number
-	if json.Unmarshal(raw, &n) == nil {
-		return n.String()
-	}
-	return ""
 }

@@ -12,13 +12,13 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/intentq/intentq/config"
-	"github.com/intentq/intentq/internal/doors/hooks"
+	"github.com/intentq/intentq/internal/doors/hooks/hooktemporal"
 	"github.com/intentq/intentq/internal/intent"
 	"github.com/intentq/intentq/internal/testkit/fakebot"
 	"github.com/intentq/intentq/workflows"
 )
 
-// Issue 36 at the door, against a real server: the permission hook (hooks.Approve) starts an
+// Issue 36 at the door, against a real server: the permission hook (hooktemporal.Approve) starts an
 // approval and tells the session; the card comes with its buttons; forged, oversized and foreign
 // presses are answered and change nothing; Allow for this session decides, the hook prints the
 // decision in Claude Code's format with the suggested rule scoped to the session (never the mode
@@ -37,9 +37,9 @@ func TestApprovalAtTheDoor(t *testing.T) {
 	var out bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
-		s := hooks.ApprovalSettings{Session: session, CLI: "claude", Chat: cfg.ApprovalChat(session), Wait: time.Minute, Logger: zap.NewNop()}
-		done <- hooks.Approve(ctx, strings.NewReader(input), &out, s, func(context.Context) (hooks.Approver, func(), error) {
-			return hooks.TemporalApprover{Client: svc.Client(), TaskQueue: cfg.Temporal.TaskQueue}, func() {}, nil
+		s := hooktemporal.ApprovalSettings{Session: session, CLI: "claude", Chat: cfg.ApprovalChat(session), Wait: time.Minute, Logger: zap.NewNop()}
+		done <- hooktemporal.Approve(ctx, strings.NewReader(input), &out, s, func(context.Context) (hooktemporal.Approver, func(), error) {
+			return hooktemporal.TemporalApprover{Client: svc.Client(), TaskQueue: cfg.Temporal.TaskQueue}, func() {}, nil
 		})
 	}()
 	var card int
@@ -113,7 +113,7 @@ func TestApprovalAtTheDoor(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	var printed hooks.PermissionOutput
+	var printed hooktemporal.PermissionOutput
 	if err := json.Unmarshal(out.Bytes(), &printed); err != nil {
 		t.Fatalf("the hook printed %q: %v", out.String(), err)
 	}
@@ -127,7 +127,7 @@ func TestApprovalAtTheDoor(t *testing.T) {
 		t.Errorf("the second press: %q", got)
 	}
 	// The tool runs: its PostToolUse reaches the ended approval through the session, harmlessly.
-	if err := (hooks.Temporal{Client: svc.Client()}).Report(ctx, session, workflows.AgentEvent{Event: workflows.EventPostToolUse, Detail: "Bash", At: time.Now()}); err != nil {
+	if err := (hooktemporal.Temporal{Client: svc.Client()}).Report(ctx, session, workflows.AgentEvent{Event: workflows.EventPostToolUse, Detail: "Bash", At: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	id := workflows.ApprovalWorkflowID(session, token)
@@ -156,10 +156,10 @@ func TestReplyToACardGoesToItsSession(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	go func() {
-		s := hooks.ApprovalSettings{Session: "builder", CLI: "claude", Chat: "1001", Wait: 30 * time.Second, Logger: zap.NewNop()}
-		_ = hooks.Approve(ctx, strings.NewReader(`{"tool_name":"Bash","tool_input":{"command":"make"}}`), &bytes.Buffer{}, s,
-			func(context.Context) (hooks.Approver, func(), error) {
-				return hooks.TemporalApprover{Client: svc.Client(), TaskQueue: cfg.Temporal.TaskQueue}, func() {}, nil
+		s := hooktemporal.ApprovalSettings{Session: "builder", CLI: "claude", Chat: "1001", Wait: 30 * time.Second, Logger: zap.NewNop()}
+		_ = hooktemporal.Approve(ctx, strings.NewReader(`{"tool_name":"Bash","tool_input":{"command":"make"}}`), &bytes.Buffer{}, s,
+			func(context.Context) (hooktemporal.Approver, func(), error) {
+				return hooktemporal.TemporalApprover{Client: svc.Client(), TaskQueue: cfg.Temporal.TaskQueue}, func() {}, nil
 			})
 	}()
 	var card int

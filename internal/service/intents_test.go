@@ -27,8 +27,9 @@ import (
 
 	"github.com/intentq/intentq/activities"
 	"github.com/intentq/intentq/config"
-	"github.com/intentq/intentq/internal/doors/hookdesk"
+	"github.com/intentq/intentq/internal/doors/hookdesk/desksocket"
 	"github.com/intentq/intentq/internal/doors/hooks"
+	"github.com/intentq/intentq/internal/doors/hooks/hooktemporal"
 	"github.com/intentq/intentq/internal/headless"
 	"github.com/intentq/intentq/internal/inbox"
 	"github.com/intentq/intentq/internal/intent"
@@ -438,7 +439,7 @@ func TestI2TelegramDeliveredAndClosed(t *testing.T) {
 	// The agent's hooks (issue 10): a turn starts, a fourth message waits for it, the
 	// post-tool-use hook takes it and commits it: delivered once, never typed.
 	// The hooks' own way: the worker's desk (issue 26), Temporal when it does not answer.
-	backend := hooks.ThroughDesk(cfg.DataDir, svc.Token(), hooks.Temporal{Client: svc.Client(), Config: cfg})
+	backend := hooks.ThroughDesk(cfg.DataDir, svc.Token(), hooktemporal.Temporal{Client: svc.Client(), Config: cfg})
 	if err := backend.Report(ctx, config.DefaultSessionName, workflows.AgentEvent{Event: workflows.EventUserPromptSubmit, At: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -661,7 +662,7 @@ func TestS1StopHookNamesUnreadInboxAsTheDeskKnows(t *testing.T) {
 	// What the desk keeps, read from its journal (read only: the worker's desk owns it).
 	known := func(want int) func() bool {
 		return func() bool {
-			data, err := os.ReadFile(filepath.Join(hookdesk.Dir(cfg.DataDir), hex.EncodeToString([]byte(agent))+".json"))
+			data, err := os.ReadFile(filepath.Join(desksocket.Dir(cfg.DataDir), hex.EncodeToString([]byte(agent))+".json"))
 			var j struct {
 				Inbox *workflows.DeskInboxRequest `json:"inbox"`
 			}
@@ -674,7 +675,7 @@ func TestS1StopHookNamesUnreadInboxAsTheDeskKnows(t *testing.T) {
 	stop := func() string {
 		// Temporal as the hook would dial it, but unable to read an inbox: the desk answers.
 		dial := func(context.Context) (hooks.Backend, func(), error) {
-			return hooks.ThroughDesk(cfg.DataDir, svc.Token(), noInbox{hooks.Temporal{Client: svc.Client(), Config: cfg}}), func() {}, nil
+			return hooks.ThroughDesk(cfg.DataDir, svc.Token(), noInbox{hooktemporal.Temporal{Client: svc.Client(), Config: cfg}}), func() {}, nil
 		}
 		var out strings.Builder
 		if err := hooks.Run(ctx, hooks.EventStop, strings.NewReader(`{"session_id":"c1","stop_hook_active":false,"last_assistant_message":"ok"}`), &out, s, dial, 5*time.Second); err != nil {
@@ -731,7 +732,7 @@ func TestS1StopHookNamesUnreadInboxAsTheDeskKnows(t *testing.T) {
 }
 
 // noInbox is a hook's Temporal that cannot read an inbox.
-type noInbox struct{ hooks.Temporal }
+type noInbox struct{ hooktemporal.Temporal }
 
 func (noInbox) Unread(context.Context, string) (workflows.InboxUnread, error) {
 	return workflows.InboxUnread{}, errors.New("the test's hook reads no inbox from the server")
@@ -767,7 +768,7 @@ func TestHooksEndToEnd(t *testing.T) {
 	dial := func(context.Context) (hooks.Backend, func(), error) {
 		// As a hook does: through the worker's desk (the session-start block reaches the
 		// history through it), Temporal for the rest.
-		return hooks.ThroughDesk(cfg.DataDir, svc.Token(), hooks.Temporal{Client: svc.Client(), Config: cfg}), func() {}, nil
+		return hooks.ThroughDesk(cfg.DataDir, svc.Token(), hooktemporal.Temporal{Client: svc.Client(), Config: cfg}), func() {}, nil
 	}
 	hook := func(event, input string) string {
 		var out strings.Builder
@@ -805,7 +806,7 @@ func TestHooksEndToEnd(t *testing.T) {
 		if err != nil {
 			return nil, nil, err
 		}
-		return hooks.Temporal{Client: c, Config: &down}, c.Close, nil
+		return hooktemporal.Temporal{Client: c, Config: &down}, c.Close, nil
 	}
 	var out strings.Builder
 	if err := hooks.Run(ctx, hooks.EventStop, strings.NewReader(`{"session_id":"abc"}`), &out, hooks.Settings{Agent: "secretary"}, deadDial, 2*time.Second); err != nil || out.Len() != 0 {
@@ -1150,7 +1151,7 @@ func TestHooksWithoutWorker(t *testing.T) {
 
 	s := hooks.Settings{Session: config.DefaultSessionName, ReplyTools: cfg.Hooks.ReplyTools}
 	dial := func(context.Context) (hooks.Backend, func(), error) {
-		return hooks.Temporal{Client: svc.Client(), Config: cfg}, func() {}, nil
+		return hooktemporal.Temporal{Client: svc.Client(), Config: cfg}, func() {}, nil
 	}
 	hook := func(event, input string) string {
 		var out strings.Builder

@@ -44,6 +44,7 @@ import (
 	"github.com/intentq/intentq/activities"
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/doors/hooks"
+	"github.com/intentq/intentq/internal/doors/hooks/hooktemporal"
 	"github.com/intentq/intentq/internal/doors/mcp"
 	"github.com/intentq/intentq/internal/intent"
 	"github.com/intentq/intentq/internal/service"
@@ -428,7 +429,7 @@ func (sc *schedule) dial(context.Context) (hooks.Backend, func(), error) {
 		})
 		return hooks.ThroughDesk(sc.rs.cfg.DataDir, sc.rs.svc.Token(), temporal), closeFn, nil
 	}
-	return hooks.ThroughDesk(sc.rs.cfg.DataDir, sc.rs.svc.Token(), hooks.Temporal{Client: sc.rs.svc.Client(), Config: sc.rs.cfg}), func() {}, nil
+	return hooks.ThroughDesk(sc.rs.cfg.DataDir, sc.rs.svc.Token(), hooktemporal.Temporal{Client: sc.rs.svc.Client(), Config: sc.rs.cfg}), func() {}, nil
 }
 
 // readPane takes what was typed: a prompt ends at Enter outside a bracketed paste. An idle agent

@@ -31,6 +31,7 @@ import (
 	"github.com/intentq/intentq/internal/base/tclient"
 	"github.com/intentq/intentq/internal/base/trust"
 	"github.com/intentq/intentq/internal/doors/hookdesk"
+	"github.com/intentq/intentq/internal/doors/hookdesk/desksocket"
 	"github.com/intentq/intentq/internal/doors/ingest"
 	"github.com/intentq/intentq/internal/doors/spool"
 	"github.com/intentq/intentq/internal/doors/telegram"
@@ -68,7 +69,7 @@ type Service struct {
 	ingest         *ingest.Server
 	// desk serves the hook desk's socket (nil when it could not); stopDesk ends the desk's
 	// sender, deskDone closes when it has.
-	desk     *hookdesk.Server
+	desk     *desksocket.Server
 	stopDesk context.CancelFunc
 	deskDone chan struct{}
 	// stopPoller ends the Telegram poller; pollerDone closes when it has.
@@ -213,7 +214,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger, opts ...
 		}
 	}
 	// The hook desk: the agents' hooks take, commit and report through the worker itself.
-	desk, err := hookdesk.Open(hookdesk.Dir(cfg.DataDir), func(ctx context.Context, id, signal string, arg any) error {
+	desk, err := hookdesk.Open(desksocket.Dir(cfg.DataDir), func(ctx context.Context, id, signal string, arg any) error {
 		return s.client.SignalWorkflow(ctx, id, "", signal, arg)
 	}, logger.Named("desk"))
 	if err != nil {
@@ -221,7 +222,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger, opts ...
 	}
 	if s.hostLock == nil {
 		desk.Refuse()
-	} else if s.desk, err = hookdesk.Listen(hookdesk.SocketPath(cfg.DataDir), desk, deskReader{s}, s.token, logger.Named("desk")); err != nil {
+	} else if s.desk, err = desksocket.Listen(desksocket.SocketPath(cfg.DataDir), desk, deskReader{s}, s.token, logger.Named("desk")); err != nil {
 		logger.Warn("hook desk not served; hooks take through Temporal", zap.Error(err))
 		desk.Refuse()
 	}

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/intentq/intentq/internal/doors/hookdesk/desksocket"
 	"github.com/intentq/intentq/internal/intent"
 	"github.com/intentq/intentq/workflows"
 )
@@ -257,31 +258,31 @@ func TestDeskSocketNeedsTheToken(t *testing.T) {
 	d, err := Open(filepath.Join(dir, "desk"), sig.send, nil)
 	require.NoError(t, err)
 	run(t, d)
-	srv, err := Listen(SocketPath(dir), d, reader{}, "s3cret", nil)
+	srv, err := desksocket.Listen(desksocket.SocketPath(dir), d, reader{}, "s3cret", nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Close() })
 	fi, err := os.Stat(srv.Addr())
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
-	_, err = Listen(SocketPath(dir), d, reader{}, "s3cret", nil)
+	_, err = desksocket.Listen(desksocket.SocketPath(dir), d, reader{}, "s3cret", nil)
 	require.ErrorContains(t, err, "served by another worker")
 
 	require.NoError(t, d.Publish(context.Background(), workflows.DeskPublishRequest{Session: "s", Key: "standing/r/1", Messages: msgs("1")}))
 	ctx := context.Background()
 	take := workflows.TakeRequest{Key: "post-tool-use/a", Event: workflows.EventPostToolUse}
 	for _, tok := range []string{"", "wrong", "s3cret "} {
-		_, err := Client{Path: srv.Addr(), Token: tok}.Take(ctx, "s", take)
+		_, err := desksocket.Client{Path: srv.Addr(), Token: tok}.Take(ctx, "s", take)
 		require.ErrorContains(t, err, "access token required", "token %q", tok)
 	}
-	big := Client{Path: srv.Addr(), Token: "s3cret"}
-	_, err = big.Take(ctx, "s", workflows.TakeRequest{Key: strings.Repeat("k", maxRequest), Event: workflows.EventPostToolUse})
+	big := desksocket.Client{Path: srv.Addr(), Token: "s3cret"}
+	_, err = big.Take(ctx, "s", workflows.TakeRequest{Key: strings.Repeat("k", desksocket.MaxRequest), Event: workflows.EventPostToolUse})
 	require.Error(t, err, "a request over the limit")
-	res, err := Client{Path: srv.Addr(), Token: "s3cret"}.Take(ctx, "s", take)
+	res, err := desksocket.Client{Path: srv.Addr(), Token: "s3cret"}.Take(ctx, "s", take)
 	require.NoError(t, err)
 	require.Len(t, res.Messages, 1)
-	require.NoError(t, Client{Path: srv.Addr(), Token: "s3cret"}.Taken(ctx, "s", res.Key))
-	require.NoError(t, Client{Path: srv.Addr(), Token: "s3cret"}.Report(ctx, "s", workflows.AgentEvent{Event: workflows.EventStop}))
-	require.NoError(t, Client{Path: srv.Addr(), Token: "s3cret"}.CommitContext(ctx, "s", "session-start/x", "listed"))
+	require.NoError(t, desksocket.Client{Path: srv.Addr(), Token: "s3cret"}.Taken(ctx, "s", res.Key))
+	require.NoError(t, desksocket.Client{Path: srv.Addr(), Token: "s3cret"}.Report(ctx, "s", workflows.AgentEvent{Event: workflows.EventStop}))
+	require.NoError(t, desksocket.Client{Path: srv.Addr(), Token: "s3cret"}.CommitContext(ctx, "s", "session-start/x", "listed"))
 	sig.waitFor(t, "session/s event post-tool-use", "session/s taken standing/r/1", "session/s event stop", "session/s context session-start/x context")
 	takes := 0
 	for _, w := range sig.list() {
@@ -291,8 +292,8 @@ func TestDeskSocketNeedsTheToken(t *testing.T) {
 	}
 	require.Equal(t, 1, takes, "only the take with the token reached the session")
 
-	_, err = Client{Path: filepath.Join(dir, "none.sock"), Token: "s3cret"}.Take(ctx, "s", take)
-	require.ErrorIs(t, err, ErrNoDesk, "no worker: the hook goes the slow way")
+	_, err = desksocket.Client{Path: filepath.Join(dir, "none.sock"), Token: "s3cret"}.Take(ctx, "s", take)
+	require.ErrorIs(t, err, desksocket.ErrNoDesk, "no worker: the hook goes the slow way")
 	// Garbage on the socket gets an error, never a panic.
 	c, err := net.Dial("unix", srv.Addr())
 	require.NoError(t, err)
@@ -305,15 +306,15 @@ func TestDeskSocketNeedsTheToken(t *testing.T) {
 
 // The socket is data_dir/hooks.sock whatever data_dir's length: nothing under a shared folder.
 func TestSocketPathIsInDataDir(t *testing.T) {
-	require.Equal(t, "/home/me/.intentq/hooks.sock", SocketPath("/home/me/.intentq"))
+	require.Equal(t, "/home/me/.intentq/hooks.sock", desksocket.SocketPath("/home/me/.intentq"))
 	long := "/" + strings.Repeat("d", 120)
-	require.Equal(t, long+"/hooks.sock", SocketPath(long))
+	require.Equal(t, long+"/hooks.sock", desksocket.SocketPath(long))
 }
 
 // longDataDir is a data_dir whose socket path is too long for a socket address (107 bytes).
 func longDataDir(t *testing.T) string {
 	dir := filepath.Join(t.TempDir(), strings.Repeat("d", 60), strings.Repeat("e", 60))
-	require.Greater(t, len(SocketPath(dir)), 107)
+	require.Greater(t, len(desksocket.SocketPath(dir)), 107)
 	require.NoError(t, os.MkdirAll(dir, 0o700))
 	return dir
 }
@@ -327,21 +328,21 @@ func TestDeskLongDataDirEndToEnd(t *testing.T) {
 	d, err := Open(filepath.Join(dir, "desk"), sig.send, nil)
 	require.NoError(t, err)
 	run(t, d)
-	path := SocketPath(dir)
-	srv, err := Listen(path, d, reader{}, "s3cret", nil)
+	path := desksocket.SocketPath(dir)
+	srv, err := desksocket.Listen(path, d, reader{}, "s3cret", nil)
 	require.NoError(t, err)
 	require.Equal(t, path, srv.Addr())
 	fi, err := os.Lstat(path)
 	require.NoError(t, err)
 	require.NotZero(t, fi.Mode()&os.ModeSocket, "a socket at %s", path)
 	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
-	_, err = Listen(path, d, reader{}, "s3cret", nil)
+	_, err = desksocket.Listen(path, d, reader{}, "s3cret", nil)
 	require.ErrorContains(t, err, "served by another worker")
 
 	require.NoError(t, d.Publish(context.Background(), workflows.DeskPublishRequest{Session: "s", Key: "standing/r/1", Messages: msgs("1")}))
 	ctx := context.Background()
-	c := Client{Path: path, Token: "s3cret"}
-	_, err = Client{Path: path, Token: "wrong"}.Take(ctx, "s", workflows.TakeRequest{Key: "post-tool-use/evil", Event: workflows.EventPostToolUse})
+	c := desksocket.Client{Path: path, Token: "s3cret"}
+	_, err = desksocket.Client{Path: path, Token: "wrong"}.Take(ctx, "s", workflows.TakeRequest{Key: "post-tool-use/evil", Event: workflows.EventPostToolUse})
 	require.ErrorContains(t, err, "access token required")
 	res, err := c.Take(ctx, "s", workflows.TakeRequest{Key: "post-tool-use/a", Event: workflows.EventPostToolUse})
 	require.NoError(t, err)
@@ -354,9 +355,9 @@ func TestDeskLongDataDirEndToEnd(t *testing.T) {
 	_, err = os.Lstat(path)
 	require.ErrorIs(t, err, os.ErrNotExist, "the socket goes with the desk")
 	_, err = c.Take(ctx, "s", workflows.TakeRequest{Key: "post-tool-use/b", Event: workflows.EventPostToolUse})
-	require.ErrorIs(t, err, ErrNoDesk)
+	require.ErrorIs(t, err, desksocket.ErrNoDesk)
 	// A desk again after the first: the socket is free.
-	srv, err = Listen(path, d, reader{}, "s3cret", nil)
+	srv, err = desksocket.Listen(path, d, reader{}, "s3cret", nil)
 	require.NoError(t, err)
 	require.NoError(t, srv.Close())
 }
@@ -390,10 +391,10 @@ func TestDeskSquattedTempFolderChangesNothing(t *testing.T) {
 			dir := longDataDir(t)
 			d, err := Open(filepath.Join(dir, "desk"), (&signals{}).send, nil)
 			require.NoError(t, err)
-			srv, err := Listen(SocketPath(dir), d, reader{}, "s3cret", nil)
+			srv, err := desksocket.Listen(desksocket.SocketPath(dir), d, reader{}, "s3cret", nil)
 			require.NoError(t, err, "the desk is on")
 			t.Cleanup(func() { _ = srv.Close() })
-			_, err = Client{Path: SocketPath(dir), Token: "s3cret"}.Unread(context.Background(), "secretary")
+			_, err = desksocket.Client{Path: desksocket.SocketPath(dir), Token: "s3cret"}.Unread(context.Background(), "secretary")
 			require.NoError(t, err)
 
 			fi, err := os.Stat(theirs)
@@ -411,7 +412,7 @@ func TestDeskSquattedTempFolderChangesNothing(t *testing.T) {
 		require.NoError(t, os.Chown(dir, other, other))
 		d, err := Open(t.TempDir(), (&signals{}).send, nil)
 		require.NoError(t, err)
-		_, err = Listen(SocketPath(dir), d, reader{}, "s3cret", nil)
+		_, err = desksocket.Listen(desksocket.SocketPath(dir), d, reader{}, "s3cret", nil)
 		require.ErrorContains(t, err, dir)
 		require.ErrorContains(t, err, "uid 65534")
 		fi, err := os.Stat(dir)
@@ -443,11 +444,11 @@ func TestDeskReadsWithTheWorkersClient(t *testing.T) {
 	dir := t.TempDir()
 	d, err := Open(filepath.Join(dir, "desk"), (&signals{}).send, nil)
 	require.NoError(t, err)
-	srv, err := Listen(SocketPath(dir), d, reader{}, "s3cret", nil)
+	srv, err := desksocket.Listen(desksocket.SocketPath(dir), d, reader{}, "s3cret", nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Close() })
 	ctx := context.Background()
-	c := Client{Path: srv.Addr(), Token: "s3cret"}
+	c := desksocket.Client{Path: srv.Addr(), Token: "s3cret"}
 	page, err := c.PendingPage(ctx, intent.Filter{Status: workflows.StatusPending, Session: "s"}, 1)
 	require.NoError(t, err)
 	require.True(t, page.More)
@@ -461,7 +462,7 @@ func TestDeskReadsWithTheWorkersClient(t *testing.T) {
 	require.ErrorContains(t, err, "Temporal is down")
 	_, err = c.Unread(ctx, "down")
 	require.ErrorContains(t, err, "Temporal is down")
-	_, err = Client{Path: srv.Addr(), Token: "wrong"}.Unread(ctx, "secretary")
+	_, err = desksocket.Client{Path: srv.Addr(), Token: "wrong"}.Unread(ctx, "secretary")
 	require.ErrorContains(t, err, "access token required")
 }
 
@@ -472,10 +473,10 @@ func TestDeskAnswersUnreadAsTheSessionSaid(t *testing.T) {
 	dir := t.TempDir()
 	d, err := Open(filepath.Join(dir, "desk"), (&signals{}).send, nil)
 	require.NoError(t, err)
-	srv, err := Listen(SocketPath(dir), d, reader{}, "s3cret", nil)
+	srv, err := desksocket.Listen(desksocket.SocketPath(dir), d, reader{}, "s3cret", nil)
 	require.NoError(t, err)
 	ctx := context.Background()
-	c := Client{Path: srv.Addr(), Token: "s3cret"}
+	c := desksocket.Client{Path: srv.Addr(), Token: "s3cret"}
 	at := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	two := workflows.InboxUnread{Count: 2, First: []workflows.InboxMessage{{ID: "down#1", From: "boss", Content: "a"}, {ID: "down#2", From: "boss", Content: "b"}}}
 	_, err = c.Unread(ctx, "down")
@@ -551,9 +552,9 @@ func TestRecordedCommitAppliedAtStart(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "standing/r/1", res.Key)
 	// The worker dies here; the hook printed the take and records its commit.
-	require.NoError(t, RecordCommit(dataDir, "s", res.Key))
-	require.NoError(t, RecordCommit(dataDir, "s", "post-tool-use/through-the-workflow"))
-	info, err := os.Stat(CommitsDir(dataDir))
+	require.NoError(t, desksocket.RecordCommit(dataDir, "s", res.Key))
+	require.NoError(t, desksocket.RecordCommit(dataDir, "s", "post-tool-use/through-the-workflow"))
+	info, err := os.Stat(desksocket.CommitsDir(dataDir))
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o700), info.Mode().Perm())
 
@@ -565,7 +566,7 @@ func TestRecordedCommitAppliedAtStart(t *testing.T) {
 	require.Contains(t, got, "session/s standing-taken standing/r/1 by post-tool-use/toolu_1")
 	require.Contains(t, got, "session/s taken standing/r/1")
 	require.Contains(t, got, "session/s taken post-tool-use/through-the-workflow")
-	left, err := os.ReadDir(CommitsDir(dataDir))
+	left, err := os.ReadDir(desksocket.CommitsDir(dataDir))
 	require.NoError(t, err)
 	require.Empty(t, left, "records passed on are removed")
 	// A third start passes nothing on again.

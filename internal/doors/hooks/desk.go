@@ -4,21 +4,20 @@ import (
 	"context"
 	"sync"
 
-	"github.com/intentq/intentq/internal/doors/hookdesk"
-	"github.com/intentq/intentq/internal/intent"
-	"github.com/intentq/intentq/workflows"
+	"github.com/intentq/intentq/internal/doors/hookdesk/desksocket"
+	"github.com/intentq/intentq/internal/hookapi"
 )
 
-// Desk is the worker's hook desk as a hook reaches it (hookdesk.Client): a take, a commit and
+// Desk is the worker's hook desk as a hook reaches it (desksocket.Client): a take, a commit and
 // a report answered by the worker's own process, without the Temporal server, and reads made
 // with the worker's own connection (issue 26).
 type Desk interface {
-	Take(ctx context.Context, session string, req workflows.TakeRequest) (workflows.TakeResult, error)
+	Take(ctx context.Context, session string, req hookapi.TakeRequest) (hookapi.TakeResult, error)
 	Taken(ctx context.Context, session, key string) error
-	Report(ctx context.Context, session string, ev workflows.AgentEvent) error
+	Report(ctx context.Context, session string, ev hookapi.AgentEvent) error
 	CommitContext(ctx context.Context, session, id, text string) error
-	PendingPage(ctx context.Context, f intent.Filter, limit int) (intent.Page, error)
-	Unread(ctx context.Context, agent string) (workflows.InboxUnread, error)
+	PendingPage(ctx context.Context, f hookapi.Filter, limit int) (hookapi.Page, error)
+	Unread(ctx context.Context, agent string) (hookapi.InboxUnread, error)
 }
 
 // ViaDesk is the Backend a hook uses: takes, commits, reports, printed blocks and the lists it
@@ -28,7 +27,7 @@ type ViaDesk struct {
 	Desk Desk
 	Backend
 	// DataDir is where a commit the desk did not take is recorded for the next worker
-	// (hookdesk.RecordCommit); empty: not recorded.
+	// (desksocket.RecordCommit); empty: not recorded.
 	DataDir string
 	mu      sync.Mutex
 	// viaDesk are the keys of the takes the desk answered: their commits go to it.
@@ -38,12 +37,12 @@ type ViaDesk struct {
 // ThroughDesk is the Backend of a hook of the intentq whose data_dir is dataDir: its worker's
 // desk, reached with the access token, and b.
 func ThroughDesk(dataDir, token string, b Backend) *ViaDesk {
-	return &ViaDesk{Desk: hookdesk.Client{Path: hookdesk.SocketPath(dataDir), Token: token}, Backend: b, DataDir: dataDir}
+	return &ViaDesk{Desk: desksocket.Client{Path: desksocket.SocketPath(dataDir), Token: token}, Backend: b, DataDir: dataDir}
 }
 
 // Take takes the session's standing offer from the desk; should the desk not answer (no worker
 // here), the session itself is asked.
-func (v *ViaDesk) Take(ctx context.Context, session string, req workflows.TakeRequest) (workflows.TakeResult, error) {
+func (v *ViaDesk) Take(ctx context.Context, session string, req hookapi.TakeRequest) (hookapi.TakeResult, error) {
 	res, err := v.Desk.Take(ctx, session, req)
 	if err != nil {
 		return v.Backend.Take(ctx, session, req)
@@ -79,11 +78,11 @@ func (v *ViaDesk) Taken(ctx context.Context, session, key string) error {
 
 // record keeps a commit on disk for the next worker; it reports whether it did.
 func (v *ViaDesk) record(session, key string) bool {
-	return v.DataDir != "" && hookdesk.RecordCommit(v.DataDir, session, key) == nil
+	return v.DataDir != "" && desksocket.RecordCommit(v.DataDir, session, key) == nil
 }
 
 // Report reports through the desk, else by the signal.
-func (v *ViaDesk) Report(ctx context.Context, session string, ev workflows.AgentEvent) error {
+func (v *ViaDesk) Report(ctx context.Context, session string, ev hookapi.AgentEvent) error {
 	if v.Desk.Report(ctx, session, ev) == nil {
 		return nil
 	}
@@ -99,7 +98,7 @@ func (v *ViaDesk) CommitContext(ctx context.Context, session, id, text string) e
 }
 
 // PendingPage lists pending intents through the desk (the worker's connection), else directly.
-func (v *ViaDesk) PendingPage(ctx context.Context, f intent.Filter, limit int) (intent.Page, error) {
+func (v *ViaDesk) PendingPage(ctx context.Context, f hookapi.Filter, limit int) (hookapi.Page, error) {
 	if page, err := v.Desk.PendingPage(ctx, f, limit); err == nil {
 		return page, nil
 	}
@@ -108,7 +107,7 @@ func (v *ViaDesk) PendingPage(ctx context.Context, f intent.Filter, limit int) (
 
 // Unread is what is unread in an agent's inbox: as the desk knows it (its session told it), else
 // as the desk or Temporal reads it.
-func (v *ViaDesk) Unread(ctx context.Context, agent string) (workflows.InboxUnread, error) {
+func (v *ViaDesk) Unread(ctx context.Context, agent string) (hookapi.InboxUnread, error) {
 	if u, err := v.Desk.Unread(ctx, agent); err == nil {
 		return u, nil
 	}
@@ -162,8 +161,8 @@ func done(l *lazy, ctx context.Context, fn func(Backend) error) error {
 	return err
 }
 
-func (l *lazy) PendingPage(ctx context.Context, f intent.Filter, limit int) (intent.Page, error) {
-	return call(l, ctx, func(b Backend) (intent.Page, error) { return b.PendingPage(ctx, f, limit) })
+func (l *lazy) PendingPage(ctx context.Context, f hookapi.Filter, limit int) (hookapi.Page, error) {
+	return call(l, ctx, func(b Backend) (hookapi.Page, error) { return b.PendingPage(ctx, f, limit) })
 }
 
 func (l *lazy) Text(ctx context.Context, id string) (string, error) {
@@ -178,11 +177,11 @@ func (l *lazy) CloseOldest(ctx context.Context, chat string) (string, error) {
 	return call(l, ctx, func(b Backend) (string, error) { return b.CloseOldest(ctx, chat) })
 }
 
-func (l *lazy) Unread(ctx context.Context, agent string) (workflows.InboxUnread, error) {
-	return call(l, ctx, func(b Backend) (workflows.InboxUnread, error) { return b.Unread(ctx, agent) })
+func (l *lazy) Unread(ctx context.Context, agent string) (hookapi.InboxUnread, error) {
+	return call(l, ctx, func(b Backend) (hookapi.InboxUnread, error) { return b.Unread(ctx, agent) })
 }
 
-func (l *lazy) SendInbox(ctx context.Context, agent string, msg workflows.InboxSend) error {
+func (l *lazy) SendInbox(ctx context.Context, agent string, msg hookapi.InboxSend) error {
 	return done(l, ctx, func(b Backend) error { return b.SendInbox(ctx, agent, msg) })
 }
 
@@ -190,12 +189,12 @@ func (l *lazy) CommitContext(ctx context.Context, session, id, text string) erro
 	return done(l, ctx, func(b Backend) error { return b.CommitContext(ctx, session, id, text) })
 }
 
-func (l *lazy) Report(ctx context.Context, session string, ev workflows.AgentEvent) error {
+func (l *lazy) Report(ctx context.Context, session string, ev hookapi.AgentEvent) error {
 	return done(l, ctx, func(b Backend) error { return b.Report(ctx, session, ev) })
 }
 
-func (l *lazy) Take(ctx context.Context, session string, req workflows.TakeRequest) (workflows.TakeResult, error) {
-	return call(l, ctx, func(b Backend) (workflows.TakeResult, error) { return b.Take(ctx, session, req) })
+func (l *lazy) Take(ctx context.Context, session string, req hookapi.TakeRequest) (hookapi.TakeResult, error) {
+	return call(l, ctx, func(b Backend) (hookapi.TakeResult, error) { return b.Take(ctx, session, req) })
 }
 
 func (l *lazy) Taken(ctx context.Context, session, key string) error {

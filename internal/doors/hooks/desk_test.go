@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/intentq/intentq/internal/doors/hookdesk"
+	"github.com/intentq/intentq/internal/doors/hookdesk/desksocket"
 	"github.com/intentq/intentq/internal/intent"
 	"github.com/intentq/intentq/workflows"
 )
@@ -49,7 +49,7 @@ func TestCommitRecordedWhenTheWorkerIsGone(t *testing.T) {
 	if err := v.Taken(ctx, "secretary", res.Key); err != nil {
 		t.Fatalf("commit with the worker gone: %v, want it recorded", err)
 	}
-	entries, err := os.ReadDir(hookdesk.CommitsDir(dataDir))
+	entries, err := os.ReadDir(desksocket.CommitsDir(dataDir))
 	if err != nil || len(entries) != 1 {
 		t.Fatalf("recorded commits: %v %v", entries, err)
 	}

@@ -24,8 +24,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/intentq/intentq/internal/intent"
-	"github.com/intentq/intentq/workflows"
+	"github.com/intentq/intentq/internal/hookapi"
 )
 
 // MaxInput bounds the hook JSON read from stdin.
@@ -79,19 +78,19 @@ type HookSpecificOutput struct {
 type Backend interface {
 	// PendingPage lists at most limit intents matching f and says whether there are more: a
 	// hook's cost does not grow with the number of pending intents.
-	PendingPage(ctx context.Context, f intent.Filter, limit int) (intent.Page, error)
+	PendingPage(ctx context.Context, f hookapi.Filter, limit int) (hookapi.Page, error)
 	// Text is an intent's full text; it must not need a worker (SPEC S4).
 	Text(ctx context.Context, id string) (string, error)
 	Close(ctx context.Context, id string) error
 	CloseOldest(ctx context.Context, chat string) (string, error)
 	// Unread is what is unread in an agent's inbox (its count, the oldest few).
-	Unread(ctx context.Context, agent string) (workflows.InboxUnread, error)
-	SendInbox(ctx context.Context, agent string, msg workflows.InboxSend) error
+	Unread(ctx context.Context, agent string) (hookapi.InboxUnread, error)
+	SendInbox(ctx context.Context, agent string, msg hookapi.InboxSend) error
 	CommitContext(ctx context.Context, session, id, text string) error
 	// Report tells the session a hook fired; it must not need a worker (a signal).
-	Report(ctx context.Context, session string, ev workflows.AgentEvent) error
+	Report(ctx context.Context, session string, ev hookapi.AgentEvent) error
 	// Take hands over the messages waiting for the agent; Taken commits them once printed.
-	Take(ctx context.Context, session string, req workflows.TakeRequest) (workflows.TakeResult, error)
+	Take(ctx context.Context, session string, req hookapi.TakeRequest) (hookapi.TakeResult, error)
 	Taken(ctx context.Context, session, key string) error
 }
 
@@ -192,18 +191,18 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 	// in: none waits for the take's round trip to the worker.
 	texts := newTextReader(ctx, b)
 	paged := make(chan struct{})
-	var page intent.Page
+	var page hookapi.Page
 	var err error
 	go func() {
 		defer close(paged)
-		page, err = b.PendingPage(ctx, intent.Filter{Status: workflows.StatusPending, Session: s.Session}, ListLimit)
+		page, err = b.PendingPage(ctx, hookapi.Filter{Status: hookapi.StatusPending, Session: s.Session}, ListLimit)
 		for _, p := range page.Intents {
 			if p.Text == "" { // an intent from before the memo held its text, or a long one
 				texts.read(p.ID)
 			}
 		}
 	}()
-	taken := takeWaiting(ctx, b, s, in, workflows.EventSessionStart, in.Source, nil, 0)
+	taken := takeWaiting(ctx, b, s, in, hookapi.EventSessionStart, in.Source, nil, 0)
 	<-paged
 	if err != nil && len(taken.Messages) == 0 {
 		return Answer{}, err
@@ -224,7 +223,7 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 			continue
 		}
 		presented[m.ReplyTo] = true
-		full := m.Kind == workflows.KindReminder && reminders < ListLimit
+		full := m.Kind == hookapi.KindReminder && reminders < ListLimit
 		if full {
 			reminders++
 			texts.read(m.ReplyTo)
@@ -282,7 +281,7 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 	}
 	block := fmt.Sprintf("<system-reminder>\n%d pending message(s) for session %s, oldest first. Answer each, then close it (reply with reply_to, or `starter close ID`).\n\n%s%s</system-reminder>",
 		len(entries), s.Session, strings.Join(entries, "\n"), more)
-	answer := Answer{Output: addContext(workflows.EventSessionStart, block), Taken: takenKey(taken)}
+	answer := Answer{Output: addContext(hookapi.EventSessionStart, block), Taken: takenKey(taken)}
 	if listed.Len() > 0 {
 		// The taken messages are committed by their take; the listed ones as context.
 		answer.Context = &Context{ID: "session-start/" + in.SessionID + "/" + now.UTC().Format(time.RFC3339Nano), Text: listed.String()}
@@ -293,8 +292,8 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 // awaitsDelivery reports whether a listed pending intent is one its session types and has not
 // delivered yet (as far as its memo says): its text reaches the agent by that delivery, not by a
 // session start's list (issue 32).
-func awaitsDelivery(p intent.Summary) bool {
-	return p.Source == workflows.SourceTelegram && p.Delivered == nil
+func awaitsDelivery(p hookapi.Summary) bool {
+	return p.Source == hookapi.SourceTelegram && p.Delivered == nil
 }
 
 // EventTime is when the CLI fired the hook's event (Input.Timestamp: an RFC 3339 string or
@@ -314,7 +313,7 @@ func (in Input) EventTime() (at time.Time, ok bool) {
 
 // deliveredSince reports whether a listed pending intent reached the agent after the CLI fired
 // the session start of in (without its time, never): the new context has it.
-func deliveredSince(p intent.Summary, in Input) bool {
+func deliveredSince(p hookapi.Summary, in Input) bool {
 	began, ok := in.EventTime()
 	return ok && p.Delivered != nil && p.Delivered.After(began)
 }
@@ -401,13 +400,13 @@ func PostToolUse(ctx context.Context, b Backend, s Settings, in Input) (Answer, 
 	if in.AgentID != "" {
 		// Inside a subagent: messages handed over here would reach the subagent, not the
 		// agent (issue 24); the tool call still says the agent works.
-		return Answer{}, errors.Join(err, report(ctx, b, s, workflows.AgentEvent{Event: workflows.EventPostToolUse, Detail: in.ToolName}))
+		return Answer{}, errors.Join(err, report(ctx, b, s, hookapi.AgentEvent{Event: hookapi.EventPostToolUse, Detail: in.ToolName}))
 	}
 	var every time.Duration
 	if contains(s.RemindTools, in.ToolName) {
 		every = s.RemindEvery
 	}
-	taken := takeWaiting(ctx, b, s, in, workflows.EventPostToolUse, in.ToolName, nil, every)
+	taken := takeWaiting(ctx, b, s, in, hookapi.EventPostToolUse, in.ToolName, nil, every)
 	if taken.RemindDue {
 		reminder, rerr := remindOld(ctx, b, s)
 		if rerr != nil {
@@ -424,7 +423,7 @@ func PostToolUse(ctx context.Context, b Backend, s Settings, in Input) (Answer, 
 	if len(parts) == 0 {
 		return Answer{}, err
 	}
-	return Answer{Output: addContext(workflows.EventPostToolUse, strings.Join(parts, "\n")), Taken: takenKey(taken)}, nil
+	return Answer{Output: addContext(hookapi.EventPostToolUse, strings.Join(parts, "\n")), Taken: takenKey(taken)}, nil
 }
 
 // afterReply closes the intent a reply answers: reply_to, else the chat's oldest pending one.
@@ -436,19 +435,19 @@ func afterReply(ctx context.Context, b Backend, s Settings, in Input) error {
 	if err := json.Unmarshal(in.ToolInput, &r); err != nil {
 		return fmt.Errorf("reply tool input: %w", err)
 	}
-	chat, replyTo := intent.IDString(r.ChatID), intent.IDString(r.ReplyTo)
+	chat, replyTo := hookapi.IDString(r.ChatID), hookapi.IDString(r.ReplyTo)
 	if chat == "" {
 		return errors.New("reply tool input has no chat_id")
 	}
 	if replyTo != "" {
-		err := b.Close(ctx, workflows.IntentID(chat, replyTo))
-		if err == nil || errors.Is(err, intent.ErrNotOpen) || errors.Is(err, intent.ErrNotFound) {
+		err := b.Close(ctx, hookapi.IntentID(chat, replyTo))
+		if err == nil || errors.Is(err, hookapi.ErrNotOpen) || errors.Is(err, hookapi.ErrNotFound) {
 			return nil // an answer to something closed or unknown changes nothing
 		}
 		return err
 	}
 	_, err := b.CloseOldest(ctx, chat)
-	if errors.Is(err, intent.ErrNotFound) {
+	if errors.Is(err, hookapi.ErrNotFound) {
 		return nil
 	}
 	return err
@@ -458,7 +457,7 @@ func afterReply(ctx context.Context, b Backend, s Settings, in Input) error {
 // recent ListLimit of them, oldest first, and where to find the others.
 func remindOld(ctx context.Context, b Backend, s Settings) (string, error) {
 	now := s.now()
-	page, err := b.PendingPage(ctx, intent.Filter{Status: workflows.StatusPending, Session: s.Session, ReceivedBefore: now.Add(-s.RemindAfter)}, ListLimit)
+	page, err := b.PendingPage(ctx, hookapi.Filter{Status: hookapi.StatusPending, Session: s.Session, ReceivedBefore: now.Add(-s.RemindAfter)}, ListLimit)
 	if err != nil || len(page.Intents) == 0 {
 		return "", err
 	}
@@ -478,20 +477,20 @@ func remindOld(ctx context.Context, b Backend, s Settings) (string, error) {
 // it is that delivery's receipt. Messages waiting besides go with the prompt as context.
 func UserPromptSubmit(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) {
 	var receipt []string
-	if id, ok := workflows.ReceiptOf(in.Prompt); ok {
+	if id, ok := hookapi.ReceiptOf(in.Prompt); ok {
 		receipt = []string{id}
 	}
-	taken := takeWaiting(ctx, b, s, in, workflows.EventUserPromptSubmit, "", receipt, 0)
+	taken := takeWaiting(ctx, b, s, in, hookapi.EventUserPromptSubmit, "", receipt, 0)
 	if len(taken.Messages) == 0 {
 		return Answer{}, nil
 	}
-	return Answer{Output: addContext(workflows.EventUserPromptSubmit, MessagesBlock(taken.Messages, "besides this prompt")), Taken: takenKey(taken)}, nil
+	return Answer{Output: addContext(hookapi.EventUserPromptSubmit, MessagesBlock(taken.Messages, "besides this prompt")), Taken: takenKey(taken)}, nil
 }
 
 // PreToolUse reports that the agent works (a tool is about to run, perhaps after the person
 // approved it).
 func PreToolUse(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) {
-	return Answer{}, report(ctx, b, s, workflows.AgentEvent{Event: workflows.EventPreToolUse, Detail: in.ToolName})
+	return Answer{}, report(ctx, b, s, hookapi.AgentEvent{Event: hookapi.EventPreToolUse, Detail: in.ToolName})
 }
 
 // Notification reports what Claude Code tells the person: a permission prompt (the agent waits
@@ -502,14 +501,14 @@ func Notification(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 	if detail == "" && in.HookEventName == "PermissionRequest" {
 		detail = "permission_prompt"
 	}
-	return Answer{}, report(ctx, b, s, workflows.AgentEvent{Event: workflows.EventNotification, Detail: detail})
+	return Answer{}, report(ctx, b, s, hookapi.AgentEvent{Event: hookapi.EventNotification, Detail: detail})
 }
 
 // SessionEnd reports that the agent's CLI is ending (Claude Code's SessionEnd, with its reason):
 // the session types nothing more into the pane and tells the person at once, until an agent
 // starts there again; a /clear's (reason clear) is followed by a new context at once.
 func SessionEnd(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) {
-	return Answer{}, report(ctx, b, s, workflows.AgentEvent{Event: workflows.EventSessionEnd, Detail: reasonWord(in.Reason)})
+	return Answer{}, report(ctx, b, s, hookapi.AgentEvent{Event: hookapi.EventSessionEnd, Detail: reasonWord(in.Reason)})
 }
 
 // reasonWord is a CLI's reason as a short word (letters, digits, _ and -, at most 40): it is
@@ -534,12 +533,12 @@ func reasonWord(s string) string {
 func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) {
 	exempt := contains(s.ExemptRoles, s.Agent)
 	if exempt {
-		return Answer{}, report(ctx, b, s, workflows.AgentEvent{Event: workflows.EventStop})
+		return Answer{}, report(ctx, b, s, hookapi.AgentEvent{Event: hookapi.EventStop})
 	}
 	known := !in.StopHookActive && s.Agent != ""
 	// What waits for the agent besides the session's queue, asked while the session answers.
-	var unread workflows.InboxUnread
-	var pending intent.Page
+	var unread hookapi.InboxUnread
+	var pending hookapi.Page
 	var inboxErr, pendingErr error
 	asked := make(chan struct{})
 	sideCtx, cancelSide := context.WithCancel(ctx)
@@ -556,7 +555,7 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 		wg.Go(func() { unread, inboxErr = b.Unread(sideCtx, s.Agent) })
 		if s.RemindEvery <= 0 {
 			wg.Go(func() {
-				pending, pendingErr = b.PendingPage(sideCtx, intent.Filter{Status: workflows.StatusPending, Session: s.Agent}, 5)
+				pending, pendingErr = b.PendingPage(sideCtx, hookapi.Filter{Status: hookapi.StatusPending, Session: s.Agent}, 5)
 			})
 		}
 		wg.Wait()
@@ -564,7 +563,7 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 	// The owed answers are asked about at most once per RemindEvery (the session or the desk
 	// keeps the throttle): every Stop block costs the agent another model turn. With StopTyped
 	// nothing is taken (RemindOnly): the agent goes idle, and the session types what waits.
-	taken := takeWaiting(ctx, b, s, in, workflows.EventStop, "", nil, s.RemindEvery)
+	taken := takeWaiting(ctx, b, s, in, hookapi.EventStop, "", nil, s.RemindEvery)
 	if len(taken.Messages) > 0 {
 		// What was taken is printed at once (the commit needs the time left); the rest is moot.
 		cancelSide()
@@ -576,7 +575,7 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 		return Answer{Output: Output{Decision: "block", Reason: MessagesBlock(taken.Messages, "as you finished")}, Taken: takenKey(taken)}, nil
 	}
 	if kind := Classify(in.LastAssistantMessage, s.CompletionPatterns, s.ErrorPatterns); known && kind != "" && s.Coordinator != "" && s.Coordinator != s.Agent {
-		msg := workflows.InboxSend{Key: kind + "/" + in.SessionID + "/" + s.now().UTC().Format(time.RFC3339), From: s.Agent, Type: kind,
+		msg := hookapi.InboxSend{Key: kind + "/" + in.SessionID + "/" + s.now().UTC().Format(time.RFC3339), From: s.Agent, Type: kind,
 			Content: firstRunes(in.LastAssistantMessage, 500)}
 		if err := b.SendInbox(ctx, s.Coordinator, msg); err != nil {
 			s.logger().Warn("stop hook: report to the coordinator failed", zap.String("agent", s.Agent), zap.String("type", kind), zap.Error(err))
@@ -595,7 +594,7 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 		items = append(items, fmt.Sprintf("inbox %s from %s (%s): %s", escapeLine(m.ID), escapeLine(m.From), escapeLine(m.Type), EscapeText(firstRunes(oneLine(m.Content), 80))))
 	}
 	if taken.RemindDue && s.RemindEvery > 0 {
-		pending, pendingErr = b.PendingPage(ctx, intent.Filter{Status: workflows.StatusPending, Session: s.Agent}, 5)
+		pending, pendingErr = b.PendingPage(ctx, hookapi.Filter{Status: hookapi.StatusPending, Session: s.Agent}, 5)
 	}
 	if pendingErr != nil {
 		return Answer{}, pendingErr
@@ -605,7 +604,7 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 		if !taken.RemindDue && s.RemindEvery > 0 {
 			break // asked about within RemindEvery: the agent may stop
 		}
-		if s.StopTyped && p.Source == workflows.SourceTelegram && p.Delivered == nil {
+		if s.StopTyped && p.Source == hookapi.SourceTelegram && p.Delivered == nil {
 			continue // not seen yet: the session types it once the agent has stopped
 		}
 		owed = append(owed, fmt.Sprintf("intent %s (chat %s): %s", escapeLine(p.ID), escapeLine(p.ChatID), escapeLine(p.Snippet)))
@@ -638,11 +637,11 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 // have typed it (intentq's header, then the text), escaped so that no message can open or close
 // a tag, and with the text's further lines indented so that none can pass for the header of
 // another message.
-func MessagesBlock(msgs []workflows.DeliveryRequest, when string) string {
+func MessagesBlock(msgs []hookapi.DeliveryRequest, when string) string {
 	var sb strings.Builder
 	reminders := 0
 	for _, m := range msgs {
-		if m.Kind == workflows.KindReminder {
+		if m.Kind == hookapi.KindReminder {
 			reminders++
 		}
 	}
@@ -667,16 +666,16 @@ func MessagesBlock(msgs []workflows.DeliveryRequest, when string) string {
 // hook's time (the rest is for printing and committing), and, with remindEvery, whether the
 // hook's reminder of old intents is due. When the session cannot answer (no worker), it
 // reports the event instead and takes nothing: the messages stay waiting.
-func takeWaiting(ctx context.Context, b Backend, s Settings, in Input, event, detail string, receipt []string, remindEvery time.Duration) workflows.TakeResult {
+func takeWaiting(ctx context.Context, b Backend, s Settings, in Input, event, detail string, receipt []string, remindEvery time.Duration) hookapi.TakeResult {
 	if s.Session == "" {
-		return workflows.TakeResult{}
+		return hookapi.TakeResult{}
 	}
 	if takeBackingOff(s.DataDir, time.Now()) {
 		// A take found no worker moments ago: do not make the agent wait again.
-		if err := report(ctx, b, s, workflows.AgentEvent{Event: event, Detail: detail, Receipt: receipt}); err != nil {
+		if err := report(ctx, b, s, hookapi.AgentEvent{Event: event, Detail: detail, Receipt: receipt}); err != nil {
 			s.logger().Warn("hook: event not reported", zap.String("session", s.Session), zap.String("hook", event), zap.Error(err))
 		}
-		return workflows.TakeResult{}
+		return hookapi.TakeResult{}
 	}
 	budget := TakeBudget
 	if d, ok := ctx.Deadline(); ok {
@@ -685,8 +684,8 @@ func takeWaiting(ctx context.Context, b Backend, s Settings, in Input, event, de
 	tctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	deadline, _ := tctx.Deadline()
-	req := workflows.TakeRequest{Key: runKey(event, in, s.now()), Event: event, Deadline: deadline, Detail: detail, Receipt: receipt, RemindEvery: remindEvery,
-		RemindOnly: event == workflows.EventStop && s.StopTyped}
+	req := hookapi.TakeRequest{Key: runKey(event, in, s.now()), Event: event, Deadline: deadline, Detail: detail, Receipt: receipt, RemindEvery: remindEvery,
+		RemindOnly: event == hookapi.EventStop && s.StopTyped}
 	res, err := b.Take(tctx, s.Session, req)
 	if err == nil {
 		clearTakeBackoff(s.DataDir)
@@ -698,17 +697,17 @@ func takeWaiting(ctx context.Context, b Backend, s Settings, in Input, event, de
 		}
 	}
 	s.logger().Warn("hook: the session did not hand over waiting messages; reporting the event only", zap.String("session", s.Session), zap.String("hook", event), zap.Error(err))
-	if err := report(ctx, b, s, workflows.AgentEvent{Event: event, Detail: detail, Receipt: receipt}); err != nil {
+	if err := report(ctx, b, s, hookapi.AgentEvent{Event: event, Detail: detail, Receipt: receipt}); err != nil {
 		s.logger().Warn("hook: event not reported", zap.String("session", s.Session), zap.String("hook", event), zap.Error(err))
 	}
-	return workflows.TakeResult{}
+	return hookapi.TakeResult{}
 }
 
 // TakeBudget caps how long a hook waits for the session to hand over messages.
 const TakeBudget = 2 * time.Second
 
 // report tells the session a hook fired.
-func report(ctx context.Context, b Backend, s Settings, ev workflows.AgentEvent) error {
+func report(ctx context.Context, b Backend, s Settings, ev hookapi.AgentEvent) error {
 	if s.Session == "" {
 		return nil
 	}
@@ -720,9 +719,9 @@ func report(ctx context.Context, b Backend, s Settings, ev workflows.AgentEvent)
 // prompt it is about, else the agent's session and how far its transcript has grown.
 func runKey(event string, in Input, now time.Time) string {
 	switch {
-	case event == workflows.EventPostToolUse && in.ToolUseID != "":
+	case event == hookapi.EventPostToolUse && in.ToolUseID != "":
 		return event + "/" + in.ToolUseID
-	case event == workflows.EventUserPromptSubmit && in.PromptID != "":
+	case event == hookapi.EventUserPromptSubmit && in.PromptID != "":
 		return event + "/" + in.PromptID
 	}
 	if in.SessionID != "" && in.TranscriptPath != "" {
@@ -733,7 +732,7 @@ func runKey(event string, in Input, now time.Time) string {
 	return fmt.Sprintf("%s/%s/%d", event, in.SessionID, now.UnixNano())
 }
 
-func takenKey(r workflows.TakeResult) string {
+func takenKey(r hookapi.TakeResult) string {
 	if len(r.Messages) == 0 {
 		return ""
 	}
@@ -747,9 +746,9 @@ func addContext(event, text string) Output {
 
 // hookEventNames are Claude Code's names of the events.
 var hookEventNames = map[string]string{
-	workflows.EventSessionStart:     "SessionStart",
-	workflows.EventUserPromptSubmit: "UserPromptSubmit",
-	workflows.EventPostToolUse:      "PostToolUse",
+	hookapi.EventSessionStart:     "SessionStart",
+	hookapi.EventUserPromptSubmit: "UserPromptSubmit",
+	hookapi.EventPostToolUse:      "PostToolUse",
 }
 
 // Classify reads an assistant message: "report_completed" when it matches a completion

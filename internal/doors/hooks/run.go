@@ -10,19 +10,37 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/intentq/intentq/workflows"
+	"github.com/intentq/intentq/internal/hookapi"
 )
 
 // Events the starter's `hook` command answers.
 const (
-	EventSessionStart     = workflows.EventSessionStart
-	EventUserPromptSubmit = workflows.EventUserPromptSubmit
-	EventPreToolUse       = workflows.EventPreToolUse
-	EventPostToolUse      = workflows.EventPostToolUse
-	EventStop             = workflows.EventStop
-	EventNotification     = workflows.EventNotification
-	EventSessionEnd       = workflows.EventSessionEnd
+	EventSessionStart     = hookapi.EventSessionStart
+	EventUserPromptSubmit = hookapi.EventUserPromptSubmit
+	EventPreToolUse       = hookapi.EventPreToolUse
+	EventPostToolUse      = hookapi.EventPostToolUse
+	EventStop             = hookapi.EventStop
+	EventNotification     = hookapi.EventNotification
+	EventSessionEnd       = hookapi.EventSessionEnd
 )
+
+// EventPermissionRequest is the starter's argument for the permission hook (package
+// hooktemporal answers it).
+const EventPermissionRequest = hookapi.EventPermissionRequest
+
+// ApprovalTimeout is the timeout (seconds) setup gives the permission hook in the CLI's
+// settings: above any wait the config allows (MaxApprovalWait), so the hook always ends itself.
+const ApprovalTimeout = 3600
+
+// MaxApprovalWait bounds hooks.approval_wait and hooks.codex_approval_wait.
+const MaxApprovalWait = 50 * time.Minute
+
+// PermissionInput is the PermissionRequest hook's input beyond Input.
+type PermissionInput struct {
+	Input
+	// PermissionSuggestions are Claude Code's offers of a lasting rule ("Yes, and always ...").
+	PermissionSuggestions []map[string]any `json:"permission_suggestions"`
+}
 
 // ClaudeEvent pairs Claude Code's name of a hook event with the starter's argument for it.
 type ClaudeEvent struct{ Name, Arg string }

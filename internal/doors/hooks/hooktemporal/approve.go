@@ -1,4 +1,4 @@
-package hooks
+package hooktemporal
 
 // The permission hook (issue 36): Claude Code's and Codex's PermissionRequest. It starts an
 // approval (workflows.ApprovalWorkflow), tells the session the agent waits for the person, and
@@ -25,19 +25,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
+	"github.com/intentq/intentq/internal/doors/hooks"
 	"github.com/intentq/intentq/internal/redact"
 	"github.com/intentq/intentq/workflows"
 )
-
-// EventPermissionRequest is the starter's argument for the permission hook.
-const EventPermissionRequest = workflows.EventPermissionRequest
-
-// ApprovalTimeout is the timeout (seconds) setup gives the permission hook in the CLI's
-// settings: above any wait the config allows (MaxApprovalWait), so the hook always ends itself.
-const ApprovalTimeout = 3600
-
-// MaxApprovalWait bounds hooks.approval_wait and hooks.codex_approval_wait.
-const MaxApprovalWait = 50 * time.Minute
 
 // approvalGrace is how much longer than the approval's own wait the hook waits for its end: the
 // workflow ends itself at the wait, and a decision just before that must still reach the hook.
@@ -69,13 +60,6 @@ type ApprovalSettings struct {
 	Logger      *zap.Logger
 }
 
-// PermissionInput is the PermissionRequest hook's input beyond Input.
-type PermissionInput struct {
-	Input
-	// PermissionSuggestions are Claude Code's offers of a lasting rule ("Yes, and always ...").
-	PermissionSuggestions []map[string]any `json:"permission_suggestions"`
-}
-
 // PermissionOutput is what the permission hook prints for a decision.
 type PermissionOutput struct {
 	HookSpecificOutput PermissionDecisionOutput `json:"hookSpecificOutput"`
@@ -102,11 +86,11 @@ const DeniedMessage = "The person denied this from their phone. Do not retry it;
 // approval and prints the decision, or nothing. It never fails the CLI: whatever goes wrong
 // is logged, and the CLI's own prompt decides.
 func Approve(ctx context.Context, stdin io.Reader, stdout io.Writer, s ApprovalSettings, dial func(context.Context) (Approver, func(), error)) error {
-	log := s.Logger.With(zap.String("hook", EventPermissionRequest), zap.String("session", s.Session))
-	data, err := io.ReadAll(io.LimitReader(stdin, MaxInput+1))
-	var in PermissionInput
-	if err == nil && len(data) > MaxInput {
-		err = fmt.Errorf("hook input is over %d bytes", MaxInput)
+	log := s.Logger.With(zap.String("hook", hooks.EventPermissionRequest), zap.String("session", s.Session))
+	data, err := io.ReadAll(io.LimitReader(stdin, hooks.MaxInput+1))
+	var in hooks.PermissionInput
+	if err == nil && len(data) > hooks.MaxInput {
+		err = fmt.Errorf("hook input is over %d bytes", hooks.MaxInput)
 	}
 	if err == nil {
 		err = json.Unmarshal(data, &in)
@@ -128,7 +112,7 @@ func Approve(ctx context.Context, stdin io.Reader, stdout io.Writer, s ApprovalS
 	defer closeFn()
 	now := time.Now()
 	if s.Chat == "" {
-		if err := b.Report(dctx, s.Session, workflows.AgentEvent{Event: EventPermissionRequest, At: now, Detail: in.ToolName}); err != nil {
+		if err := b.Report(dctx, s.Session, workflows.AgentEvent{Event: hooks.EventPermissionRequest, At: now, Detail: in.ToolName}); err != nil {
 			log.Warn("permission hook could not tell the session", zap.Error(err))
 		}
 		return nil
@@ -143,7 +127,7 @@ func Approve(ctx context.Context, stdin io.Reader, stdout io.Writer, s ApprovalS
 		log.Warn("permission hook could not start the approval; the terminal decides", zap.Error(err))
 		return nil
 	}
-	if err := b.Report(dctx, s.Session, workflows.AgentEvent{Event: EventPermissionRequest, At: now, Detail: id}); err != nil {
+	if err := b.Report(dctx, s.Session, workflows.AgentEvent{Event: hooks.EventPermissionRequest, At: now, Detail: id}); err != nil {
 		log.Warn("permission hook could not tell the session", zap.String("approval", id), zap.Error(err))
 	}
 	log = log.With(zap.String("approval", id))
@@ -208,7 +192,7 @@ func Approve(ctx context.Context, stdin io.Reader, stdout io.Writer, s ApprovalS
 // approvalInput is the approval for a permission request: what the card shows, its buttons
 // (opaque random data), and the rules "allow for this session" hands the CLI (Claude Code's
 // own suggestions of lasting rules, scoped to the session; never a mode change).
-func approvalInput(s ApprovalSettings, in PermissionInput, now time.Time) (workflows.ApprovalInput, []map[string]any, error) {
+func approvalInput(s ApprovalSettings, in hooks.PermissionInput, now time.Time) (workflows.ApprovalInput, []map[string]any, error) {
 	token, err := randomID(12)
 	if err != nil {
 		return workflows.ApprovalInput{}, nil, err

@@ -1,4 +1,7 @@
-package hooks
+// Package hooktemporal is the hooks' way through Temporal: the Backend on a Temporal client, which a
+// hook uses when the worker's desk does not answer (package hooks), and the permission hook, which
+// waits for the person's decision in an approval workflow (Approve).
+package hooktemporal
 
 import (
 	"context"
@@ -12,7 +15,7 @@ import (
 	"github.com/intentq/intentq/workflows"
 )
 
-// Temporal is the Backend on a Temporal client.
+// Temporal is the hooks.Backend on a Temporal client.
 type Temporal struct {
 	Client client.Client
 	Config *config.Config

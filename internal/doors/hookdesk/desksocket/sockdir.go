@@ -1,4 +1,4 @@
-package hookdesk
+package desksocket
 
 // The socket's folder by descriptor (issue 33, item 8): the desk's socket is always
 // data_dir/hooks.sock, however long data_dir is. A Unix socket's address holds 107 bytes at

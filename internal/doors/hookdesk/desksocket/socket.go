@@ -1,4 +1,9 @@
-package hookdesk
+// Package desksocket is the hook desk's socket, both ends: the worker's server (Listen), which
+// answers with its desk (package hookdesk) and its Temporal client, and the hook's Client. It does
+// not import the Temporal SDK: the hook binary (intentq-hook) reaches the desk through it and
+// starts in a few milliseconds. The commits a hook records when no desk answers are here too
+// (RecordCommit), for the next worker's desk to apply.
+package desksocket
 
 import (
 	"bufio"
@@ -16,8 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/intentq/intentq/internal/base/trust"
-	"github.com/intentq/intentq/internal/intent"
-	"github.com/intentq/intentq/workflows"
+	"github.com/intentq/intentq/internal/hookapi"
 )
 
 // The desk's socket: a Unix socket that only this user may open (its folder, data_dir, is this
@@ -25,8 +29,8 @@ import (
 // that sends the access token (data_dir/access.token): loopback is no boundary, and neither is
 // one file mode alone. Its folder is reached by descriptor (sockdir.go).
 
-// maxRequest bounds one request (a take's receipt names a few intents).
-const maxRequest = 1 << 20
+// MaxRequest bounds one request (a take's receipt names a few intents).
+const MaxRequest = 1 << 20
 
 // ioTimeout bounds one exchange on the socket.
 const ioTimeout = 5 * time.Second
@@ -34,8 +38,8 @@ const ioTimeout = 5 * time.Second
 // Reader answers the hooks' reads with the worker's own Temporal client: a hook that reads
 // through the desk needs no connection of its own.
 type Reader interface {
-	PendingPage(ctx context.Context, f intent.Filter, limit int) (intent.Page, error)
-	Unread(ctx context.Context, agent string) (workflows.InboxUnread, error)
+	PendingPage(ctx context.Context, f hookapi.Filter, limit int) (hookapi.Page, error)
+	Unread(ctx context.Context, agent string) (hookapi.InboxUnread, error)
 }
 
 // maxResponse bounds an answer a hook reads (a page of intents with their texts, an inbox).
@@ -43,28 +47,28 @@ const maxResponse = 16 << 20
 
 // request is one call on the socket.
 type request struct {
-	Token   string                 `json:"token"`
-	Op      string                 `json:"op"`
-	Session string                 `json:"session"`
-	Take    *workflows.TakeRequest `json:"take,omitempty"`
-	Key     string                 `json:"key,omitempty"`
-	Text    string                 `json:"text,omitempty"`
-	Event   *workflows.AgentEvent  `json:"event,omitempty"`
-	Filter  *intent.Filter         `json:"filter,omitempty"`
-	Limit   int                    `json:"limit,omitempty"`
-	Agent   string                 `json:"agent,omitempty"`
+	Token   string               `json:"token"`
+	Op      string               `json:"op"`
+	Session string               `json:"session"`
+	Take    *hookapi.TakeRequest `json:"take,omitempty"`
+	Key     string               `json:"key,omitempty"`
+	Text    string               `json:"text,omitempty"`
+	Event   *hookapi.AgentEvent  `json:"event,omitempty"`
+	Filter  *hookapi.Filter      `json:"filter,omitempty"`
+	Limit   int                  `json:"limit,omitempty"`
+	Agent   string               `json:"agent,omitempty"`
 }
 
 // response is the desk's answer.
 type response struct {
-	Error string                `json:"error,omitempty"`
-	Take  *workflows.TakeResult `json:"take,omitempty"`
+	Error string              `json:"error,omitempty"`
+	Take  *hookapi.TakeResult `json:"take,omitempty"`
 	// Page is a page of pending intents, Texts their full texts in its order (a Summary does
 	// not carry its text in JSON).
-	Page  *intent.Page `json:"page,omitempty"`
-	Texts []string     `json:"texts,omitempty"`
+	Page  *hookapi.Page `json:"page,omitempty"`
+	Texts []string      `json:"texts,omitempty"`
 	// Unread is what is unread in an agent's inbox (opUnread).
-	Unread *workflows.InboxUnread `json:"unread,omitempty"`
+	Unread *hookapi.InboxUnread `json:"unread,omitempty"`
 }
 
 // Operations on the socket.
@@ -77,12 +81,23 @@ const (
 	opUnread  = "unread"
 )
 
+// Desk is what the socket serves: the worker's hook desk (hookdesk.Desk).
+type Desk interface {
+	Take(session string, req hookapi.TakeRequest) (hookapi.TakeResult, error)
+	Commit(session, key string) error
+	Report(session string, ev hookapi.AgentEvent) error
+	Context(session, id, text string) error
+	// UnreadInbox is what the agent's session last said is unread in its inbox; known is false
+	// when it has said nothing yet.
+	UnreadInbox(agent string) (u hookapi.InboxUnread, known bool)
+}
+
 // Server is the desk's listener.
 type Server struct {
 	ln     *net.UnixListener
 	dir    *socketDir
 	path   string
-	desk   *Desk
+	desk   Desk
 	reader Reader
 	token  string
 	log    *zap.Logger
@@ -91,7 +106,7 @@ type Server struct {
 
 // Listen serves the desk, and reader (nil: none), on path (SocketPath) for the hooks that
 // present token.
-func Listen(path string, desk *Desk, reader Reader, token string, log *zap.Logger) (*Server, error) {
+func Listen(path string, desk Desk, reader Reader, token string, log *zap.Logger) (*Server, error) {
 	if token == "" {
 		return nil, errors.New("hook desk: no access token")
 	}
@@ -184,7 +199,7 @@ func (s *Server) answer(c net.Conn) {
 		s.log.Warn("hook desk: call refused", zap.Error(err))
 		return
 	}
-	line, err := bufio.NewReader(&limited{c, maxRequest}).ReadBytes('\n')
+	line, err := bufio.NewReader(&limited{c, MaxRequest}).ReadBytes('\n')
 	if err != nil {
 		s.log.Warn("hook desk: call unreadable", zap.Error(err))
 		return
@@ -209,7 +224,7 @@ func (s *Server) call(req request) response {
 	var err error
 	switch {
 	case req.Op == opTake && req.Take != nil:
-		var t workflows.TakeResult
+		var t hookapi.TakeResult
 		t, err = s.desk.Take(req.Session, *req.Take)
 		res.Take = &t
 	case req.Op == opCommit:
@@ -221,7 +236,7 @@ func (s *Server) call(req request) response {
 	case req.Op == opPending && req.Filter != nil && s.reader != nil:
 		ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
 		defer cancel()
-		var page intent.Page
+		var page hookapi.Page
 		if page, err = s.reader.PendingPage(ctx, *req.Filter, req.Limit); err == nil {
 			res.Page = &page
 			for _, p := range page.Intents {
@@ -364,13 +379,13 @@ func dial(ctx context.Context, path string) (net.Conn, error) {
 }
 
 // Take asks the desk for the session's standing offer.
-func (c Client) Take(ctx context.Context, session string, req workflows.TakeRequest) (workflows.TakeResult, error) {
+func (c Client) Take(ctx context.Context, session string, req hookapi.TakeRequest) (hookapi.TakeResult, error) {
 	res, err := c.call(ctx, request{Op: opTake, Session: session, Take: &req})
 	if err != nil {
-		return workflows.TakeResult{}, err
+		return hookapi.TakeResult{}, err
 	}
 	if res.Take == nil {
-		return workflows.TakeResult{}, errors.New("hook desk: take answered without a result")
+		return hookapi.TakeResult{}, errors.New("hook desk: take answered without a result")
 	}
 	return *res.Take, nil
 }
@@ -382,7 +397,7 @@ func (c Client) Taken(ctx context.Context, session, key string) error {
 }
 
 // Report passes a hook's report on to its session.
-func (c Client) Report(ctx context.Context, session string, ev workflows.AgentEvent) error {
+func (c Client) Report(ctx context.Context, session string, ev hookapi.AgentEvent) error {
 	_, err := c.call(ctx, request{Op: opReport, Session: session, Event: &ev})
 	return err
 }
@@ -394,13 +409,13 @@ func (c Client) CommitContext(ctx context.Context, session, id, text string) err
 }
 
 // PendingPage lists pending intents through the worker's client.
-func (c Client) PendingPage(ctx context.Context, f intent.Filter, limit int) (intent.Page, error) {
+func (c Client) PendingPage(ctx context.Context, f hookapi.Filter, limit int) (hookapi.Page, error) {
 	res, err := c.call(ctx, request{Op: opPending, Filter: &f, Limit: limit})
 	if err != nil {
-		return intent.Page{}, err
+		return hookapi.Page{}, err
 	}
 	if res.Page == nil {
-		return intent.Page{}, errors.New("hook desk: no page in the answer")
+		return hookapi.Page{}, errors.New("hook desk: no page in the answer")
 	}
 	for i := range res.Page.Intents {
 		if i < len(res.Texts) {
@@ -412,13 +427,13 @@ func (c Client) PendingPage(ctx context.Context, f intent.Filter, limit int) (in
 
 // Unread is what is unread in an agent's inbox: as its session told the desk, else read
 // through the worker's client.
-func (c Client) Unread(ctx context.Context, agent string) (workflows.InboxUnread, error) {
+func (c Client) Unread(ctx context.Context, agent string) (hookapi.InboxUnread, error) {
 	res, err := c.call(ctx, request{Op: opUnread, Agent: agent})
 	if err != nil {
-		return workflows.InboxUnread{}, err
+		return hookapi.InboxUnread{}, err
 	}
 	if res.Unread == nil { // a worker from before it answered this
-		return workflows.InboxUnread{}, errors.New("hook desk: no unread inbox in the answer")
+		return hookapi.InboxUnread{}, errors.New("hook desk: no unread inbox in the answer")
 	}
 	return *res.Unread, nil
 }
