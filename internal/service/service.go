@@ -32,11 +32,11 @@ import (
 	"github.com/intentq/intentq/internal/base/trust"
 	"github.com/intentq/intentq/internal/doors/hookdesk"
 	"github.com/intentq/intentq/internal/doors/hookdesk/desksocket"
+	"github.com/intentq/intentq/internal/doors/hooks/hooktemporal"
 	"github.com/intentq/intentq/internal/doors/ingest"
 	"github.com/intentq/intentq/internal/doors/spool"
 	"github.com/intentq/intentq/internal/doors/telegram"
 	"github.com/intentq/intentq/internal/headless"
-	"github.com/intentq/intentq/internal/inbox"
 	"github.com/intentq/intentq/internal/intent"
 	"github.com/intentq/intentq/internal/platform/archive"
 	"github.com/intentq/intentq/internal/platform/doctor"
@@ -222,7 +222,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger, opts ...
 	}
 	if s.hostLock == nil {
 		desk.Refuse()
-	} else if s.desk, err = desksocket.Listen(desksocket.SocketPath(cfg.DataDir), desk, deskReader{s}, s.token, logger.Named("desk")); err != nil {
+	} else if s.desk, err = desksocket.Listen(desksocket.SocketPath(cfg.DataDir), desk, hooktemporal.Temporal{Client: s.client, Config: cfg}, s.token, logger.Named("desk")); err != nil {
 		logger.Warn("hook desk not served; hooks take through Temporal", zap.Error(err))
 		desk.Refuse()
 	}
@@ -396,17 +396,6 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger, opts ...
 		}()
 	}
 	return s, nil
-}
-
-// deskReader answers the hooks' reads through the desk with the worker's own client.
-type deskReader struct{ s *Service }
-
-func (r deskReader) PendingPage(ctx context.Context, f intent.Filter, limit int) (intent.Page, error) {
-	return intent.ListPage(ctx, r.s.client, f, limit)
-}
-
-func (r deskReader) Unread(ctx context.Context, agent string) (workflows.InboxUnread, error) {
-	return inbox.Unread(ctx, r.s.client, agent)
 }
 
 // AlarmingFailures counts into window the failed attempts the watchdog alerts on: typing into a

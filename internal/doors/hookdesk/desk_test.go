@@ -431,6 +431,34 @@ func (reader) PendingPage(_ context.Context, f intent.Filter, limit int) (intent
 	return intent.Page{Intents: []intent.Summary{{ID: "intent/42/1", Snippet: "snip", Text: "full text\nsecond line"}}, More: limit < 2}, nil
 }
 
+func (reader) Text(_ context.Context, id string) (string, error) {
+	if id == "intent/42/none" {
+		return "", fmt.Errorf("read %s: %w", id, intent.ErrNotFound)
+	}
+	return "the text of " + id, nil
+}
+
+func (reader) Close(_ context.Context, id string) error {
+	if id == "intent/42/ended" {
+		return fmt.Errorf("close %s: %w", id, intent.ErrNotOpen)
+	}
+	return nil
+}
+
+func (reader) CloseOldest(_ context.Context, chat string) (string, error) {
+	if chat == "0" {
+		return "", fmt.Errorf("chat 0: %w", intent.ErrNotFound)
+	}
+	return "intent/" + chat + "/1", nil
+}
+
+func (reader) SendInbox(_ context.Context, agent string, msg workflows.InboxSend) error {
+	if agent == "down" {
+		return errors.New("Temporal is down")
+	}
+	return nil
+}
+
 func (reader) Unread(_ context.Context, agent string) (workflows.InboxUnread, error) {
 	if agent == "down" {
 		return workflows.InboxUnread{}, errors.New("Temporal is down")
@@ -464,6 +492,23 @@ func TestDeskReadsWithTheWorkersClient(t *testing.T) {
 	require.ErrorContains(t, err, "Temporal is down")
 	_, err = desksocket.Client{Path: srv.Addr(), Token: "wrong"}.Unread(ctx, "secretary")
 	require.ErrorContains(t, err, "access token required")
+
+	// The calls on intents and inboxes a hook makes (its reads of full texts, the closes of its
+	// reply tools, its agent's messages): the errors a hook acts on arrive as themselves.
+	text, err := c.Text(ctx, "intent/42/7")
+	require.NoError(t, err)
+	require.Equal(t, "the text of intent/42/7", text)
+	_, err = c.Text(ctx, "intent/42/none")
+	require.ErrorIs(t, err, intent.ErrNotFound)
+	require.NoError(t, c.Close(ctx, "intent/42/7"))
+	require.ErrorIs(t, c.Close(ctx, "intent/42/ended"), intent.ErrNotOpen)
+	closed, err := c.CloseOldest(ctx, "42")
+	require.NoError(t, err)
+	require.Equal(t, "intent/42/1", closed)
+	_, err = c.CloseOldest(ctx, "0")
+	require.ErrorIs(t, err, intent.ErrNotFound)
+	require.NoError(t, c.SendInbox(ctx, "boss", workflows.InboxSend{From: "s", Type: "done", Content: "ok"}))
+	require.ErrorContains(t, c.SendInbox(ctx, "down", workflows.InboxSend{From: "s"}), "Temporal is down")
 }
 
 // Issue 38: what a session said is unread in its agent's inbox is the desk's answer to the

@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/intentq/intentq/internal/doors/hookdesk/desksocket"
@@ -18,11 +19,15 @@ type Desk interface {
 	CommitContext(ctx context.Context, session, id, text string) error
 	PendingPage(ctx context.Context, f hookapi.Filter, limit int) (hookapi.Page, error)
 	Unread(ctx context.Context, agent string) (hookapi.InboxUnread, error)
+	Text(ctx context.Context, id string) (string, error)
+	Close(ctx context.Context, id string) error
+	CloseOldest(ctx context.Context, chat string) (string, error)
+	SendInbox(ctx context.Context, agent string, msg hookapi.InboxSend) error
 }
 
-// ViaDesk is the Backend a hook uses: takes, commits, reports, printed blocks and the lists it
-// reads through the desk, and through Backend (Temporal) when the desk cannot answer;
-// everything else (closing intents, texts, the inbox a stop hook writes) through Backend.
+// ViaDesk is the Backend a hook uses: every call through the desk (takes, commits, reports,
+// printed blocks; the lists, texts, closes and inbox sends the worker's client makes), and
+// through Backend (Temporal) when the desk cannot answer.
 type ViaDesk struct {
 	Desk Desk
 	Backend
@@ -112,6 +117,47 @@ func (v *ViaDesk) Unread(ctx context.Context, agent string) (hookapi.InboxUnread
 		return u, nil
 	}
 	return v.Backend.Unread(ctx, agent)
+}
+
+// Text reads an intent's full text through the desk, else directly.
+func (v *ViaDesk) Text(ctx context.Context, id string) (string, error) {
+	text, err := v.Desk.Text(ctx, id)
+	if answered(err) {
+		return text, err
+	}
+	return v.Backend.Text(ctx, id)
+}
+
+// Close closes an intent through the desk, else directly.
+func (v *ViaDesk) Close(ctx context.Context, id string) error {
+	if err := v.Desk.Close(ctx, id); answered(err) {
+		return err
+	}
+	return v.Backend.Close(ctx, id)
+}
+
+// CloseOldest closes a chat's oldest pending intent through the desk, else directly.
+func (v *ViaDesk) CloseOldest(ctx context.Context, chat string) (string, error) {
+	id, err := v.Desk.CloseOldest(ctx, chat)
+	if answered(err) {
+		return id, err
+	}
+	return v.Backend.CloseOldest(ctx, chat)
+}
+
+// SendInbox sends an agent's message through the desk, else directly.
+func (v *ViaDesk) SendInbox(ctx context.Context, agent string, msg hookapi.InboxSend) error {
+	if err := v.Desk.SendInbox(ctx, agent, msg); answered(err) {
+		return err
+	}
+	return v.Backend.SendInbox(ctx, agent, msg)
+}
+
+// answered says whether a call through the desk has its answer: done, or refused for a reason
+// the hook acts on (no such intent, one that has ended). Any other error sends the call the
+// other way.
+func answered(err error) bool {
+	return err == nil || errors.Is(err, hookapi.ErrNotFound) || errors.Is(err, hookapi.ErrNotOpen)
 }
 
 // Lazy is a Backend that dials on its first call: a hook that only takes and commits through

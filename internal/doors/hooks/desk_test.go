@@ -3,6 +3,7 @@ package hooks
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 
@@ -30,6 +31,12 @@ func (*goneDesk) PendingPage(context.Context, intent.Filter, int) (intent.Page, 
 func (*goneDesk) Unread(context.Context, string) (workflows.InboxUnread, error) {
 	return workflows.InboxUnread{}, errGone
 }
+func (*goneDesk) Text(context.Context, string) (string, error)        { return "", errGone }
+func (*goneDesk) Close(context.Context, string) error                 { return errGone }
+func (*goneDesk) CloseOldest(context.Context, string) (string, error) { return "", errGone }
+func (*goneDesk) SendInbox(context.Context, string, workflows.InboxSend) error {
+	return errGone
+}
 
 // deadBackend is Temporal gone with the worker (the embedded server).
 type deadBackend struct{ fakeBackend }
@@ -56,5 +63,37 @@ func TestCommitRecordedWhenTheWorkerIsGone(t *testing.T) {
 	info, err := entries[0].Info()
 	if err != nil || info.Mode().Perm() != 0o600 {
 		t.Fatalf("record mode: %v %v", info, err)
+	}
+}
+
+// endedDesk is a desk whose worker answers that every intent has ended.
+type endedDesk struct{ goneDesk }
+
+func (*endedDesk) Close(_ context.Context, id string) error {
+	return fmt.Errorf("hook desk: intent %s: %w", id, intent.ErrNotOpen)
+}
+
+// Issue 38: a hook's closes, reads and inbox sends go through the desk (the worker's client, no
+// connection of the hook's own); an intent that has ended is the desk's answer, not asked again,
+// and a desk that is gone sends the call the other way.
+func TestIntentCallsGoThroughTheDesk(t *testing.T) {
+	ctx := context.Background()
+	b := &fakeBackend{}
+	ended := &ViaDesk{Desk: &endedDesk{}, Backend: b}
+	if err := ended.Close(ctx, "intent/5/1"); !errors.Is(err, intent.ErrNotOpen) {
+		t.Fatalf("close of an ended intent: %v", err)
+	}
+	if len(b.closed) != 0 {
+		t.Fatalf("an answer of the desk was asked again: %v", b.closed)
+	}
+	gone := &ViaDesk{Desk: &goneDesk{}, Backend: b}
+	if err := gone.Close(ctx, "intent/5/2"); err != nil {
+		t.Fatalf("close with the desk gone: %v", err)
+	}
+	if err := gone.SendInbox(ctx, "boss", workflows.InboxSend{From: "s", Content: "done"}); err != nil {
+		t.Fatalf("send with the desk gone: %v", err)
+	}
+	if len(b.closed) != 1 || b.closed[0] != "intent/5/2" || len(b.sent) != 1 {
+		t.Fatalf("the calls did not go the other way: closed %v, sent %v", b.closed, b.sent)
 	}
 }

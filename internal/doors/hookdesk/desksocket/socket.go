@@ -35,11 +35,16 @@ const MaxRequest = 1 << 20
 // ioTimeout bounds one exchange on the socket.
 const ioTimeout = 5 * time.Second
 
-// Reader answers the hooks' reads with the worker's own Temporal client: a hook that reads
-// through the desk needs no connection of its own.
+// Reader answers the hooks' reads, and the calls on intents and inboxes they make, with the
+// worker's own Temporal client (hooktemporal.Temporal): a hook that goes through the desk needs
+// no connection of its own.
 type Reader interface {
 	PendingPage(ctx context.Context, f hookapi.Filter, limit int) (hookapi.Page, error)
 	Unread(ctx context.Context, agent string) (hookapi.InboxUnread, error)
+	Text(ctx context.Context, id string) (string, error)
+	Close(ctx context.Context, id string) error
+	CloseOldest(ctx context.Context, chat string) (string, error)
+	SendInbox(ctx context.Context, agent string, msg hookapi.InboxSend) error
 }
 
 // maxResponse bounds an answer a hook reads (a page of intents with their texts, an inbox).
@@ -57,6 +62,10 @@ type request struct {
 	Filter  *hookapi.Filter      `json:"filter,omitempty"`
 	Limit   int                  `json:"limit,omitempty"`
 	Agent   string               `json:"agent,omitempty"`
+	// ID is an intent's workflow ID (opText, opClose), Chat a chat (opCloseOldest).
+	ID   string             `json:"id,omitempty"`
+	Chat string             `json:"chat,omitempty"`
+	Send *hookapi.InboxSend `json:"send,omitempty"`
 }
 
 // response is the desk's answer.
@@ -69,7 +78,18 @@ type response struct {
 	Texts []string      `json:"texts,omitempty"`
 	// Unread is what is unread in an agent's inbox (opUnread).
 	Unread *hookapi.InboxUnread `json:"unread,omitempty"`
+	// Text is an intent's full text (opText), ID the intent closed (opCloseOldest).
+	Text string `json:"text,omitempty"`
+	ID   string `json:"id,omitempty"`
+	// Code names an error the hook acts on: codeNotFound, codeNotOpen.
+	Code string `json:"code,omitempty"`
 }
+
+// Codes of the errors a hook acts on (hookapi.ErrNotFound, hookapi.ErrNotOpen).
+const (
+	codeNotFound = "not-found"
+	codeNotOpen  = "not-open"
+)
 
 // Operations on the socket.
 const (
@@ -79,6 +99,11 @@ const (
 	opContext = "context"
 	opPending = "pending"
 	opUnread  = "unread"
+	// Calls on intents and inboxes, made with the worker's client (Reader).
+	opText        = "text"
+	opClose       = "close"
+	opCloseOldest = "close-oldest"
+	opSendInbox   = "send-inbox"
 )
 
 // Desk is what the socket serves: the worker's hook desk (hookdesk.Desk).
@@ -213,31 +238,32 @@ func (s *Server) answer(c net.Conn) {
 		s.log.Warn("hook desk: call without the access token refused")
 		res.Error = "access token required"
 	default:
-		res = s.call(req)
+		res = answerCall(s.desk, s.reader, req)
 	}
 	data, _ := json.Marshal(res)
 	_, _ = c.Write(append(data, '\n'))
 }
 
-func (s *Server) call(req request) response {
+// answerCall answers one request with desk and reader (nil: no reader).
+func answerCall(desk Desk, reader Reader, req request) response {
 	var res response
 	var err error
+	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
+	defer cancel()
 	switch {
 	case req.Op == opTake && req.Take != nil:
 		var t hookapi.TakeResult
-		t, err = s.desk.Take(req.Session, *req.Take)
+		t, err = desk.Take(req.Session, *req.Take)
 		res.Take = &t
 	case req.Op == opCommit:
-		err = s.desk.Commit(req.Session, req.Key)
+		err = desk.Commit(req.Session, req.Key)
 	case req.Op == opReport && req.Event != nil:
-		err = s.desk.Report(req.Session, *req.Event)
+		err = desk.Report(req.Session, *req.Event)
 	case req.Op == opContext:
-		err = s.desk.Context(req.Session, req.Key, req.Text)
-	case req.Op == opPending && req.Filter != nil && s.reader != nil:
-		ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
-		defer cancel()
+		err = desk.Context(req.Session, req.Key, req.Text)
+	case req.Op == opPending && req.Filter != nil && reader != nil:
 		var page hookapi.Page
-		if page, err = s.reader.PendingPage(ctx, *req.Filter, req.Limit); err == nil {
+		if page, err = reader.PendingPage(ctx, *req.Filter, req.Limit); err == nil {
 			res.Page = &page
 			for _, p := range page.Intents {
 				res.Texts = append(res.Texts, p.Text)
@@ -248,11 +274,9 @@ func (s *Server) call(req request) response {
 		// the inbox asked through the worker's client. A word that names unread messages is read
 		// again first (a Stop it blocks costs the agent a turn, and the agent may have read them
 		// a moment ago, before its session's word reached the desk); "nothing unread" is not.
-		u, known := s.desk.UnreadInbox(req.Agent)
-		if (!known || u.Count > 0) && s.reader != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
-			defer cancel()
-			if read, rerr := s.reader.Unread(ctx, req.Agent); rerr == nil {
+		u, known := desk.UnreadInbox(req.Agent)
+		if (!known || u.Count > 0) && reader != nil {
+			if read, rerr := reader.Unread(ctx, req.Agent); rerr == nil {
 				u, known = read, true
 			} else if !known {
 				err = rerr
@@ -263,11 +287,25 @@ func (s *Server) call(req request) response {
 		} else if err == nil {
 			err = errors.New("no reader of the inboxes here")
 		}
+	case req.Op == opText && reader != nil:
+		res.Text, err = reader.Text(ctx, req.ID)
+	case req.Op == opClose && reader != nil:
+		err = reader.Close(ctx, req.ID)
+	case req.Op == opCloseOldest && reader != nil:
+		res.ID, err = reader.CloseOldest(ctx, req.Chat)
+	case req.Op == opSendInbox && req.Send != nil && reader != nil:
+		err = reader.SendInbox(ctx, req.Agent, *req.Send)
 	default:
 		err = fmt.Errorf("unknown call %q", req.Op)
 	}
 	if err != nil {
 		res = response{Error: err.Error()}
+		switch {
+		case errors.Is(err, hookapi.ErrNotFound):
+			res.Code = codeNotFound
+		case errors.Is(err, hookapi.ErrNotOpen):
+			res.Code = codeNotOpen
+		}
 	}
 	return res
 }
@@ -319,23 +357,23 @@ type Client struct {
 	// Path is the desk's socket (SocketPath), Token the access token.
 	Path  string
 	Token string
+	// via, when set, carries the calls instead of the socket (Child.Client).
+	via func(ctx context.Context, req request) (response, error)
 }
 
 // ErrNoDesk says no desk answers on the socket (no worker runs here): the hook goes the slow way.
 var ErrNoDesk = errors.New("no hook desk answers")
 
 func (c Client) call(ctx context.Context, req request) (response, error) {
+	if c.via != nil {
+		return c.via(ctx, req)
+	}
 	req.Token = c.Token
-	conn, err := dial(ctx, c.Path)
+	conn, err := c.connect(ctx)
 	if err != nil {
-		return response{}, fmt.Errorf("%w: %w", ErrNoDesk, err)
+		return response{}, err
 	}
 	defer conn.Close()
-	// The token goes only to a desk of this user's (a socket in a folder others may enter could
-	// be another's).
-	if err := samePeer(conn); err != nil {
-		return response{}, fmt.Errorf("%w: %w", ErrNoDesk, err)
-	}
 	deadline := time.Now().Add(ioTimeout)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
 		deadline = dl
@@ -356,10 +394,44 @@ func (c Client) call(ctx context.Context, req request) (response, error) {
 	if err := json.Unmarshal(line, &res); err != nil {
 		return response{}, fmt.Errorf("hook desk: answer is not the expected JSON: %w", err)
 	}
-	if res.Error != "" {
-		return response{}, fmt.Errorf("hook desk: %s", res.Error)
+	return res, res.err()
+}
+
+// err is the error an answer carries: the intent errors a hook acts on as themselves.
+func (res response) err() error {
+	switch {
+	case res.Error == "":
+		return nil
+	case res.Code == codeNotFound:
+		return fmt.Errorf("hook desk: %s: %w", res.Error, hookapi.ErrNotFound)
+	case res.Code == codeNotOpen:
+		return fmt.Errorf("hook desk: %s: %w", res.Error, hookapi.ErrNotOpen)
 	}
-	return res, nil
+	return fmt.Errorf("hook desk: %s", res.Error)
+}
+
+// connect reaches the desk: a socket of this user's (the token goes only to a desk of this
+// user's: a socket in a folder others may enter could be another's). Its errors wrap ErrNoDesk.
+func (c Client) connect(ctx context.Context) (net.Conn, error) {
+	conn, err := dial(ctx, c.Path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoDesk, err)
+	}
+	if err := samePeer(conn); err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("%w: %w", ErrNoDesk, err)
+	}
+	return conn, nil
+}
+
+// Ping says whether a desk of this user's listens on the socket (an error wrapping ErrNoDesk
+// when none does); it sends nothing.
+func (c Client) Ping(ctx context.Context) error {
+	conn, err := c.connect(ctx)
+	if err != nil {
+		return err
+	}
+	return conn.Close()
 }
 
 // dial connects to the socket at path through a descriptor of its folder (an address short
@@ -436,4 +508,28 @@ func (c Client) Unread(ctx context.Context, agent string) (hookapi.InboxUnread, 
 		return hookapi.InboxUnread{}, errors.New("hook desk: no unread inbox in the answer")
 	}
 	return *res.Unread, nil
+}
+
+// Text is an intent's full text, read with the worker's client.
+func (c Client) Text(ctx context.Context, id string) (string, error) {
+	res, err := c.call(ctx, request{Op: opText, ID: id})
+	return res.Text, err
+}
+
+// Close closes an intent with the worker's client.
+func (c Client) Close(ctx context.Context, id string) error {
+	_, err := c.call(ctx, request{Op: opClose, ID: id})
+	return err
+}
+
+// CloseOldest closes a chat's oldest pending intent with the worker's client.
+func (c Client) CloseOldest(ctx context.Context, chat string) (string, error) {
+	res, err := c.call(ctx, request{Op: opCloseOldest, Chat: chat})
+	return res.ID, err
+}
+
+// SendInbox puts a message in an agent's inbox with the worker's client.
+func (c Client) SendInbox(ctx context.Context, agent string, msg hookapi.InboxSend) error {
+	_, err := c.call(ctx, request{Op: opSendInbox, Agent: agent, Send: &msg})
+	return err
 }
