@@ -15,10 +15,11 @@ RACE_PKGS := ./config/... ./workflows/... ./activities/... ./internal/policy/...
 run: build
 	./$(BIN)/worker $(ARGS)
 
-## build: bin/worker and bin/starter
+## build: bin/worker, bin/starter and bin/intentq-hook (the agents' hooks, without the Temporal SDK)
 build:
 	$(GO) build -o $(BIN)/worker ./worker
 	$(GO) build -o $(BIN)/starter ./starter
+	$(GO) build -o $(BIN)/intentq-hook ./intentq-hook
 
 ## peers: the real programs the tests run against (tmux, PostgreSQL, bun, Claude Code, Codex),
 ## installed where missing (scripts/install-peers; idempotent)

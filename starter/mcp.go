@@ -46,7 +46,7 @@ func newMCP() *cobra.Command {
 			}
 			agent := os.Getenv("INTENTQ_AGENT_ID")
 			if agent == "" {
-				agent = tmuxAgentID(cmd.Context())
+				agent = hooks.TmuxAgentID(cmd.Context())
 			}
 			if _, ok := cfg.Sessions[session]; session != "" && !ok {
 				return usage(cmd, fmt.Errorf("--session %s: no such session in the config", session))

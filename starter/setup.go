@@ -229,6 +229,7 @@ func setupHooks(out io.Writer, path, starter string, dryRun bool) error {
 		for _, h := range intentqhooks.ClaudeEvents {
 			groups, _ := hooks[h.Name].([]any)
 			if group := intentqhooks.Group(groups, h.Arg); group != nil {
+				changed = retarget(group, starter) || changed
 				// post-tool-use hands over messages after every tool: an older setup limited it
 				// to the reply and reminder tools.
 				if _, limited := group["matcher"]; limited && h.Arg == intentqhooks.EventPostToolUse {
@@ -237,7 +238,7 @@ func setupHooks(out io.Writer, path, starter string, dryRun bool) error {
 				}
 				continue
 			}
-			group := map[string]any{"hooks": []any{map[string]any{"type": "command", "command": shellQuote(starter) + " hook " + h.Arg, "timeout": intentqhooks.TimeoutFor(h.Arg)}}}
+			group := map[string]any{"hooks": []any{map[string]any{"type": "command", "command": hookCommand(starter, h.Arg), "timeout": intentqhooks.TimeoutFor(h.Arg)}}}
 			hooks[h.Name] = append(groups, group)
 			changed = true
 		}
@@ -291,6 +292,7 @@ func mergeCLIHooks(doc map[string]any, events []intentqhooks.ClaudeEvent, flag, 
 			}
 		}
 		if group := intentqhooks.Group(groups, h.Arg); group != nil {
+			changed = retarget(group, starter) || changed
 			list, _ := group["hooks"].([]any)
 			for _, e := range list {
 				entry, _ := e.(map[string]any)
@@ -302,12 +304,50 @@ func mergeCLIHooks(doc map[string]any, events []intentqhooks.ClaudeEvent, flag, 
 			}
 			continue
 		}
-		entry := map[string]any{"type": "command", "command": shellQuote(starter) + " hook " + h.Arg + " " + flag, "timeout": timeout(h.Arg)}
+		entry := map[string]any{"type": "command", "command": hookCommand(starter, h.Arg) + " " + flag, "timeout": timeout(h.Arg)}
 		hooks[h.Name] = append(groups, map[string]any{"hooks": []any{entry}})
 		changed = true
 	}
 	doc["hooks"] = hooks
 	return changed, nil
+}
+
+// HookBinary is the hook binary without the Temporal SDK (intentq-hook): setup installs it
+// for the agents' hooks when it sits beside the starter, else the starter answers them.
+const HookBinary = "intentq-hook"
+
+// hookProgram is the program the agents' hooks run: intentq-hook beside the starter, else the
+// starter.
+func hookProgram(starter string) string {
+	p := filepath.Join(filepath.Dir(starter), HookBinary)
+	if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o100 != 0 {
+		return p
+	}
+	return starter
+}
+
+// hookCommand is the command line of intentq's hook for arg.
+func hookCommand(starter, arg string) string {
+	return shellQuote(hookProgram(starter)) + " hook " + arg
+}
+
+// retarget points the hooks a setup wrote with this starter (`<starter> hook <arg>`) at the
+// hook program (hookProgram) and reports whether it changed one; others stay as they are.
+func retarget(group map[string]any, starter string) bool {
+	from, to := shellQuote(starter)+" hook ", shellQuote(hookProgram(starter))+" hook "
+	if from == to {
+		return false
+	}
+	changed := false
+	list, _ := group["hooks"].([]any)
+	for _, e := range list {
+		entry, _ := e.(map[string]any)
+		if cmd, _ := entry["command"].(string); strings.HasPrefix(cmd, from) {
+			entry["command"] = to + strings.TrimPrefix(cmd, from)
+			changed = true
+		}
+	}
+	return changed
 }
 
 // wholeServer is the permission rule that allows every tool of the intentq MCP server: setup

@@ -27,7 +27,7 @@ import (
 )
 
 // burstHooks are the hooks BenchmarkN26BurstNeverSlowsTheAgent runs as Claude Code does (a new
-// `starter hook` process each), in this order, per round.
+// `intentq-hook hook` process each, as setup installs them), in this order, per round.
 var burstHooks = []struct{ event, input string }{
 	{"session-start", `{"session_id":"s","source":"startup"}`},
 	{"user-prompt-submit", `{"session_id":"s","prompt":"hello","prompt_id":"p%d"}`},
@@ -207,7 +207,7 @@ func BenchmarkN26BurstNeverSlowsTheAgent(b *testing.B) {
 				input = fmt.Sprintf(input, i)
 			}
 			start := time.Now()
-			cmd := exec.Command(filepath.Join(bin, "starter"), "hook", event)
+			cmd := exec.Command(filepath.Join(bin, "intentq-hook"), "hook", event)
 			cmd.Env, cmd.Stdin = env, strings.NewReader(input)
 			out, err := cmd.CombinedOutput()
 			if err != nil {

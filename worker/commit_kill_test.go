@@ -47,9 +47,22 @@ func (k *killAtPrint) Write(p []byte) (int, error) {
 // server) killed with SIGKILL right after the hook printed it and before it committed. The hook
 // records the commit on disk; the next worker applies it before its workflows run: after the
 // restart, and after the take's lease has long ended, the message is neither handed over nor
-// typed again, and it counts delivered. A message sent after it is typed once, alone.
+// typed again, and it counts delivered. A message sent after it is typed once, alone. The hooks
+// reach Temporal themselves, as `starter hook` does.
 func TestHookCommitSurvivesWorkerKill(t *testing.T) {
 	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
+	hookCommitSurvivesWorkerKill(t, false)
+}
+
+// TestHookBinaryCommitSurvivesWorkerKill is TestHookCommitSurvivesWorkerKill with the hooks as
+// intentq-hook runs them (issue 38): what the desk does not answer goes to `starter hook
+// backend`, a child that has the Temporal SDK.
+func TestHookBinaryCommitSurvivesWorkerKill(t *testing.T) {
+	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
+	hookCommitSurvivesWorkerKill(t, true)
+}
+
+func hookCommitSurvivesWorkerKill(t *testing.T, viaChild bool) {
 	bin := binaries(t)
 	bot := fakebot.New("32:kill")
 	env, home, pane := standInSecretary(t, bin, "32:kill", bot)
@@ -59,13 +72,22 @@ func TestHookCommitSurvivesWorkerKill(t *testing.T) {
 	port := envValue(t, env, "INTENTQ_TEMPORAL_EMBEDDED_PORT")
 
 	// The agent's hooks, run here as Claude Code runs `starter hook`: through the worker's desk,
-	// and Temporal when it does not answer.
+	// and Temporal (or intentq-hook's starter child) when it does not answer.
 	dial := func(ctx context.Context) (hooks.Backend, func(), error) {
 		tok, err := trust.ReadToken(trust.TokenPath(dataDir))
 		if err != nil {
 			return nil, nil, err
 		}
 		temporal, closeFn := hooks.Lazy(func(ctx context.Context) (hooks.Backend, func(), error) {
+			if viaChild {
+				cmd := exec.Command(filepath.Join(bin, "starter"), "hook", "backend")
+				cmd.Env = env
+				child, err := desksocket.StartChild(cmd)
+				if err != nil {
+					return nil, nil, err
+				}
+				return child.Client(), func() { _ = child.Close() }, nil
+			}
 			c, err := client.DialContext(ctx, client.Options{HostPort: "127.0.0.1:" + port,
 				Credentials: client.NewAPIKeyStaticCredentials(tok), ConnectionOptions: client.ConnectionOptions{TLSDisabled: true}})
 			if err != nil {

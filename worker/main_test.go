@@ -406,7 +406,8 @@ func starterCommands(t testing.TB, starter string, env []string) {
 
 // Hardening, SPEC S4: a hook that cannot load its config still allows (exit 0, no output) but
 // says so where the person sees it: one ntfy push per cause, however many hook runs meet it,
-// and `starter doctor` shows the last hook error until a hook run works again.
+// and `starter doctor` shows the last hook error until a hook run works again. intentq-hook, as
+// setup installs it, hands such a run to the starter: the same one voice.
 func TestHookConfigErrorIsReported(t *testing.T) {
 	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	if testing.Short() {
@@ -421,9 +422,9 @@ func TestHookConfigErrorIsReported(t *testing.T) {
 		fmt.Sprintf("INTENTQ_TEMPORAL_EMBEDDED_PORT=%d", testenv.FreePort(t))}
 	bad := append(append([]string{}, good...), "INTENTQ_HOOKS_TIMEOUT=abc")
 
-	hook := func(env []string) {
+	hook := func(env []string, program string) {
 		t.Helper()
-		cmd := exec.Command(starter, "hook", "stop")
+		cmd := exec.Command(filepath.Join(filepath.Dir(starter), program), "hook", "stop")
 		cmd.Env = env
 		cmd.Stdin = strings.NewReader(`{"session_id":"s","stop_hook_active":false}`)
 		var stdout, stderr bytes.Buffer
@@ -450,8 +451,8 @@ func TestHookConfigErrorIsReported(t *testing.T) {
 		return doctor.Result{}
 	}
 
-	for i := 0; i < 3; i++ {
-		hook(bad)
+	for _, program := range []string{"starter", "intentq-hook", "intentq-hook"} {
+		hook(bad, program)
 	}
 	if msgs := ntfy.Messages(); len(msgs) != 1 || !strings.Contains(msgs[0].Message, "hooks.timeout") {
 		t.Fatalf("pushes = %+v, want one naming hooks.timeout", msgs)
@@ -459,7 +460,7 @@ func TestHookConfigErrorIsReported(t *testing.T) {
 	if r := hookErrors(); r.OK || !strings.Contains(r.Detail, "hooks.timeout") || !strings.Contains(r.Detail, "3 runs") {
 		t.Errorf("doctor hook errors = %+v", r)
 	}
-	hook(good)
+	hook(good, "intentq-hook")
 	if r := hookErrors(); !r.OK {
 		t.Errorf("after a working hook run: %+v", r)
 	}
@@ -509,9 +510,12 @@ func TestSetupHooksAndService(t *testing.T) {
 	}
 	// The person's own hook stays; an older setup's post-tool-use, limited to two tools, now
 	// runs after every tool (it hands over messages at each tool call); its allowance of the
-	// whole intentq MCP server becomes one of the session-scoped tools (issue 23).
+	// whole intentq MCP server becomes one of the session-scoped tools (issue 23). The hook an
+	// earlier setup of this starter wrote runs intentq-hook now (issue 38), one written by hand
+	// stays as it is.
 	mine := `{"model": "opus", "permissions": {"allow": ["Bash(ls:*)", "mcp__intentq"]}, "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "my-guard"}]}],
-	  "PostToolUse": [{"matcher": "mcp__plugin_telegram_telegram__reply|Bash", "hooks": [{"type": "command", "command": "/old/starter hook post-tool-use", "timeout": 10}]}]}}`
+	  "PostToolUse": [{"matcher": "mcp__plugin_telegram_telegram__reply|Bash", "hooks": [{"type": "command", "command": "/old/starter hook post-tool-use", "timeout": 10}]}],
+	  "Stop": [{"hooks": [{"type": "command", "command": "` + filepath.Join(bin, "starter") + ` hook stop", "timeout": 10}]}]}}`
 	if err := os.WriteFile(settings, []byte(mine), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -538,6 +542,19 @@ func TestSetupHooksAndService(t *testing.T) {
 	}
 	if r := doctor.Hooks(settings); !r.OK {
 		t.Errorf("doctor after setup: %+v", r)
+	}
+	hookBin := filepath.Join(bin, "intentq-hook")
+	for name, groups := range got.Hooks {
+		for _, g := range groups {
+			for _, h := range g["hooks"].([]any) {
+				cmd := h.(map[string]any)["command"].(string)
+				switch {
+				case cmd == "my-guard" || cmd == "/old/starter hook post-tool-use":
+				case !strings.HasPrefix(cmd, hookBin+" hook "):
+					t.Errorf("%s runs %q, not intentq-hook", name, cmd)
+				}
+			}
+		}
 	}
 	// Only the session-scoped MCP tools are allowed without a prompt (issue 23): not the whole
 	// server, not inbox_send.

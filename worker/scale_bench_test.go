@@ -67,7 +67,7 @@ func procStat(t testing.TB, pid int) (rss int64, cpu time.Duration) {
 
 // BenchmarkN15PendingScale grows one worker's pending intents to 10, 1,000 and 10,000 (ingest
 // door) and measures at each size, once the burst's work is done: every hook's wall time as
-// Claude Code runs it (`starter hook EVENT`, a new process each time, p50 and max of 20;
+// Claude Code runs it (`intentq-hook hook EVENT`, as setup installs it, a new process each time, p50 and max of 20;
 // post-tool-use after Read, and after Bash with the reminder of old intents due every time),
 // `starter pending` listing them all, the worker's resident memory and its idle CPU over 30 s
 // (reminders are an hour away: nothing is due); and, once, the floor under every hook: a
@@ -144,7 +144,7 @@ func BenchmarkN15PendingScale(b *testing.B) {
 						input = fmt.Sprintf(input, pending*100+i)
 					}
 					start := time.Now()
-					cmd := exec.Command(filepath.Join(bin, "starter"), "hook", strings.TrimSuffix(event, "-bash"))
+					cmd := exec.Command(filepath.Join(bin, "intentq-hook"), "hook", strings.TrimSuffix(event, "-bash"))
 					cmd.Env, cmd.Stdin = env, strings.NewReader(input)
 					if out, err := cmd.CombinedOutput(); err != nil {
 						b.Fatalf("hook %s: %v %s", event, err, out)

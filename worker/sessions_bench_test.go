@@ -45,7 +45,7 @@ var anyMarker = regexp.MustCompile(`【新着メッセージ】msg_id=(\d+) chat
 // once through the ingest endpoint: every message reaches its agent once (typed, or handed over
 // by the hooks run during the burst); when each session got its first and last message (no
 // session starves: the slowest session's first and last); each hook's wall time during the
-// burst (p50 and max, Claude Code's way: a new process each time, for sessions spread over the
+// burst (p50 and max, Claude Code's way: an intentq-hook process each time, as setup installs it, for sessions spread over the
 // 50); the worker's CPU and peak RSS during the burst; and its CPU and RSS over 30 s at rest
 // afterwards, 50 sessions waiting. Goals (issue 38): hooks p50 < 50 ms and max < 250 ms during
 // the burst, the last session's last message within 60 s, idle CPU < 2 % and RSS < 800 MB.
@@ -112,7 +112,7 @@ func BenchmarkN38ManySessions(b *testing.B) {
 			if strings.Contains(input, "%d") {
 				input = fmt.Sprintf(input, i)
 			}
-			cmd := exec.Command(filepath.Join(bin, "starter"), "hook", event)
+			cmd := exec.Command(filepath.Join(bin, "intentq-hook"), "hook", event)
 			cmd.Env, cmd.Stdin = append(env, fmt.Sprintf("INTENTQ_AGENT_ID=s%d", session)), strings.NewReader(input)
 			start := time.Now()
 			out, err := cmd.CombinedOutput()

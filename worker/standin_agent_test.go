@@ -22,8 +22,9 @@ import (
 // running tests (TestMain): what BenchmarkN26BurstNeverSlowsTheAgent types into. It reads the
 // pane's terminal raw (the shell sets `stty raw -echo`) with bracketed paste on; a prompt ends
 // at Enter (a carriage return outside a bracketed paste). For each prompt it reports, as Claude Code does, through
-// `starter hook user-prompt-submit` (the receipt that confirms a typed delivery), appends the
-// prompt to the file, and ends its turn at once (`starter hook stop`). What the hooks hand
+// `intentq-hook hook user-prompt-submit` (the receipt that confirms a typed delivery; setup
+// installs intentq-hook beside the starter), appends the prompt to the file, and ends its turn at
+// once (`intentq-hook hook stop`). What the hooks hand
 // over is written to the file too. The starter is
 // standInStarter; the hooks' config comes from the environment.
 const (
@@ -80,7 +81,7 @@ func runStandInAgent(out, starter string) {
 	// user-prompt-submit hook's context reaches the model after the prompt, FACTS.md).
 	hook := func(event string, input any) (context string) {
 		b, _ := json.Marshal(input)
-		cmd := exec.Command(starter, "hook", event)
+		cmd := exec.Command(filepath.Join(filepath.Dir(starter), "intentq-hook"), "hook", event)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(b), &stdout, &stderr
 		began := time.Now()

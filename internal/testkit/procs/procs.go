@@ -38,7 +38,7 @@ func Binaries(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		binDir, buildErr = os.MkdirTemp("", "intentq-bin")
-		for _, name := range []string{"worker", "starter"} {
+		for _, name := range []string{"worker", "starter", "intentq-hook"} {
 			if buildErr != nil {
 				return
 			}

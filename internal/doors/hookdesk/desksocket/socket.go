@@ -238,18 +238,18 @@ func (s *Server) answer(c net.Conn) {
 		s.log.Warn("hook desk: call without the access token refused")
 		res.Error = "access token required"
 	default:
-		res = answerCall(s.desk, s.reader, req)
+		ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
+		res = answerCall(ctx, s.desk, s.reader, req)
+		cancel()
 	}
 	data, _ := json.Marshal(res)
 	_, _ = c.Write(append(data, '\n'))
 }
 
-// answerCall answers one request with desk and reader (nil: no reader).
-func answerCall(desk Desk, reader Reader, req request) response {
+// answerCall answers one request with desk and reader (nil: no reader) within ctx.
+func answerCall(ctx context.Context, desk Desk, reader Reader, req request) response {
 	var res response
 	var err error
-	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
-	defer cancel()
 	switch {
 	case req.Op == opTake && req.Take != nil:
 		var t hookapi.TakeResult

@@ -1,0 +1,194 @@
+// Command intentq-hook answers the agents' hooks as `starter hook` does, with the same command
+// line (intentq-hook hook <event> [--cli ...] [--session ...]), in a binary without the Temporal
+// SDK: it starts in a few milliseconds instead of the starter's ~15, at every prompt, tool call
+// and turn boundary of every agent (issue 38). It takes, commits, reports and reads through the
+// worker's hook desk; a call the desk does not answer goes to `starter hook backend`, started
+// beside it at the first such call. What it does not answer itself it hands whole, input and
+// all, to `starter hook`: the permission hook, a config it cannot read, no desk here (no worker
+// on this machine), an agent bound to another pane, any other command line. setup installs it
+// when it sits beside the starter (`make build` puts both in bin/).
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+
+	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/base/logging"
+	"github.com/intentq/intentq/internal/base/private"
+	"github.com/intentq/intentq/internal/base/trust"
+	"github.com/intentq/intentq/internal/doors/hookdesk/desksocket"
+	"github.com/intentq/intentq/internal/doors/hooks"
+)
+
+// StarterName is the starter's file name: intentq-hook finds it in its own folder.
+const StarterName = "starter"
+
+// pingTimeout bounds the look for a desk on the socket.
+const pingTimeout = time.Second
+
+func main() {
+	private.Umask()
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout))
+}
+
+// run answers one hook and returns the exit code (0 unless the starter it handed over to says
+// otherwise: a hook never wedges its agent).
+func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) int {
+	logger, _ := logging.New(config.Log{Level: "warn", Format: "console"})
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	starter, err := starterPath()
+	if err != nil {
+		logger.Warn("intentq-hook: no starter beside it; allowing", zap.Error(err))
+		_, _ = io.Copy(io.Discard, stdin)
+		return 0
+	}
+	h := handOver{starter: starter, args: args, stdout: stdout, logger: logger}
+	fs, call, ok := parse(args)
+	if !ok {
+		return h.now()
+	}
+	cfg, err := config.Load(fs)
+	if err != nil || call.Event == hooks.EventPermissionRequest {
+		// The starter reports an unusable config (doctor, one push per cause); the permission
+		// hook waits for the person through Temporal.
+		return h.now()
+	}
+	if err := hooks.ClearError(cfg.DataDir); err != nil {
+		logger.Warn("hook", zap.Error(err))
+	}
+	data, err := io.ReadAll(io.LimitReader(stdin, hooks.MaxInput+1))
+	if err != nil {
+		logger.Warn("hook: input unreadable; printing nothing (the CLI goes on as without intentq)", zap.Error(err))
+		return 0
+	}
+	c, err := hooks.Resolve(ctx, cfg, call, data, logger)
+	if err != nil || c.NeedsPaneCheck(call) {
+		// The pane check reads tmux as the worker's activities do: the starter makes it.
+		return h.with(data)
+	}
+	tok, err := trust.ReadToken(trust.TokenPath(cfg.DataDir))
+	if err != nil {
+		return h.with(data)
+	}
+	desk := desksocket.Client{Path: desksocket.SocketPath(cfg.DataDir), Token: tok}
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	err = desk.Ping(pctx)
+	cancel()
+	if err != nil {
+		return h.with(data) // no worker here: the starter goes to Temporal
+	}
+	s := hooks.CallSettings(cfg, call, c, logger)
+	backend := childBackend(starter, configArgs(fs))
+	dial := func(context.Context) (hooks.Backend, func(), error) {
+		b, closeFn := backend()
+		return hooks.ThroughDesk(cfg.DataDir, tok, b), closeFn, nil
+	}
+	if err := hooks.Run(ctx, call.Event, bytes.NewReader(c.Input), stdout, s, dial, cfg.Hooks.Timeout); err != nil {
+		logger.Warn("hook", zap.Error(err))
+	}
+	return 0
+}
+
+// parse reads a hook's command line: `hook <event>` with --cli, --session and the config's
+// flags; ok is false for anything else (the starter answers it).
+func parse(args []string) (fs *pflag.FlagSet, call hooks.Call, ok bool) {
+	fs = pflag.NewFlagSet("intentq-hook", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	config.RegisterFlags(fs)
+	cli := fs.String("cli", "claude", "")
+	session := fs.String("session", "", "")
+	if err := fs.Parse(args); err != nil {
+		return nil, hooks.Call{}, false
+	}
+	a := fs.Args()
+	if len(a) != 2 || a[0] != "hook" || !slices.Contains(hooks.Events(), a[1]) {
+		return nil, hooks.Call{}, false
+	}
+	return fs, hooks.Call{Event: a[1], CLI: *cli, Session: *session}, true
+}
+
+// configArgs are the config's flags set on fs, for the starter.
+func configArgs(fs *pflag.FlagSet) []string {
+	names := pflag.NewFlagSet("config", pflag.ContinueOnError)
+	config.RegisterFlags(names)
+	var out []string
+	fs.Visit(func(f *pflag.Flag) {
+		if names.Lookup(f.Name) != nil {
+			out = append(out, "--"+f.Name+"="+f.Value.String())
+		}
+	})
+	return out
+}
+
+// childBackend starts `starter hook backend` at the first call the desk does not answer.
+func childBackend(starter string, cfgArgs []string) func() (hooks.Backend, func()) {
+	return func() (hooks.Backend, func()) {
+		return hooks.Lazy(func(context.Context) (hooks.Backend, func(), error) {
+			cmd := exec.Command(starter, append([]string{"hook", "backend"}, cfgArgs...)...)
+			cmd.Stderr = os.Stderr
+			child, err := desksocket.StartChild(cmd)
+			if err != nil {
+				return nil, nil, err
+			}
+			return child.Client(), func() { _ = child.Close() }, nil
+		})
+	}
+}
+
+// starterPath is the starter in intentq-hook's own folder.
+func starterPath() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("intentq-hook: its own path: %w", err)
+	}
+	path := filepath.Join(filepath.Dir(self), StarterName)
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("intentq-hook: %w", err)
+	}
+	return path, nil
+}
+
+// handOver runs the starter's `hook` with the same command line.
+type handOver struct {
+	starter string
+	args    []string
+	stdout  io.Writer
+	logger  *zap.Logger
+}
+
+// now becomes the starter, before anything of the input was read.
+func (h handOver) now() int {
+	err := syscall.Exec(h.starter, append([]string{h.starter}, h.args...), os.Environ())
+	h.logger.Warn("intentq-hook: could not hand the hook to the starter; allowing", zap.Error(err))
+	return 0
+}
+
+// with runs the starter on the input already read, and exits as it does.
+func (h handOver) with(data []byte) int {
+	cmd := exec.Command(h.starter, h.args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(data), h.stdout, os.Stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		return exit.ExitCode()
+	case err != nil:
+		h.logger.Warn("intentq-hook: could not hand the hook to the starter; allowing", zap.Error(err))
+	}
+	return 0
+}

@@ -1,0 +1,183 @@
+package desksocket
+
+// The protocol on a child's stdin and stdout: a hook binary without the Temporal SDK
+// (intentq-hook) asks the starter (`starter hook backend`, which has the SDK) for what the desk
+// did not answer, in the desk's own requests and answers, one JSON line each.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/intentq/intentq/internal/hookapi"
+)
+
+// Backend answers every call of the protocol with a Temporal client of its own
+// (hooktemporal.Temporal in the starter's `hook backend`).
+type Backend interface {
+	Reader
+	Take(ctx context.Context, session string, req hookapi.TakeRequest) (hookapi.TakeResult, error)
+	Taken(ctx context.Context, session, key string) error
+	Report(ctx context.Context, session string, ev hookapi.AgentEvent) error
+	CommitContext(ctx context.Context, session, id, text string) error
+}
+
+// streamCallTimeout bounds one call a stream answers: a hook's whole time (hooks.MaxTimeout);
+// the hook kills its child sooner when its own deadline comes.
+const streamCallTimeout = 10 * time.Second
+
+// ServeStream answers the requests read from in (one JSON line each) on out (one answer line
+// each) with b, until in ends. A line that is not a request gets an error answer.
+func ServeStream(in io.Reader, out io.Writer, b Backend) error {
+	r := bufio.NewReaderSize(in, 64<<10)
+	w := bufio.NewWriter(out)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 {
+			var req request
+			var res response
+			if jerr := json.Unmarshal(line, &req); jerr != nil {
+				res.Error = "request is not the expected JSON: " + jerr.Error()
+			} else {
+				ctx, cancel := context.WithTimeout(context.Background(), streamCallTimeout)
+				res = answerCall(ctx, streamDesk{ctx, b}, b, req)
+				cancel()
+			}
+			data, merr := json.Marshal(res)
+			if merr != nil {
+				data, _ = json.Marshal(response{Error: "answer not encodable: " + merr.Error()})
+			}
+			if _, werr := w.Write(append(data, '\n')); werr != nil {
+				return fmt.Errorf("hook backend: answer: %w", werr)
+			}
+			if werr := w.Flush(); werr != nil {
+				return fmt.Errorf("hook backend: answer: %w", werr)
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("hook backend: request: %w", err)
+		}
+	}
+}
+
+// streamDesk is a Backend as the desk's calls see it: every take, commit and report by
+// Temporal, and nothing known of an inbox beforehand (the Reader reads it).
+type streamDesk struct {
+	ctx context.Context
+	b   Backend
+}
+
+func (d streamDesk) Take(session string, req hookapi.TakeRequest) (hookapi.TakeResult, error) {
+	return d.b.Take(d.ctx, session, req)
+}
+
+func (d streamDesk) Commit(session, key string) error { return d.b.Taken(d.ctx, session, key) }
+
+func (d streamDesk) Report(session string, ev hookapi.AgentEvent) error {
+	return d.b.Report(d.ctx, session, ev)
+}
+
+func (d streamDesk) Context(session, id, text string) error {
+	return d.b.CommitContext(d.ctx, session, id, text)
+}
+
+func (d streamDesk) UnreadInbox(string) (hookapi.InboxUnread, bool) { return hookapi.InboxUnread{}, false }
+
+// Child is a process that answers the protocol on its stdin and stdout (ServeStream), started
+// by StartChild; its Client makes the calls, one at a time.
+type Child struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+	mu  sync.Mutex
+	// broken is why the child answers no more (a call that ran out of time killed it).
+	broken error
+}
+
+// StartChild starts cmd (its stdin and stdout must be unset) to answer the protocol.
+func StartChild(cmd *exec.Cmd) (*Child, error) {
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("hook backend: %w", err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("hook backend: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("hook backend: start %s: %w", cmd.Path, err)
+	}
+	return &Child{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 64<<10)}, nil
+}
+
+// Client is the child as a hook's backend: every call of Client, answered by the child.
+func (c *Child) Client() Client { return Client{via: c.send} }
+
+// send makes one call; a call that outlives ctx kills the child (it answers no more).
+func (c *Child) send(ctx context.Context, req request) (response, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.broken != nil {
+		return response{}, c.broken
+	}
+	data, err := json.Marshal(req)
+	if err != nil {
+		return response{}, fmt.Errorf("hook backend: %w", err)
+	}
+	type result struct {
+		line []byte
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		if _, err := c.in.Write(append(data, '\n')); err != nil {
+			done <- result{err: err}
+			return
+		}
+		line, err := c.out.ReadBytes('\n')
+		done <- result{line, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			c.broken = fmt.Errorf("hook backend: no answer: %w", r.err)
+			return response{}, c.broken
+		}
+		var res response
+		if err := json.Unmarshal(r.line, &res); err != nil {
+			return response{}, fmt.Errorf("hook backend: answer is not the expected JSON: %w", err)
+		}
+		return res, res.err()
+	case <-ctx.Done():
+		c.broken = fmt.Errorf("hook backend: no answer in time: %w", ctx.Err())
+		_ = c.cmd.Process.Kill()
+		return response{}, c.broken
+	}
+}
+
+// Close ends the child: its input closes and it exits (killed when it has not within a second).
+func (c *Child) Close() error {
+	_ = c.in.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- c.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil && c.broken == nil {
+			return fmt.Errorf("hook backend: %w", err)
+		}
+		return nil
+	case <-time.After(time.Second):
+		_ = c.cmd.Process.Kill()
+		<-exited
+		return errors.New("hook backend: did not exit; killed")
+	}
+}
