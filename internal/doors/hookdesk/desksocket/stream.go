@@ -90,7 +90,9 @@ func (d streamDesk) Context(session, id, text string) error {
 	return d.b.CommitContext(d.ctx, session, id, text)
 }
 
-func (d streamDesk) UnreadInbox(string) (hookapi.InboxUnread, bool) { return hookapi.InboxUnread{}, false }
+func (d streamDesk) UnreadInbox(string) (hookapi.InboxUnread, bool) {
+	return hookapi.InboxUnread{}, false
+}
 
 // Child is a process that answers the protocol on its stdin and stdout (ServeStream), started
 // by StartChild; its Client makes the calls, one at a time.
