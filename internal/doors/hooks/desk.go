@@ -9,27 +9,13 @@ import (
 	"github.com/intentq/intentq/internal/hookapi"
 )
 
-// Desk is the worker's hook desk as a hook reaches it (desksocket.Client): a take, a commit and
-// a report answered by the worker's own process, without the Temporal server, and reads made
-// with the worker's own connection (issue 26).
-type Desk interface {
-	Take(ctx context.Context, session string, req hookapi.TakeRequest) (hookapi.TakeResult, error)
-	Taken(ctx context.Context, session, key string) error
-	Report(ctx context.Context, session string, ev hookapi.AgentEvent) error
-	CommitContext(ctx context.Context, session, id, text string) error
-	PendingPage(ctx context.Context, f hookapi.Filter, limit int) (hookapi.Page, error)
-	Unread(ctx context.Context, agent string) (hookapi.InboxUnread, error)
-	Text(ctx context.Context, id string) (string, error)
-	Close(ctx context.Context, id string) error
-	CloseOldest(ctx context.Context, chat string) (string, error)
-	SendInbox(ctx context.Context, agent string, msg hookapi.InboxSend) error
-}
-
 // ViaDesk is the Backend a hook uses: every call through the desk (takes, commits, reports,
 // printed blocks; the lists, texts, closes and inbox sends the worker's client makes), and
 // through Backend (Temporal) when the desk cannot answer.
 type ViaDesk struct {
-	Desk Desk
+	// Desk is the worker's hook desk as a hook reaches it (desksocket.Client): answered by the
+	// worker's own process and its Temporal client, no connection of the hook's own (issue 26).
+	Desk Backend
 	Backend
 	// DataDir is where a commit the desk did not take is recorded for the next worker
 	// (desksocket.RecordCommit); empty: not recorded.

@@ -103,6 +103,8 @@ type Child struct {
 	mu  sync.Mutex
 	// broken is why the child answers no more (a call that ran out of time killed it).
 	broken error
+	// exited is closed once the child has exited (after Close).
+	exited chan struct{}
 }
 
 // StartChild starts cmd (its stdin and stdout must be unset) to answer the protocol.
@@ -118,7 +120,7 @@ func StartChild(cmd *exec.Cmd) (*Child, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("hook backend: start %s: %w", cmd.Path, err)
 	}
-	return &Child{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 64<<10)}, nil
+	return &Child{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 64<<10), exited: make(chan struct{})}, nil
 }
 
 // Client is the child as a hook's backend: every call of Client, answered by the child.
@@ -166,20 +168,17 @@ func (c *Child) send(ctx context.Context, req request) (response, error) {
 	}
 }
 
-// Close ends the child: its input closes and it exits (killed when it has not within a second).
+// Close ends the child: its input closes, and it exits on its own once it has closed its
+// connection (every call was answered before Close). The hook does not wait for that: it is
+// done, and its exit leaves the child to finish.
 func (c *Child) Close() error {
-	_ = c.in.Close()
-	exited := make(chan error, 1)
-	go func() { exited <- c.cmd.Wait() }()
-	select {
-	case err := <-exited:
-		if err != nil && c.broken == nil {
-			return fmt.Errorf("hook backend: %w", err)
-		}
-		return nil
-	case <-time.After(time.Second):
-		_ = c.cmd.Process.Kill()
-		<-exited
-		return errors.New("hook backend: did not exit; killed")
+	err := c.in.Close()
+	go func() {
+		_ = c.cmd.Wait()
+		close(c.exited)
+	}()
+	if err != nil {
+		return fmt.Errorf("hook backend: close its input: %w", err)
 	}
+	return nil
 }

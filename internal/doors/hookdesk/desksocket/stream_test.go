@@ -144,4 +144,9 @@ func TestChildEndsWithItsInput(t *testing.T) {
 	if err := child.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
+	select {
+	case <-child.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the child did not end with its input")
+	}
 }
