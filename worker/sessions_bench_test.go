@@ -245,6 +245,10 @@ func BenchmarkN38ManySessions(b *testing.B) {
 			b.ReportMetric(float64(t[len(t)-1].Microseconds())/1000, h.event+"-max-ms")
 		}
 		b.Logf("%d sessions x %d messages: recorded in %.1fs; first message of the slowest session at %.1fs, its last at %.1fs", sessions, burst, recorded.Seconds(), slowestFirst.Seconds(), slowestLast.Seconds())
+		// How the sessions' last messages spread: one straggler, or all of them late.
+		lasts := slices.Clone(last[1:])
+		slices.Sort(lasts)
+		b.Logf("the sessions' last messages: first done at %.1fs, half by %.1fs, nine in ten by %.1fs", lasts[0].Seconds(), lasts[len(lasts)/2].Seconds(), lasts[len(lasts)*9/10].Seconds())
 		if !*manyRest {
 			continue
 		}
