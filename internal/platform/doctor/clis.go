@@ -225,6 +225,14 @@ func cliHooks(f cliHookFile) (map[string]any, *Result) {
 	if len(missing) > 0 {
 		return nil, &Result{Name: f.name, Status: StatusWarn, Detail: fmt.Sprintf("not installed yet: %s lacks %s", f.path, strings.Join(missing, ", ")), Hint: f.fix + " installs them"}
 	}
+	byEvent := map[string][]any{}
+	for name, groups := range settings {
+		byEvent[name], _ = groups.([]any)
+	}
+	if bad := unrunnableHooks(byEvent, f.events); len(bad) > 0 {
+		return nil, &Result{Name: f.name, Detail: fmt.Sprintf("the hooks in %s cannot run: %s", f.path, strings.Join(bad, "; ")),
+			Hint: "make build puts worker, starter and intentq-hook in bin/; then " + f.fix + " points the hooks at them"}
+	}
 	return doc, nil
 }
 

@@ -15,6 +15,19 @@ import (
 	"github.com/intentq/intentq/internal/testkit/testenv"
 )
 
+// program is an executable file name in home's bin folder (made once): what a hook runs.
+func program(t *testing.T, home, name string) string {
+	t.Helper()
+	path := filepath.Join(home, "bin", name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // codexHooksJSON is a hooks.json with a hook of the person's (group 0 of Stop) and intentq's
 // hooks as `starter setup --cli codex` writes them, each with extra appended to its command.
 func codexHooksJSON(t *testing.T, home string, events []hooks.ClaudeEvent, flag string) map[string]any {
@@ -23,7 +36,7 @@ func codexHooksJSON(t *testing.T, home string, events []hooks.ClaudeEvent, flag 
 	for _, e := range events {
 		groups, _ := h[e.Name].([]any)
 		h[e.Name] = append(groups, map[string]any{"hooks": []any{map[string]any{"type": "command",
-			"command": "'/opt/intentq/starter' hook " + e.Arg + flag, "timeout": 10}}})
+			"command": "'" + program(t, home, "starter") + "' hook " + e.Arg + flag, "timeout": 10}}})
 	}
 	doc := map[string]any{"hooks": h}
 	b, _ := json.MarshalIndent(doc, "", "  ")
@@ -190,7 +203,7 @@ func TestCopilotHooks(t *testing.T) {
 	write := func(flag string) {
 		h := map[string]any{}
 		for _, e := range hooks.CopilotEvents {
-			h[e.Name] = []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": "'/opt/intentq/starter' hook " + e.Arg + flag}}}}
+			h[e.Name] = []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": "'" + program(t, home, "starter") + "' hook " + e.Arg + flag}}}}
 		}
 		b, _ := json.Marshal(map[string]any{"hooks": h})
 		if err := os.WriteFile(filepath.Join(home, "hooks", "intentq.json"), b, 0o600); err != nil {

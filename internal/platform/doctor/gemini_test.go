@@ -18,11 +18,15 @@ func TestGeminiHooks(t *testing.T) {
 	if r := GeminiHooks(home); r.OK || r.Status != StatusWarn {
 		t.Errorf("no settings.json: %+v", r)
 	}
+	starter := filepath.Join(home, "starter")
+	if err := os.WriteFile(starter, []byte("#!/bin/sh\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	write := func(flag string, extra map[string]any) {
 		t.Helper()
 		h := map[string]any{}
 		for _, e := range hooks.GeminiEvents {
-			h[e.Name] = []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": "/bin/starter hook " + e.Arg + flag, "timeout": 10000}}}}
+			h[e.Name] = []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": starter + " hook " + e.Arg + flag, "timeout": 10000}}}}
 		}
 		doc := map[string]any{"hooks": h, "mcpServers": map[string]any{"intentq": map[string]any{"command": "/bin/starter", "args": []any{"mcp"}}}}
 		for k, v := range extra {

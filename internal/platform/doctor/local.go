@@ -213,6 +213,10 @@ func Hooks(path string) Result {
 		return Result{Name: "hooks", Status: StatusWarn, Detail: fmt.Sprintf("not installed yet: %s lacks %s", path, strings.Join(slices.Sorted(slices.Values(missing)), ", ")),
 			Hint: "starter setup installs them"}
 	}
+	if bad := unrunnableHooks(settings.Hooks, hooks.ClaudeEvents); len(bad) > 0 {
+		return Result{Name: "hooks", Detail: fmt.Sprintf("the hooks in %s cannot run: %s", path, strings.Join(bad, "; ")),
+			Hint: "make build puts worker, starter and intentq-hook in bin/; then starter setup points the hooks at them"}
+	}
 	return Result{Name: "hooks", OK: true, Detail: strings.Join(hooks.Events(), ", ") + " in " + path}
 }
 

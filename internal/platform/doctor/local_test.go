@@ -2,6 +2,7 @@ package doctor_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/doors/hooks"
 	"github.com/intentq/intentq/internal/platform/doctor"
 	"github.com/intentq/intentq/internal/testkit/fakebot"
 	"github.com/intentq/intentq/internal/testkit/fakentfy"
@@ -155,5 +157,51 @@ func TestLocalFailsForAPaneGoneAfterUse(t *testing.T) {
 	res := find(doctor.Local(context.Background(), cfg), "tmux secretary")
 	if res.Level() != doctor.StatusFail || !strings.Contains(res.Detail, "no agent: the pane nowhere:0 is gone") || res.Hint != "start it again: starter run-agent secretary" {
 		t.Errorf("gone after use: %+v", res)
+	}
+}
+
+// Issue 38: a hook whose program is gone fails at every prompt and tool call while the CLI goes
+// on without intentq: doctor names the program and the events (setup's quoting read back), and
+// intentq-hook needs the starter beside it, to which it hands what it does not answer.
+func TestHooksWhoseProgramCannotRun(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "it's bin")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	settings := filepath.Join(t.TempDir(), "settings.json")
+	install := func(program string) {
+		t.Helper()
+		quoted := "'" + strings.ReplaceAll(program, "'", `'\''`) + "'"
+		byEvent := map[string]any{}
+		for _, e := range hooks.ClaudeEvents {
+			byEvent[e.Name] = []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": quoted + " hook " + e.Arg}}}}
+		}
+		b, _ := json.Marshal(map[string]any{"hooks": byEvent})
+		if err := os.WriteFile(settings, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hookBin := filepath.Join(dir, "intentq-hook")
+	install(hookBin)
+	if res := doctor.Hooks(settings); res.Level() != doctor.StatusFail || !strings.Contains(res.Detail, hookBin+" does not exist (SessionStart, UserPromptSubmit") {
+		t.Errorf("a program that is gone: %+v", res)
+	}
+	if err := os.WriteFile(hookBin, []byte("#!/bin/sh\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if res := doctor.Hooks(settings); res.Level() != doctor.StatusFail || !strings.Contains(res.Detail, "no starter beside "+hookBin) {
+		t.Errorf("intentq-hook alone: %+v", res)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "starter"), []byte("#!/bin/sh\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if res := doctor.Hooks(settings); !res.OK {
+		t.Errorf("intentq-hook beside its starter: %+v", res)
+	}
+	if err := os.Chmod(hookBin, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if res := doctor.Hooks(settings); res.Level() != doctor.StatusFail || !strings.Contains(res.Detail, "not an executable file") {
+		t.Errorf("a program that cannot be run: %+v", res)
 	}
 }
