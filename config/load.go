@@ -21,6 +21,10 @@ const EnvPrefix = "INTENTQ"
 // EnvConfigFile names the config file when --config is not given.
 const EnvConfigFile = EnvPrefix + "_CONFIG"
 
+// EnvHookStarted is when a hook began (Unix nanoseconds), set by intentq-hook for the starter it
+// hands the hook to: the starter has what is left of the hook's time (hooks.Budget).
+const EnvHookStarted = EnvPrefix + "_HOOK_STARTED"
+
 // nonConfigEnv are INTENTQ_* variables that are not config keys and must not be reported as
 // unknown ones.
 var nonConfigEnv = map[string]bool{
@@ -28,6 +32,7 @@ var nonConfigEnv = map[string]bool{
 	EnvPrefix + "_AGENT_ID": true, // the Stop hook's agent override (SPEC S1)
 	EnvPrefix + "_BUN":      true, // the bun the plugin tests use
 	EnvPrefix + "_CLAUDE":   true, // the Claude Code CLI the end-to-end tests run
+	EnvHookStarted:          true,
 }
 
 // flagKeys maps the command-line flags shared by the worker and the starter to config keys.

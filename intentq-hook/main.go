@@ -4,9 +4,10 @@
 // and turn boundary of every agent (issue 38). It takes, commits, reports and reads through the
 // worker's hook desk; a call the desk does not answer goes to `starter hook backend`, started
 // beside it at the first such call. What it does not answer itself it hands whole, input and
-// all, to `starter hook`: the permission hook, a config it cannot read, no desk here (no worker
-// on this machine), an agent bound to another pane, any other command line. setup installs it
-// when it sits beside the starter (`make build` puts both in bin/).
+// all, to `starter hook`, which takes its place (exec) with what is left of the hook's time: the
+// permission hook, a config it cannot read, no desk here (no worker on this machine), an agent
+// its CLI session's binding names (the starter checks the pane), any other command line. setup
+// installs it when it sits beside the starter (`make build` puts both in bin/).
 package main
 
 import (
@@ -19,11 +20,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/base/logging"
@@ -40,13 +43,14 @@ const StarterName = "starter"
 const pingTimeout = time.Second
 
 func main() {
+	began := time.Now()
 	private.Umask()
-	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout))
+	os.Exit(run(context.Background(), began, os.Args[1:], os.Stdin, os.Stdout))
 }
 
 // run answers one hook and returns the exit code (0 unless the starter it handed over to says
 // otherwise: a hook never wedges its agent).
-func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) int {
+func run(ctx context.Context, began time.Time, args []string, stdin io.Reader, stdout io.Writer) int {
 	logger, _ := logging.New(config.Log{Level: "warn", Format: "console"})
 	if logger == nil {
 		logger = zap.NewNop()
@@ -57,7 +61,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		_, _ = io.Copy(io.Discard, stdin)
 		return 0
 	}
-	h := handOver{starter: starter, args: args, stdout: stdout, logger: logger}
+	h := handOver{starter: starter, args: args, began: began, stdout: stdout, logger: logger}
 	fs, call, ok := parse(args)
 	if !ok {
 		return h.now()
@@ -119,6 +123,9 @@ func parse(args []string) (fs *pflag.FlagSet, call hooks.Call, ok bool) {
 	if len(a) != 2 || a[0] != "hook" || !slices.Contains(hooks.Events(), a[1]) {
 		return nil, hooks.Call{}, false
 	}
+	if *cli == "" {
+		*cli = "claude"
+	}
 	return fs, hooks.Call{Event: a[1], CLI: *cli, Session: *session}, true
 }
 
@@ -139,9 +146,11 @@ func configArgs(fs *pflag.FlagSet) []string {
 func childBackend(starter string, cfgArgs []string) func() (hooks.Backend, func()) {
 	return func() (hooks.Backend, func()) {
 		return hooks.Lazy(func(context.Context) (hooks.Backend, func(), error) {
-			cmd := exec.Command(starter, append([]string{"hook", "backend"}, cfgArgs...)...)
-			cmd.Stderr = os.Stderr
-			child, err := desksocket.StartChild(cmd)
+			child, err := desksocket.StartChild(func() *exec.Cmd {
+				cmd := exec.Command(starter, append([]string{"hook", "backend"}, cfgArgs...)...)
+				cmd.Stderr = os.Stderr
+				return cmd
+			})
 			if err != nil {
 				return nil, nil, err
 			}
@@ -163,32 +172,65 @@ func starterPath() (string, error) {
 	return path, nil
 }
 
-// handOver runs the starter's `hook` with the same command line.
+// handOver runs the starter's `hook` with the same command line, in intentq-hook's place.
 type handOver struct {
 	starter string
 	args    []string
-	stdout  io.Writer
-	logger  *zap.Logger
+	// began is when the hook began: the starter has what is left of its time.
+	began  time.Time
+	stdout io.Writer
+	logger *zap.Logger
 }
 
-// now becomes the starter, before anything of the input was read.
+// now becomes the starter: the same process, so the CLI that waits for the hook (and may end
+// it) waits for the starter.
 func (h handOver) now() int {
-	err := syscall.Exec(h.starter, append([]string{h.starter}, h.args...), os.Environ())
+	env := append(os.Environ(), config.EnvHookStarted+"="+strconv.FormatInt(h.began.UnixNano(), 10))
+	err := syscall.Exec(h.starter, append([]string{h.starter}, h.args...), env)
 	h.logger.Warn("intentq-hook: could not hand the hook to the starter; allowing", zap.Error(err))
 	return 0
 }
 
-// with runs the starter on the input already read, and exits as it does.
+// with becomes the starter after the input was read: the input is its standard input again (a
+// file in memory on descriptor 0). Where that cannot be made, the starter runs as a child on
+// the input, and intentq-hook exits as it does.
 func (h handOver) with(data []byte) int {
+	err := stdinFrom(data)
+	if err == nil {
+		return h.now()
+	}
+	h.logger.Warn("intentq-hook: the starter runs beside it", zap.Error(err))
 	cmd := exec.Command(h.starter, h.args...)
+	cmd.Env = append(os.Environ(), config.EnvHookStarted+"="+strconv.FormatInt(h.began.UnixNano(), 10))
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(data), h.stdout, os.Stderr
-	err := cmd.Run()
+	err = cmd.Run()
 	var exit *exec.ExitError
 	switch {
-	case errors.As(err, &exit):
+	case errors.As(err, &exit) && exit.ExitCode() > 0:
 		return exit.ExitCode()
 	case err != nil:
-		h.logger.Warn("intentq-hook: could not hand the hook to the starter; allowing", zap.Error(err))
+		h.logger.Warn("intentq-hook: the starter did not answer the hook; allowing", zap.Error(err))
 	}
 	return 0
+}
+
+// stdinFrom makes data the process's standard input: a file in memory, read from its start, on
+// descriptor 0.
+func stdinFrom(data []byte) error {
+	fd, err := unix.MemfdCreate("intentq-hook-input", 0)
+	if err != nil {
+		return fmt.Errorf("input for the starter: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "intentq-hook-input")
+	defer f.Close()
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("input for the starter: %w", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("input for the starter: %w", err)
+	}
+	if err := unix.Dup3(fd, 0, 0); err != nil {
+		return fmt.Errorf("input for the starter: %w", err)
+	}
+	return nil
 }

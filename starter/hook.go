@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -53,6 +54,9 @@ func newHook() *cobra.Command {
 				logger.Warn("hook: input unreadable; printing nothing (the CLI goes on as without intentq)", zap.Error(err))
 				return nil
 			}
+			if cli == "" {
+				cli = "claude"
+			}
 			call := hooks.Call{Event: a[0], CLI: cli, Session: session}
 			c, err := hooks.Resolve(cmd.Context(), cfg, call, data, logger)
 			if err != nil {
@@ -71,7 +75,9 @@ func newHook() *cobra.Command {
 			if a[0] == hooks.EventPermissionRequest {
 				return hooktemporal.Approve(cmd.Context(), stdin, cmd.OutOrStdout(), approvalSettings(cfg, s.Session, cli, c.ApprovalWait, logger), approver(cfg))
 			}
-			return hooks.Run(cmd.Context(), a[0], stdin, cmd.OutOrStdout(), s, hookBackend(cfg), cfg.Hooks.Timeout)
+			// A hook intentq-hook handed over has what is left of its time.
+			timeout := hooks.Budget(cfg.Hooks.Timeout, os.Getenv(config.EnvHookStarted), time.Now())
+			return hooks.Run(cmd.Context(), a[0], stdin, cmd.OutOrStdout(), s, hookBackend(cfg), timeout)
 		},
 	}
 	cmd.Flags().StringVar(&session, "session", "", "the intentq session this agent serves (default: the agent's own, else the default session)")

@@ -331,20 +331,21 @@ func hookCommand(starter, arg string) string {
 	return shellQuote(hookProgram(starter)) + " hook " + arg
 }
 
-// retarget points the hooks a setup wrote with this starter (`<starter> hook <arg>`) at the
-// hook program (hookProgram) and reports whether it changed one; others stay as they are.
+// retarget points the hooks a setup wrote from this starter's folder (`<starter> hook <arg>`,
+// `<intentq-hook> hook <arg>`) at the hook program there now (hookProgram: back at the starter
+// when intentq-hook is gone) and reports whether it changed one; others stay as they are.
 func retarget(group map[string]any, starter string) bool {
-	from, to := shellQuote(starter)+" hook ", shellQuote(hookProgram(starter))+" hook "
-	if from == to {
-		return false
-	}
+	to := shellQuote(hookProgram(starter)) + " hook "
 	changed := false
 	list, _ := group["hooks"].([]any)
 	for _, e := range list {
 		entry, _ := e.(map[string]any)
-		if cmd, _ := entry["command"].(string); strings.HasPrefix(cmd, from) {
-			entry["command"] = to + strings.TrimPrefix(cmd, from)
-			changed = true
+		cmd, _ := entry["command"].(string)
+		for _, prog := range []string{starter, filepath.Join(filepath.Dir(starter), HookBinary)} {
+			if from := shellQuote(prog) + " hook "; from != to && strings.HasPrefix(cmd, from) {
+				entry["command"] = to + strings.TrimPrefix(cmd, from)
+				changed = true
+			}
 		}
 	}
 	return changed

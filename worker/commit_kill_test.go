@@ -80,9 +80,11 @@ func hookCommitSurvivesWorkerKill(t *testing.T, viaChild bool) {
 		}
 		temporal, closeFn := hooks.Lazy(func(ctx context.Context) (hooks.Backend, func(), error) {
 			if viaChild {
-				cmd := exec.Command(filepath.Join(bin, "starter"), "hook", "backend")
-				cmd.Env = env
-				child, err := desksocket.StartChild(cmd)
+				child, err := desksocket.StartChild(func() *exec.Cmd {
+					cmd := exec.Command(filepath.Join(bin, "starter"), "hook", "backend")
+					cmd.Env = env
+					return cmd
+				})
 				if err != nil {
 					return nil, nil, err
 				}

@@ -11,8 +11,8 @@ import (
 )
 
 // hookBinBeside is intentq-hook copied into a folder of its own beside a starter that only
-// records how it was run (its arguments, one line per run, in the returned log, and its input
-// in log.stdin): what intentq-hook hands over, and whether it does.
+// records how it was run (its arguments and when the hook began, one line per run, in the
+// returned log, and its input in log.stdin): what intentq-hook hands over, and whether it does.
 func hookBinBeside(t *testing.T) (hookBin, log string) {
 	t.Helper()
 	dir := t.TempDir()
@@ -25,7 +25,7 @@ func hookBinBeside(t *testing.T) (hookBin, log string) {
 		t.Fatal(err)
 	}
 	log = filepath.Join(dir, "starter.log")
-	script := "#!/bin/sh\necho \"$*\" >> '" + log + "'\ncat >> '" + log + ".stdin'\n"
+	script := "#!/bin/sh\necho \"$* began=${INTENTQ_HOOK_STARTED:+set}\" >> '" + log + "'\ncat >> '" + log + ".stdin'\n"
 	if err := os.WriteFile(filepath.Join(dir, "starter"), []byte(script), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestHookBinaryHandsOverWhatItDoesNotAnswer(t *testing.T) {
 	// No worker yet: the starter answers (it goes to Temporal), with the hook's input.
 	stop := `{"session_id":"s","stop_hook_active":false}`
 	runHookBin(t, hookBin, env, stop, "hook", "stop", "--cli", "claude")
-	if runs, input := handed(); len(runs) != 1 || runs[0] != "hook stop --cli claude" || input != stop {
+	if runs, input := handed(); len(runs) != 1 || runs[0] != "hook stop --cli claude began=set" || input != stop {
 		t.Fatalf("with no desk the starter ran %q with %q", runs, input)
 	}
 	// The permission hook waits for the person through Temporal: the starter's, untouched.
@@ -73,7 +73,7 @@ func TestHookBinaryHandsOverWhatItDoesNotAnswer(t *testing.T) {
 	runHookBin(t, hookBin, env, perm, "hook", "permission-request")
 	// Not a hook: the starter's command.
 	runHookBin(t, hookBin, env, "", "pending", "--json")
-	if runs, input := handed(); len(runs) != 3 || runs[1] != "hook permission-request" || runs[2] != "pending --json" || input != stop+perm {
+	if runs, input := handed(); len(runs) != 3 || runs[1] != "hook permission-request began=set" || runs[2] != "pending --json began=set" || input != stop+perm {
 		t.Fatalf("handed over %q with %q", runs, input)
 	}
 

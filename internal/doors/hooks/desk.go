@@ -114,36 +114,44 @@ func (v *ViaDesk) Text(ctx context.Context, id string) (string, error) {
 	return v.Backend.Text(ctx, id)
 }
 
-// Close closes an intent through the desk, else directly.
+// Close closes an intent through the desk; directly only when the desk did not take the call.
 func (v *ViaDesk) Close(ctx context.Context, id string) error {
-	if err := v.Desk.Close(ctx, id); answered(err) {
+	if err := v.Desk.Close(ctx, id); !unsent(err) {
 		return err
 	}
 	return v.Backend.Close(ctx, id)
 }
 
-// CloseOldest closes a chat's oldest pending intent through the desk, else directly.
+// CloseOldest closes a chat's oldest pending intent through the desk; directly only when the
+// desk did not take the call (made twice, it would close two).
 func (v *ViaDesk) CloseOldest(ctx context.Context, chat string) (string, error) {
 	id, err := v.Desk.CloseOldest(ctx, chat)
-	if answered(err) {
+	if !unsent(err) {
 		return id, err
 	}
 	return v.Backend.CloseOldest(ctx, chat)
 }
 
-// SendInbox sends an agent's message through the desk, else directly.
+// SendInbox sends an agent's message through the desk; directly only when the desk did not take
+// the call.
 func (v *ViaDesk) SendInbox(ctx context.Context, agent string, msg hookapi.InboxSend) error {
-	if err := v.Desk.SendInbox(ctx, agent, msg); answered(err) {
+	if err := v.Desk.SendInbox(ctx, agent, msg); !unsent(err) {
 		return err
 	}
 	return v.Backend.SendInbox(ctx, agent, msg)
 }
 
-// answered says whether a call through the desk has its answer: done, or refused for a reason
-// the hook acts on (no such intent, one that has ended). Any other error sends the call the
-// other way.
+// answered says whether a read through the desk has its answer: done, or refused for a reason
+// the hook acts on (no such intent). Any other error reads the other way.
 func answered(err error) bool {
 	return err == nil || errors.Is(err, hookapi.ErrNotFound) || errors.Is(err, hookapi.ErrNotOpen)
+}
+
+// unsent says whether a call that changes something never reached a desk that does it: no desk
+// answered the socket, or the desk does not know the call (an older worker). A call that timed
+// out waiting for its answer may have been done: it is not made again.
+func unsent(err error) bool {
+	return errors.Is(err, desksocket.ErrNoDesk) || errors.Is(err, desksocket.ErrUnknownCall)
 }
 
 // Lazy is a Backend that dials on its first call: a hook that only takes and commits through

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/intentq/intentq/internal/doors/hookdesk/desksocket"
 	"github.com/intentq/intentq/internal/intent"
@@ -15,7 +17,7 @@ import (
 // goneDesk is a desk that answered a take and then died (its worker was killed).
 type goneDesk struct{ offer []workflows.DeliveryRequest }
 
-var errGone = errors.New("dial unix hooks.sock: connect: connection refused")
+var errGone = fmt.Errorf("%w: dial unix hooks.sock: connect: connection refused", desksocket.ErrNoDesk)
 
 func (g *goneDesk) Take(_ context.Context, _ string, req workflows.TakeRequest) (workflows.TakeResult, error) {
 	return workflows.TakeResult{Key: "standing/r/1", Messages: g.offer}, nil
@@ -73,9 +75,17 @@ func (*endedDesk) Close(_ context.Context, id string) error {
 	return fmt.Errorf("hook desk: intent %s: %w", id, intent.ErrNotOpen)
 }
 
+// slowDesk is a desk whose worker took the call and did not answer in time: it may have done it.
+type slowDesk struct{ goneDesk }
+
+func (*slowDesk) CloseOldest(context.Context, string) (string, error) {
+	return "", errors.New("hook desk: no answer: read unix: i/o timeout")
+}
+
 // Issue 38: a hook's closes, reads and inbox sends go through the desk (the worker's client, no
-// connection of the hook's own); an intent that has ended is the desk's answer, not asked again,
-// and a desk that is gone sends the call the other way.
+// connection of the hook's own); an intent that has ended is the desk's answer, not asked again;
+// a desk that is gone sends the call the other way, one that took it and did not answer does
+// not.
 func TestIntentCallsGoThroughTheDesk(t *testing.T) {
 	ctx := context.Background()
 	b := &fakeBackend{}
@@ -95,5 +105,38 @@ func TestIntentCallsGoThroughTheDesk(t *testing.T) {
 	}
 	if len(b.closed) != 1 || b.closed[0] != "intent/5/2" || len(b.sent) != 1 {
 		t.Fatalf("the calls did not go the other way: closed %v, sent %v", b.closed, b.sent)
+	}
+	// A close the desk took and did not answer in time may be done: made again, a chat's
+	// "oldest pending" would close a second intent.
+	slow := &ViaDesk{Desk: &slowDesk{}, Backend: b}
+	if _, err := slow.CloseOldest(ctx, "5"); err == nil {
+		t.Fatal("an unanswered close counted as done")
+	}
+	if len(b.closed) != 1 {
+		t.Fatalf("an unanswered close was made again: %v", b.closed)
+	}
+}
+
+// Issue 38: a starter that intentq-hook handed a hook to has what is left of the hook's time;
+// a starter the CLI ran itself has the whole of it.
+func TestBudgetIsWhatIsLeft(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	began := strconv.FormatInt(now.Add(-300*time.Millisecond).UnixNano(), 10)
+	if got := Budget(5*time.Second, began, now); got != 4700*time.Millisecond {
+		t.Errorf("after 300 ms of 5 s: %v", got)
+	}
+	if got := Budget(0, began, now); got != DefaultTimeout-300*time.Millisecond {
+		t.Errorf("the default time: %v", got)
+	}
+	if got := Budget(time.Minute, began, now); got != MaxTimeout-KillMargin-300*time.Millisecond {
+		t.Errorf("over the cap: %v", got)
+	}
+	if got := Budget(5*time.Second, strconv.FormatInt(now.Add(-time.Hour).UnixNano(), 10), now); got != time.Millisecond {
+		t.Errorf("the time gone: %v", got)
+	}
+	for _, none := range []string{"", "soon", "-5"} {
+		if got := Budget(5*time.Second, none, now); got != 5*time.Second {
+			t.Errorf("began %q: %v", none, got)
+		}
 	}
 }

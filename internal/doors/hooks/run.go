@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -99,6 +100,23 @@ const KillMargin = 1500 * time.Millisecond
 // (exactly once: a printed take is committed).
 const CommitBudget = 1500 * time.Millisecond
 
+// Budget is a hook's timeout in a process that took the hook over from intentq-hook (began is
+// config.EnvHookStarted's value, Unix nanoseconds; empty when the process began the hook): what
+// is left of the hook's time (at most MaxTimeout - KillMargin), at least a millisecond.
+func Budget(timeout time.Duration, began string, now time.Time) time.Duration {
+	ns, err := strconv.ParseInt(began, 10, 64)
+	if err != nil || ns <= 0 {
+		return timeout
+	}
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	return max(min(timeout, MaxTimeout-KillMargin)-now.Sub(time.Unix(0, ns)), time.Millisecond)
+}
+
+// DefaultTimeout is a hook's time when none is configured.
+const DefaultTimeout = 5 * time.Second
+
 // Dial connects the backend; it must honour ctx.
 type Dial func(ctx context.Context) (Backend, func(), error)
 
@@ -120,7 +138,7 @@ func Run(ctx context.Context, event string, stdin io.Reader, stdout io.Writer, s
 		return nil
 	}
 	if timeout <= 0 {
-		timeout = 5 * time.Second
+		timeout = DefaultTimeout
 	}
 	timeout = min(timeout, MaxTimeout-KillMargin)
 	end := time.Now().Add(timeout)

@@ -14,7 +14,7 @@ import (
 // every prompt and tool call, and the CLI goes on without intentq, so doctor names it.
 
 // hookProgram is the program a hook's command line runs: its first word, unquoted as setup
-// quotes it (single quotes, ' as '\'').
+// quotes it (single quotes, ' as '\”).
 func hookProgram(cmd string) string {
 	cmd = strings.TrimSpace(cmd)
 	if !strings.HasPrefix(cmd, "'") {

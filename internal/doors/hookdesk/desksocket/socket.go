@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -85,11 +86,16 @@ type response struct {
 	Code string `json:"code,omitempty"`
 }
 
-// Codes of the errors a hook acts on (hookapi.ErrNotFound, hookapi.ErrNotOpen).
+// Codes of the errors a hook acts on (hookapi.ErrNotFound, hookapi.ErrNotOpen, ErrUnknownCall).
 const (
-	codeNotFound = "not-found"
-	codeNotOpen  = "not-open"
+	codeNotFound    = "not-found"
+	codeNotOpen     = "not-open"
+	codeUnknownCall = "unknown-call"
 )
+
+// ErrUnknownCall says the desk does not know the call (a worker of an older build): nothing was
+// done, the hook makes the call another way.
+var ErrUnknownCall = errors.New("the hook desk does not know this call")
 
 // Operations on the socket.
 const (
@@ -297,9 +303,10 @@ func answerCall(ctx context.Context, desk Desk, reader Reader, req request) resp
 		err = reader.SendInbox(ctx, req.Agent, *req.Send)
 	default:
 		err = fmt.Errorf("unknown call %q", req.Op)
+		res.Code = codeUnknownCall
 	}
 	if err != nil {
-		res = response{Error: err.Error()}
+		res = response{Error: err.Error(), Code: res.Code}
 		switch {
 		case errors.Is(err, hookapi.ErrNotFound):
 			res.Code = codeNotFound
@@ -406,6 +413,9 @@ func (res response) err() error {
 		return fmt.Errorf("hook desk: %s: %w", res.Error, hookapi.ErrNotFound)
 	case res.Code == codeNotOpen:
 		return fmt.Errorf("hook desk: %s: %w", res.Error, hookapi.ErrNotOpen)
+	case res.Code == codeUnknownCall || res.Code == "" && strings.HasPrefix(res.Error, "unknown call "):
+		// A desk of an older build answers a call it does not know without a code.
+		return fmt.Errorf("hook desk: %s: %w", res.Error, ErrUnknownCall)
 	}
 	return fmt.Errorf("hook desk: %s", res.Error)
 }

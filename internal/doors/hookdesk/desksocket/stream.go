@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
-	"sync"
 	"time"
 
 	"github.com/intentq/intentq/internal/hookapi"
@@ -95,20 +94,40 @@ func (d streamDesk) UnreadInbox(string) (hookapi.InboxUnread, bool) {
 }
 
 // Child is a process that answers the protocol on its stdin and stdout (ServeStream), started
-// by StartChild; its Client makes the calls, one at a time.
+// by StartChild; its Client makes the calls, one at a time. A call that outlives its context
+// ends that process (its answer would reach the next call) and the next call starts another:
+// a hook's commit never fails because a read before it ran out of time.
 type Child struct {
+	newCmd func() *exec.Cmd
+	// turn is held by the call in flight.
+	turn chan struct{}
+	// proc is the process that answers; nil after one was ended, until the next call.
+	proc *childProc
+}
+
+// childProc is one run of the child's command.
+type childProc struct {
 	cmd *exec.Cmd
 	in  io.WriteCloser
 	out *bufio.Reader
-	mu  sync.Mutex
-	// broken is why the child answers no more (a call that ran out of time killed it).
-	broken error
-	// exited is closed once the child has exited (after Close).
+	// exited is closed once the process has exited and been waited for.
 	exited chan struct{}
 }
 
-// StartChild starts cmd (its stdin and stdout must be unset) to answer the protocol.
-func StartChild(cmd *exec.Cmd) (*Child, error) {
+// StartChild starts newCmd's command (its stdin and stdout must be unset) to answer the
+// protocol; newCmd makes the command again when a process has to be replaced.
+func StartChild(newCmd func() *exec.Cmd) (*Child, error) {
+	c := &Child{newCmd: newCmd, turn: make(chan struct{}, 1)}
+	p, err := c.start()
+	if err != nil {
+		return nil, err
+	}
+	c.proc = p
+	return c, nil
+}
+
+func (c *Child) start() (*childProc, error) {
+	cmd := c.newCmd()
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("hook backend: %w", err)
@@ -120,19 +139,48 @@ func StartChild(cmd *exec.Cmd) (*Child, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("hook backend: start %s: %w", cmd.Path, err)
 	}
-	return &Child{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 64<<10), exited: make(chan struct{})}, nil
+	p := &childProc{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 64<<10), exited: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// end ends a process that can no longer be trusted to answer in turn.
+func (c *Child) end(p *childProc) {
+	_ = p.cmd.Process.Kill()
+	if c.proc == p {
+		c.proc = nil
+	}
 }
 
 // Client is the child as a hook's backend: every call of Client, answered by the child.
 func (c *Child) Client() Client { return Client{via: c.send} }
 
-// send makes one call; a call that outlives ctx kills the child (it answers no more).
+// send makes one call. A context that ends before the call is written ends nothing; one that
+// ends while its answer is awaited ends the process.
 func (c *Child) send(ctx context.Context, req request) (response, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.broken != nil {
-		return response{}, c.broken
+	if err := ctx.Err(); err != nil {
+		return response{}, fmt.Errorf("hook backend: %w", err)
 	}
+	select {
+	case c.turn <- struct{}{}:
+	case <-ctx.Done():
+		return response{}, fmt.Errorf("hook backend: %w", ctx.Err())
+	}
+	defer func() { <-c.turn }()
+	if err := ctx.Err(); err != nil {
+		return response{}, fmt.Errorf("hook backend: %w", err)
+	}
+	if c.proc == nil {
+		p, err := c.start()
+		if err != nil {
+			return response{}, err
+		}
+		c.proc = p
+	}
+	p := c.proc
 	data, err := json.Marshal(req)
 	if err != nil {
 		return response{}, fmt.Errorf("hook backend: %w", err)
@@ -143,41 +191,41 @@ func (c *Child) send(ctx context.Context, req request) (response, error) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		if _, err := c.in.Write(append(data, '\n')); err != nil {
+		if _, err := p.in.Write(append(data, '\n')); err != nil {
 			done <- result{err: err}
 			return
 		}
-		line, err := c.out.ReadBytes('\n')
+		line, err := p.out.ReadBytes('\n')
 		done <- result{line, err}
 	}()
 	select {
 	case r := <-done:
 		if r.err != nil {
-			c.broken = fmt.Errorf("hook backend: no answer: %w", r.err)
-			return response{}, c.broken
+			c.end(p)
+			return response{}, fmt.Errorf("hook backend: no answer: %w", r.err)
 		}
 		var res response
 		if err := json.Unmarshal(r.line, &res); err != nil {
+			c.end(p)
 			return response{}, fmt.Errorf("hook backend: answer is not the expected JSON: %w", err)
 		}
 		return res, res.err()
 	case <-ctx.Done():
-		c.broken = fmt.Errorf("hook backend: no answer in time: %w", ctx.Err())
-		_ = c.cmd.Process.Kill()
-		return response{}, c.broken
+		c.end(p)
+		return response{}, fmt.Errorf("hook backend: no answer in time: %w", ctx.Err())
 	}
 }
 
-// Close ends the child: its input closes, and it exits on its own once it has closed its
-// connection (every call was answered before Close). The hook does not wait for that: it is
-// done, and its exit leaves the child to finish.
+// Close ends the child once its calls are done: its input closes, and it exits on its own after
+// closing its connection. The hook does not wait for that; its own exit leaves the child to
+// finish.
 func (c *Child) Close() error {
-	err := c.in.Close()
-	go func() {
-		_ = c.cmd.Wait()
-		close(c.exited)
-	}()
-	if err != nil {
+	c.turn <- struct{}{}
+	defer func() { <-c.turn }()
+	if c.proc == nil {
+		return nil
+	}
+	if err := c.proc.in.Close(); err != nil {
 		return fmt.Errorf("hook backend: close its input: %w", err)
 	}
 	return nil

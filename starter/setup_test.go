@@ -1,0 +1,39 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Issue 38: setup points the hooks it wrote from the starter's folder at intentq-hook when it
+// sits beside the starter, back at the starter when it is gone, and leaves the person's own.
+func TestRetargetFollowsTheHookProgram(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "my bin")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	starter, hookBin := filepath.Join(dir, "starter"), filepath.Join(dir, HookBinary)
+	for _, p := range []string{starter, hookBin} {
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	group := map[string]any{"hooks": []any{
+		map[string]any{"type": "command", "command": shellQuote(starter) + " hook stop --cli codex"},
+		map[string]any{"type": "command", "command": "/elsewhere/starter hook stop"},
+	}}
+	command := func(i int) string { return group["hooks"].([]any)[i].(map[string]any)["command"].(string) }
+	if !retarget(group, starter) || command(0) != shellQuote(hookBin)+" hook stop --cli codex" || command(1) != "/elsewhere/starter hook stop" {
+		t.Fatalf("to intentq-hook: %q, %q", command(0), command(1))
+	}
+	if retarget(group, starter) {
+		t.Error("a second setup changed the hooks again")
+	}
+	if err := os.Remove(hookBin); err != nil {
+		t.Fatal(err)
+	}
+	if !retarget(group, starter) || command(0) != shellQuote(starter)+" hook stop --cli codex" {
+		t.Fatalf("back to the starter: %q", command(0))
+	}
+}
