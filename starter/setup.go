@@ -331,22 +331,26 @@ func hookCommand(starter, arg string) string {
 	return shellQuote(hookProgram(starter)) + " hook " + arg
 }
 
-// retarget points the hooks a setup wrote from this starter's folder (`<starter> hook <arg>`,
-// `<intentq-hook> hook <arg>`) at the hook program there now (hookProgram: back at the starter
-// when intentq-hook is gone) and reports whether it changed one; others stay as they are.
+// retarget points intentq's hooks that a setup wrote from this starter's folder (the starter,
+// intentq-hook), or whose program is gone (a starter that moved), at the hook program there now
+// (hookProgram: back at the starter when intentq-hook is gone) and reports whether it changed
+// one; others stay as they are.
 func retarget(group map[string]any, starter string) bool {
-	to := shellQuote(hookProgram(starter)) + " hook "
+	to := hookProgram(starter)
 	changed := false
 	list, _ := group["hooks"].([]any)
 	for _, e := range list {
 		entry, _ := e.(map[string]any)
 		cmd, _ := entry["command"].(string)
-		for _, prog := range []string{starter, filepath.Join(filepath.Dir(starter), HookBinary)} {
-			if from := shellQuote(prog) + " hook "; from != to && strings.HasPrefix(cmd, from) {
-				entry["command"] = to + strings.TrimPrefix(cmd, from)
-				changed = true
-			}
+		prog, rest := intentqhooks.CommandProgram(cmd)
+		if !intentqhooks.IsIntentqHook(cmd) || !filepath.IsAbs(prog) || prog == to {
+			continue
 		}
+		if _, err := os.Stat(prog); err == nil && prog != starter && prog != filepath.Join(filepath.Dir(starter), HookBinary) {
+			continue
+		}
+		entry["command"] = shellQuote(to) + rest
+		changed = true
 	}
 	return changed
 }

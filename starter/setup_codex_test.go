@@ -61,8 +61,13 @@ func TestSetupCodexMergesIdempotently(t *testing.T) {
 	home := t.TempDir()
 	starter := "/opt/intent q/starter"
 	hooksPath, configPath := filepath.Join(home, "hooks.json"), filepath.Join(home, "config.toml")
+	// The person's own starter, which a hook they installed by hand runs.
+	own := filepath.Join(home, "starter")
+	if err := os.WriteFile(own, []byte("#!/bin/sh\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	persons := `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"notify-send done"}]}],` +
-		`"PostToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"/usr/bin/starter hook post-tool-use","timeout":10}]}]},"other":1}`
+		`"PostToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"` + own + ` hook post-tool-use","timeout":10}]}]},"other":1}`
 	if err := os.WriteFile(hooksPath, []byte(persons), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +108,7 @@ func TestSetupCodexMergesIdempotently(t *testing.T) {
 	if doc.Other != 1 || doc.Hooks["Stop"][0].Hooks[0].Command != "notify-send done" {
 		t.Errorf("the person's hooks.json changed:\n%s", b)
 	}
-	if got := doc.Hooks["PostToolUse"]; len(got) != 1 || got[0].Hooks[0].Command != "/usr/bin/starter hook post-tool-use --cli codex" {
+	if got := doc.Hooks["PostToolUse"]; len(got) != 1 || got[0].Hooks[0].Command != own+" hook post-tool-use --cli codex" {
 		t.Errorf("the hand-installed post-tool-use hook: %+v", got)
 	}
 	for _, e := range intentqhooks.CodexEvents {

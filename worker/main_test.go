@@ -510,9 +510,9 @@ func TestSetupHooksAndService(t *testing.T) {
 	}
 	// The person's own hook stays; an older setup's post-tool-use, limited to two tools, now
 	// runs after every tool (it hands over messages at each tool call); its allowance of the
-	// whole intentq MCP server becomes one of the session-scoped tools (issue 23). The hook an
-	// earlier setup of this starter wrote runs intentq-hook now (issue 38), one written by hand
-	// stays as it is.
+	// whole intentq MCP server becomes one of the session-scoped tools (issue 23). The hooks an
+	// earlier setup wrote, with this starter or one that is gone, run intentq-hook now (issue
+	// 38); the person's own stays as it is.
 	mine := `{"model": "opus", "permissions": {"allow": ["Bash(ls:*)", "mcp__intentq"]}, "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "my-guard"}]}],
 	  "PostToolUse": [{"matcher": "mcp__plugin_telegram_telegram__reply|Bash", "hooks": [{"type": "command", "command": "/old/starter hook post-tool-use", "timeout": 10}]}],
 	  "Stop": [{"hooks": [{"type": "command", "command": "` + filepath.Join(bin, "starter") + ` hook stop", "timeout": 10}]}]}}`
@@ -549,7 +549,7 @@ func TestSetupHooksAndService(t *testing.T) {
 			for _, h := range g["hooks"].([]any) {
 				cmd := h.(map[string]any)["command"].(string)
 				switch {
-				case cmd == "my-guard" || cmd == "/old/starter hook post-tool-use":
+				case cmd == "my-guard":
 				case !strings.HasPrefix(cmd, hookBin+" hook "):
 					t.Errorf("%s runs %q, not intentq-hook", name, cmd)
 				}

@@ -88,3 +88,19 @@ func TestCodexPermissionRequest(t *testing.T) {
 		t.Errorf("reports %+v", b.reports)
 	}
 }
+
+// A hook's program as setup quotes it, read back (doctor checks it, setup repoints it).
+func TestCommandProgram(t *testing.T) {
+	for cmd, want := range map[string][2]string{
+		"/opt/bin/intentq-hook hook stop":              {"/opt/bin/intentq-hook", " hook stop"},
+		"'/my bin/intentq-hook' hook stop --cli codex": {"/my bin/intentq-hook", " hook stop --cli codex"},
+		`'/it'\''s/starter' hook post-tool-use`:        {"/it's/starter", " hook post-tool-use"},
+		"starter":                                      {"starter", ""},
+		"  starter hook stop":                          {"starter", " hook stop"},
+		"'/unterminated hook stop":                     {"/unterminated hook stop", ""},
+	} {
+		if prog, rest := CommandProgram(cmd); prog != want[0] || rest != want[1] {
+			t.Errorf("%q: %q %q, want %q %q", cmd, prog, rest, want[0], want[1])
+		}
+	}
+}

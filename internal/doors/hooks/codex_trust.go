@@ -47,6 +47,32 @@ func IsIntentqHook(cmd string) bool {
 	return false
 }
 
+// CommandProgram splits a hook's command line into the program it runs, unquoted as the starter's
+// setup quotes it (shellQuote: single quotes), and the rest of the line after it (" hook stop").
+func CommandProgram(cmd string) (program, rest string) {
+	cmd = strings.TrimLeft(cmd, " \t")
+	if !strings.HasPrefix(cmd, "'") {
+		end := strings.IndexAny(cmd, " \t")
+		if end < 0 {
+			return cmd, ""
+		}
+		return cmd[:end], cmd[end:]
+	}
+	var b strings.Builder
+	for i := 1; i < len(cmd); i++ {
+		switch {
+		case strings.HasPrefix(cmd[i:], `'\''`):
+			b.WriteByte('\'')
+			i += 3
+		case cmd[i] == '\'':
+			return b.String(), cmd[i+1:]
+		default:
+			b.WriteByte(cmd[i])
+		}
+	}
+	return b.String(), ""
+}
+
 // CodexTrust is one hook's trust as Codex records it in config.toml:
 // hooks.state."<Key>".trusted_hash = "<Hash>".
 type CodexTrust struct {

@@ -13,37 +13,12 @@ import (
 // The program a hook runs: a hook whose program is gone (bin/ cleaned, the build moved) fails at
 // every prompt and tool call, and the CLI goes on without intentq, so doctor names it.
 
-// hookProgram is the program a hook's command line runs: its first word, unquoted as setup
-// quotes it (single quotes, ' as '\”).
-func hookProgram(cmd string) string {
-	cmd = strings.TrimSpace(cmd)
-	if !strings.HasPrefix(cmd, "'") {
-		if f := strings.Fields(cmd); len(f) > 0 {
-			return f[0]
-		}
-		return ""
-	}
-	var b strings.Builder
-	for i := 1; i < len(cmd); i++ {
-		switch {
-		case strings.HasPrefix(cmd[i:], `'\''`):
-			b.WriteByte('\'')
-			i += 3
-		case cmd[i] == '\'':
-			return b.String()
-		default:
-			b.WriteByte(cmd[i])
-		}
-	}
-	return b.String()
-}
-
 // unrunnable says why the program of an intentq hook's command line cannot run, "" when it can:
 // missing, not executable, or intentq-hook without the starter it hands hooks to beside it. A
 // program named without its folder (a block pasted by hand) is found on the agent's PATH, which
 // doctor does not know: it is not checked. setup writes full paths.
 func unrunnable(cmd string) string {
-	path := hookProgram(cmd)
+	path, _ := hooks.CommandProgram(cmd)
 	if !filepath.IsAbs(path) {
 		return ""
 	}
