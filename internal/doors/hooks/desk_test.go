@@ -140,3 +140,30 @@ func TestBudgetIsWhatIsLeft(t *testing.T) {
 		}
 	}
 }
+
+// A back-off marked a moment "ahead" (the kernel's clock on another virtual CPU) holds; one from
+// the future (the clock was set back) does not; one older than TakeBackoff has ended.
+func TestTakeBackoffReadsTheMarksTime(t *testing.T) {
+	dir := t.TempDir()
+	if err := markTakeUnanswered(dir); err != nil {
+		t.Fatal(err)
+	}
+	info, err := os.Stat(takeBackoffFile(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark := info.ModTime()
+	for _, c := range []struct {
+		now  time.Time
+		want bool
+	}{
+		{mark.Add(-100 * time.Millisecond), true},
+		{mark.Add(time.Second), true},
+		{mark.Add(-time.Hour), false},
+		{mark.Add(TakeBackoff + time.Second), false},
+	} {
+		if got := takeBackingOff(dir, c.now); got != c.want {
+			t.Errorf("now = mark %+v: backing off %v, want %v", c.now.Sub(mark), got, c.want)
+		}
+	}
+}

@@ -78,14 +78,19 @@ func takeBackoffFile(dataDir string) string {
 	return filepath.Join(dataDir, "hooks", "take-unanswered")
 }
 
-// takeBackingOff reports whether a take found no worker less than TakeBackoff ago.
+// takeBackingOff reports whether a take found no worker less than TakeBackoff ago. A mark from
+// the future (the clock was set back) is no back-off; one up to clockSkew ahead is: the file's
+// time comes from the kernel's clock, which a virtual CPU's may trail by a little.
 func takeBackingOff(dataDir string, now time.Time) bool {
 	if dataDir == "" {
 		return false
 	}
 	info, err := os.Stat(takeBackoffFile(dataDir))
-	return err == nil && now.Sub(info.ModTime()) < TakeBackoff && !info.ModTime().After(now)
+	return err == nil && now.Sub(info.ModTime()) < TakeBackoff && !info.ModTime().After(now.Add(clockSkew))
 }
+
+// clockSkew is how far ahead of this process's clock a file's time may be and still be now.
+const clockSkew = time.Second
 
 // markTakeUnanswered starts the back-off; clearTakeBackoff ends it once a take is answered.
 func markTakeUnanswered(dataDir string) error {
