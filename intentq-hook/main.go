@@ -97,9 +97,9 @@ func run(ctx context.Context, began time.Time, args []string, stdin io.Reader, s
 		return h.with(data) // no worker here: the starter goes to Temporal
 	}
 	s := hooks.CallSettings(cfg, call, c, logger)
-	backend := childBackend(starter, configArgs(fs))
+	child := startChild(starter, configArgs(fs))
 	dial := func(context.Context) (hooks.Backend, func(), error) {
-		b, closeFn := backend()
+		b, closeFn := hooks.Lazy(child)
 		return hooks.ThroughDesk(cfg.DataDir, tok, b), closeFn, nil
 	}
 	if err := hooks.Run(ctx, call.Event, bytes.NewReader(c.Input), stdout, s, dial, cfg.Hooks.Timeout); err != nil {
@@ -142,20 +142,19 @@ func configArgs(fs *pflag.FlagSet) []string {
 	return out
 }
 
-// childBackend starts `starter hook backend` at the first call the desk does not answer.
-func childBackend(starter string, cfgArgs []string) func() (hooks.Backend, func()) {
-	return func() (hooks.Backend, func()) {
-		return hooks.Lazy(func(context.Context) (hooks.Backend, func(), error) {
-			child, err := desksocket.StartChild(func() *exec.Cmd {
-				cmd := exec.Command(starter, append([]string{"hook", "backend"}, cfgArgs...)...)
-				cmd.Stderr = os.Stderr
-				return cmd
-			})
-			if err != nil {
-				return nil, nil, err
-			}
-			return child.Client(), func() { _ = child.Close() }, nil
+// startChild starts `starter hook backend`: dialed lazily (hooks.Lazy), at the first call the
+// desk does not answer.
+func startChild(starter string, cfgArgs []string) hooks.Dial {
+	return func(context.Context) (hooks.Backend, func(), error) {
+		child, err := desksocket.StartChild(func() *exec.Cmd {
+			cmd := exec.Command(starter, append([]string{"hook", "backend"}, cfgArgs...)...)
+			cmd.Stderr = os.Stderr
+			return cmd
 		})
+		if err != nil {
+			return nil, nil, err
+		}
+		return child.Client(), func() { _ = child.Close() }, nil
 	}
 }
 
@@ -185,8 +184,7 @@ type handOver struct {
 // now becomes the starter: the same process, so the CLI that waits for the hook (and may end
 // it) waits for the starter.
 func (h handOver) now() int {
-	env := append(os.Environ(), config.EnvHookStarted+"="+strconv.FormatInt(h.began.UnixNano(), 10))
-	err := syscall.Exec(h.starter, append([]string{h.starter}, h.args...), env)
+	err := syscall.Exec(h.starter, append([]string{h.starter}, h.args...), h.env())
 	h.logger.Warn("intentq-hook: could not hand the hook to the starter; allowing", zap.Error(err))
 	return 0
 }
@@ -201,7 +199,7 @@ func (h handOver) with(data []byte) int {
 	}
 	h.logger.Warn("intentq-hook: the starter runs beside it", zap.Error(err))
 	cmd := exec.Command(h.starter, h.args...)
-	cmd.Env = append(os.Environ(), config.EnvHookStarted+"="+strconv.FormatInt(h.began.UnixNano(), 10))
+	cmd.Env = h.env()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(data), h.stdout, os.Stderr
 	err = cmd.Run()
 	var exit *exec.ExitError
@@ -212,6 +210,11 @@ func (h handOver) with(data []byte) int {
 		h.logger.Warn("intentq-hook: the starter did not answer the hook; allowing", zap.Error(err))
 	}
 	return 0
+}
+
+// env is the starter's environment: this one, and when the hook began.
+func (h handOver) env() []string {
+	return append(os.Environ(), config.EnvHookStarted+"="+strconv.FormatInt(h.began.UnixNano(), 10))
 }
 
 // stdinFrom makes data the process's standard input: a file in memory, read from its start, on

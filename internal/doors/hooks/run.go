@@ -108,14 +108,20 @@ func Budget(timeout time.Duration, began string, now time.Time) time.Duration {
 	if err != nil || ns <= 0 {
 		return timeout
 	}
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	return max(min(timeout, MaxTimeout-KillMargin)-now.Sub(time.Unix(0, ns)), time.Millisecond)
+	return max(hookTime(timeout)-now.Sub(time.Unix(0, ns)), time.Millisecond)
 }
 
 // DefaultTimeout is a hook's time when none is configured.
 const DefaultTimeout = 5 * time.Second
+
+// hookTime is a hook's whole time for the configured timeout: DefaultTimeout when none is, at
+// most MaxTimeout - KillMargin.
+func hookTime(timeout time.Duration) time.Duration {
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	return min(timeout, MaxTimeout-KillMargin)
+}
 
 // Dial connects the backend; it must honour ctx.
 type Dial func(ctx context.Context) (Backend, func(), error)
@@ -137,10 +143,7 @@ func Run(ctx context.Context, event string, stdin io.Reader, stdout io.Writer, s
 		log.Warn("hook input unusable; allowing", zap.Error(err))
 		return nil
 	}
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	timeout = min(timeout, MaxTimeout-KillMargin)
+	timeout = hookTime(timeout)
 	end := time.Now().Add(timeout)
 	commitBudget := min(CommitBudget, timeout/3)
 	parent := ctx
