@@ -49,8 +49,11 @@ func (c Caller) NeedsPaneCheck(call Call) bool {
 // error.
 func Resolve(ctx context.Context, cfg *config.Config, call Call, input []byte, logger *zap.Logger) (Caller, error) {
 	c := Caller{Input: input, ApprovalWait: cfg.Hooks.ApprovalWait}
+	if call.CLI == "" {
+		call.CLI = "claude"
+	}
 	switch call.CLI {
-	case "claude", "":
+	case "claude":
 		c.Env = EnvAgent(ctx)
 		c.Agent = c.Env
 	case "codex":
@@ -126,9 +129,6 @@ func codexThreadAgent(cfg *config.Config, input []byte, env string, shared bool,
 // none): the one its session id is bound to, else, at the UserPromptSubmit of a block intentq
 // typed, the session that block was typed for (BindByReceipt); "" until then.
 func handStartedAgent(cfg *config.Config, cli, event string, input []byte, shared bool, logger *zap.Logger) string {
-	if cli == "" {
-		cli = "claude"
-	}
 	var in Input
 	if json.Unmarshal(input, &in) != nil || in.SessionID == "" {
 		return ""
