@@ -356,6 +356,14 @@ const MaxInFlightUpdates = 100
 // HistoryCacheSize bounds the workflows whose state the embedded server keeps in memory.
 const HistoryCacheSize = 2000
 
+// VisibilityWriters is how many visibility writes the embedded server's history service runs at
+// once. The visibility store is one SQLite connection (VisibilityFile), and a list waits for it
+// behind every write already waiting: with Temporal's 512, a hook's list of pending intents
+// queued behind hundreds of a burst's inserts (session-start's maximum 320-760 ms in the
+// 50-session burst); with 2, behind one or two (200-270 ms), and the writes go no slower, the
+// connection taking one at a time either way.
+const VisibilityWriters = 2
+
 // serverOptions are the server's options and its internal services' addresses; release lets go
 // of the claim on their ports once the server has bound them (freePorts).
 func serverOptions(opts Options, dbs stores) (_ []temporal.ServerOption, _ map[string]string, release func(), err error) {
@@ -447,6 +455,7 @@ func serverOptions(opts Options, dbs stores) (_ []temporal.ServerOption, _ map[s
 	// holds every pending intent of a big backlog for an hour); the rest are read from SQLite
 	// when they wake.
 	dyn[dynamicconfig.HistoryCacheHostLevelMaxSize.Key()] = HistoryCacheSize
+	dyn[dynamicconfig.VisibilityProcessorSchedulerWorkerCount.Key()] = VisibilityWriters
 	internal := map[string]string{
 		string(primitives.InternalFrontendService): host(ports[3]),
 		string(primitives.HistoryService):          host(ports[0]),

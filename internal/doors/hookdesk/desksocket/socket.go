@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -231,7 +232,10 @@ func (s *Server) answer(c net.Conn) {
 		return
 	}
 	line, err := bufio.NewReader(&limited{c, MaxRequest}).ReadBytes('\n')
-	if err != nil {
+	switch {
+	case errors.Is(err, io.EOF) && len(line) == 0:
+		return // a ping (Client.Ping): it connected to see that a desk listens, and left
+	case err != nil:
 		s.log.Warn("hook desk: call unreadable", zap.Error(err))
 		return
 	}
