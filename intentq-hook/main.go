@@ -36,9 +36,6 @@ import (
 	"github.com/intentq/intentq/internal/doors/hooks"
 )
 
-// StarterName is the starter's file name: intentq-hook finds it in its own folder.
-const StarterName = "starter"
-
 // pingTimeout bounds the look for a desk on the socket.
 const pingTimeout = time.Second
 
@@ -164,7 +161,7 @@ func starterPath() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("intentq-hook: its own path: %w", err)
 	}
-	path := filepath.Join(filepath.Dir(self), StarterName)
+	path := filepath.Join(filepath.Dir(self), hooks.StarterBinary)
 	if _, err := os.Stat(path); err != nil {
 		return "", fmt.Errorf("intentq-hook: %w", err)
 	}

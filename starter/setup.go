@@ -312,15 +312,11 @@ func mergeCLIHooks(doc map[string]any, events []intentqhooks.ClaudeEvent, flag, 
 	return changed, nil
 }
 
-// HookBinary is the hook binary without the Temporal SDK (intentq-hook): setup installs it
-// for the agents' hooks when it sits beside the starter, else the starter answers them.
-const HookBinary = "intentq-hook"
-
 // hookProgram is the program the agents' hooks run: intentq-hook beside the starter, else the
 // starter.
 func hookProgram(starter string) string {
-	p := filepath.Join(filepath.Dir(starter), HookBinary)
-	if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o100 != 0 {
+	p := filepath.Join(filepath.Dir(starter), intentqhooks.Binary)
+	if intentqhooks.Runnable(p) == nil {
 		return p
 	}
 	return starter
@@ -346,7 +342,7 @@ func retarget(group map[string]any, starter string) bool {
 		if !intentqhooks.IsIntentqHook(cmd) || !filepath.IsAbs(prog) || prog == to {
 			continue
 		}
-		if _, err := os.Stat(prog); err == nil && prog != starter && prog != filepath.Join(filepath.Dir(starter), HookBinary) {
+		if _, err := os.Stat(prog); err == nil && prog != starter && prog != filepath.Join(filepath.Dir(starter), intentqhooks.Binary) {
 			continue
 		}
 		entry["command"] = shellQuote(to) + rest

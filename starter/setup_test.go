@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	intentqhooks "github.com/intentq/intentq/internal/doors/hooks"
 )
 
 // Issue 38: setup points the hooks it wrote from the starter's folder, and those whose program is
@@ -14,7 +16,7 @@ func TestRetargetFollowsTheHookProgram(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	starter, hookBin, own := filepath.Join(dir, "starter"), filepath.Join(dir, HookBinary), filepath.Join(t.TempDir(), "starter")
+	starter, hookBin, own := filepath.Join(dir, "starter"), filepath.Join(dir, intentqhooks.Binary), filepath.Join(t.TempDir(), "starter")
 	for _, p := range []string{starter, hookBin, own} {
 		if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o700); err != nil {
 			t.Fatal(err)
@@ -39,5 +41,12 @@ func TestRetargetFollowsTheHookProgram(t *testing.T) {
 	}
 	if !retarget(group, starter) || command(0) != shellQuote(starter)+" hook stop --cli codex" {
 		t.Fatalf("back to the starter: %q", command(0))
+	}
+	// An intentq-hook this user cannot run is as good as none.
+	if err := os.WriteFile(hookBin, []byte("#!/bin/sh\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := hookProgram(starter); got != starter {
+		t.Errorf("hook program with a non-executable intentq-hook beside the starter: %s", got)
 	}
 }

@@ -22,15 +22,11 @@ func unrunnable(cmd string) string {
 	if !filepath.IsAbs(path) {
 		return ""
 	}
-	fi, err := os.Stat(path)
-	switch {
-	case err != nil:
-		return path + " does not exist"
-	case fi.IsDir() || fi.Mode().Perm()&0o111 == 0:
-		return path + " is not an executable file"
+	if err := hooks.Runnable(path); err != nil {
+		return err.Error()
 	}
-	if filepath.Base(path) == "intentq-hook" {
-		if _, err := os.Stat(filepath.Join(filepath.Dir(path), "starter")); err != nil {
+	if filepath.Base(path) == hooks.Binary {
+		if _, err := os.Stat(filepath.Join(filepath.Dir(path), hooks.StarterBinary)); err != nil {
 			return "no starter beside " + path + " (it hands it what it does not answer)"
 		}
 	}
