@@ -13,7 +13,7 @@ import (
 // TestReplayRecordedHistories replays histories recorded from a real server (see writeHistory
 // in service/intents_test.go) against the current workflow code: a change that would break
 // running intents or sessions fails here. Regenerate after an intended change with
-// `WRITE_REPLAY_HISTORY=1 go test -run TestI2 ./internal/service/`, and keep the old files while
+// `WRITE_REPLAY_HISTORY=1 go test -run 'TestI2|TestI6' ./internal/service/`, and keep the old files while
 // runs recorded that way may be open: until the floor passes them (docs/design.md, "Changes to
 // running workflows").
 func TestReplayRecordedHistories(t *testing.T) {
@@ -52,7 +52,7 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 		"testdata/intent_reminded_v14.json", "testdata/session_reminders_v14.json",
 		"testdata/intent_delivered_closed_v14.json", "testdata/session_v14.json",
 		// The upgrade step: a run at the floor (version 2, as the build before started them)
-		// takes a worker's configure signal and continues as new at SessionVersion (8), on its
+		// takes a worker's configure signal and continues as new at SessionVersion (9), on its
 		// host's task queue. Regenerate with
 		// WRITE_REPLAY_HISTORY=1 go test -run TestSessionUpgradesToTheVersionFloorAtConfigure
 		// ./internal/service/.
@@ -79,7 +79,11 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 		// in its agent's inbox): they replay across version 8's rule (inbox-at-desk).
 		"testdata/session_v7.json", "testdata/session_reminders_v7.json", "testdata/session_taken_back_v7.json",
 		"testdata/session_approval_v7.json",
-		// Current: sessions and intents started at SessionVersion (8) and IntentVersion (5), no
+		// Started at SessionVersion 8 (the build before a typing that failed for good cleared
+		// its text from the input line): they replay across version 9's rule (clear-unsubmitted).
+		"testdata/session_v8.json", "testdata/session_reminders_v8.json", "testdata/session_taken_back_v8.json",
+		"testdata/session_approval_v8.json", "testdata/session_inbox_v8.json",
+		// Current: sessions and intents started at SessionVersion (9) and IntentVersion (5), no
 		// markers.
 		"testdata/intent_reminded.json", "testdata/session_reminders.json",
 		"testdata/intent_delivered_closed.json", "testdata/session.json",

@@ -134,7 +134,7 @@ const ErrTypeUnknownKind = "UnknownKind"
 // version marker. A run started before (Version below it) continues as new at its next quiet
 // point after a worker's configure signal, so every open session reaches the current version
 // within one worker start (docs/design.md, "Changes to running workflows").
-const SessionVersion = 8
+const SessionVersion = 9
 
 // SessionFloor is the oldest session run this code replays: every rule of an older version has
 // gone with its branch (docs/design.md). `starter doctor` names any open run below it.
@@ -226,6 +226,13 @@ const sessionReceiptAtFirstPrompt = 7
 // delivered.
 const sessionRelooksUnconfirmed = 8
 
+// sessionClearsUnsubmitted (SessionVersion 9, change ID clear-unsubmitted): a typing whose text
+// stayed on the CLI's input line after every try (the CLI took Enter as a newline) clears the
+// line before the delivery is reported failed, as it does between tries. Before, the text was
+// left there: the next delivery read it as the person's draft and waited, and the person was
+// told a draft held their messages back.
+const sessionClearsUnsubmitted = 9
+
 // sessionTypingHoldsRepeats (SessionVersion 3, change ID typing-holds-repeats): a request for
 // what the typed block in flight carries (its intent's wait timed out meanwhile) waits for the
 // block and is answered by it; before, it was queued, and a hook could take and print it while
@@ -282,6 +289,7 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	s.resetAsks = follows(ctx, s.Version, sessionResetAsks, "reset-asks-the-person")
 	s.inboxAtDesk = follows(ctx, s.Version, sessionInboxAtDesk, "inbox-at-desk")
 	s.relooksUnconfirmed = follows(ctx, s.Version, sessionRelooksUnconfirmed, "relook-unconfirmed-submit")
+	s.clearsUnsubmitted = follows(ctx, s.Version, sessionClearsUnsubmitted, "clear-unsubmitted")
 	if s.inboxAtDesk {
 		workflow.Go(ctx, s.followInbox)
 	}
@@ -393,6 +401,9 @@ type session struct {
 	// relooksUnconfirmed: a typing no receipt confirms is read once more before it counts as
 	// submitted (sessionRelooksUnconfirmed).
 	relooksUnconfirmed bool
+	// clearsUnsubmitted: a text left on the input line after the last try is cleared
+	// (sessionClearsUnsubmitted).
+	clearsUnsubmitted bool
 	// busyWhy is why the delivery at the head waits (the view's WaitsFor).
 	busyWhy string
 	// workingPushesWait: reminder pushes of what the agent works on wait

@@ -315,6 +315,11 @@ func (s *session) submit(ctx workflow.Context, dreq DeliveryRequest, content str
 			return nil
 		}
 		if attempt == policy.SubmitAttempts {
+			if s.clearsUnsubmitted {
+				if err := s.pressKeys(ctx, orDefaultKeys(s.Config.ClearKeys)); err != nil {
+					workflow.GetLogger(ctx).Warn("the unsubmitted text not cleared from the input line", "session", s.Config.Name, "request", dreq.ID, "error", err)
+				}
+			}
 			return temporal.NewApplicationError(fmt.Sprintf("session %s: the text stayed on the input line after %d tries (the CLI took Enter as a newline?)", s.Config.Name, attempt), ErrTypeNotSubmitted)
 		}
 		workflow.GetLogger(ctx).Warn("delivery not submitted, clearing the input line", "session", s.Config.Name, "attempt", attempt)
