@@ -260,10 +260,12 @@ func Builtin() map[string]CLI {
 			// "⠼ Thinking... (esc to cancel, 9s)" above the input while the model or a tool works,
 			// "Executing Hooks: ... (esc to cancel, 0s)" while hooks run.
 			BusyPatterns: []string{"esc to cancel"},
-			// The input line " > <text>", 4th from the bottom (a blank line and the two workspace
-			// lines under it); empty it shows a placeholder. A delivery is confirmed by the BeforeAgent
-			// hook's receipt, else by reading these lines.
-			InputLines:        ptr(4),
+			// The input line " > <text>", 3rd to 5th from the bottom (the two workspace lines under
+			// it, and up to two blank lines between: a typed message whose Enter was lost under load
+			// sat 5th, outside the 4 lines read before, and counted as sent); empty it shows a
+			// placeholder. A delivery is confirmed by the BeforeAgent hook's receipt, else by
+			// reading these lines.
+			InputLines:        ptr(6),
 			InputPrompt:       ">",
 			InputPlaceholders: []string{"Type your message or @path/to/file"},
 			// The approval prompt ("Allow execution of [Shell]?" ● 1. Allow once / 2. Allow for this

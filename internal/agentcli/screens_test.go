@@ -75,6 +75,16 @@ var geminiScreens = map[string]string{
  > Say hello
  workspace (/directory)                                                                                sandbox
  /tmp/cliexp/gwork                                                                                     no sandbox`,
+	// A typed message whose Enter was lost under load (make test, 250x50): two blank lines under
+	// the input line, which is 5th from the bottom.
+	"draft-padded": `─────────────────────────────────────────────────────
+ Shift+Tab to accept edits                                                                       1 MCP server
+
+ > 【新着メッセージ】msg_id=201 chat=42 from=42 @user42: idle message 1 of the run
+
+
+ workspace (/directory)                                                                                sandbox
+ ~/work                                                                                                no sandbox`,
 	"working": ` > RUNCMD please
  ⠼ Thinking... (esc to cancel, 9s)
 ─────────────────────────────────────────────────────
@@ -129,6 +139,18 @@ func TestCopilotAndGeminiScreens(t *testing.T) {
 			}
 			if (name == "idle") == busy {
 				t.Errorf("%s %s: busy or blocked %v (%q)", kind, name, busy, got)
+			}
+		}
+		// A draft on the input line is within the lines read after Enter (InputLines): a text
+		// left there is seen, cleared and typed again, never counted as sent.
+		for name, pane := range screens {
+			if !strings.HasPrefix(name, "draft") {
+				continue
+			}
+			lines := strings.Split(strings.TrimRight(pane, "\n"), "\n")
+			bottom := strings.Join(lines[max(0, len(lines)-cli.Lines()):], "\n")
+			if line, ok := workflows.InputLine(bottom, cli.InputPrompt); !ok || slices.Contains(cli.InputPlaceholders, line) {
+				t.Errorf("%s %s: the input line is not within the bottom %d lines:\n%s", kind, name, cli.Lines(), bottom)
 			}
 		}
 		for _, k := range strings.Fields(cli.InterruptKeys) {
