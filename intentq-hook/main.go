@@ -29,7 +29,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/intentq/intentq/config"
-	"github.com/intentq/intentq/internal/base/logging"
 	"github.com/intentq/intentq/internal/base/private"
 	"github.com/intentq/intentq/internal/base/trust"
 	"github.com/intentq/intentq/internal/doors/hookdesk/desksocket"
@@ -48,10 +47,7 @@ func main() {
 // run answers one hook and returns the exit code (0 unless the starter it handed over to says
 // otherwise: a hook never wedges its agent).
 func run(ctx context.Context, began time.Time, args []string, stdin io.Reader, stdout io.Writer) int {
-	logger, _ := logging.New(config.Log{Level: "warn", Format: "console"})
-	if logger == nil {
-		logger = zap.NewNop()
-	}
+	logger := hooks.Logger()
 	starter, err := starterPath()
 	if err != nil {
 		logger.Warn("intentq-hook: no starter beside it; allowing", zap.Error(err))
@@ -72,7 +68,7 @@ func run(ctx context.Context, began time.Time, args []string, stdin io.Reader, s
 	if err := hooks.ClearError(cfg.DataDir); err != nil {
 		logger.Warn("hook", zap.Error(err))
 	}
-	data, err := io.ReadAll(io.LimitReader(stdin, hooks.MaxInput+1))
+	data, err := hooks.ReadRaw(stdin)
 	if err != nil {
 		logger.Warn("hook: input unreadable; printing nothing (the CLI goes on as without intentq)", zap.Error(err))
 		return 0
@@ -120,10 +116,7 @@ func parse(args []string) (fs *pflag.FlagSet, call hooks.Call, ok bool) {
 	if len(a) != 2 || a[0] != "hook" || !slices.Contains(hooks.Events(), a[1]) {
 		return nil, hooks.Call{}, false
 	}
-	if *cli == "" {
-		*cli = "claude"
-	}
-	return fs, hooks.Call{Event: a[1], CLI: *cli, Session: *session}, true
+	return fs, hooks.NewCall(a[1], *cli, *session), true
 }
 
 // configArgs are the config's flags set on fs, for the starter.

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
 	"os"
 	"strings"
 	"time"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/intentq/intentq/activities"
 	"github.com/intentq/intentq/config"
-	"github.com/intentq/intentq/internal/base/logging"
 	"github.com/intentq/intentq/internal/base/tclient"
 	"github.com/intentq/intentq/internal/base/trust"
 	"github.com/intentq/intentq/internal/doors/hookdesk/desksocket"
@@ -30,10 +28,7 @@ func newHook() *cobra.Command {
 		Args:      args(cobra.ExactArgs(1)),
 		ValidArgs: hooks.Events(),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			logger, _ := logging.New(config.Log{Level: "warn", Format: "console"})
-			if logger == nil {
-				logger = zap.NewNop()
-			}
+			logger := hooks.Logger()
 			cfg, err := config.Load(cmd.Flags())
 			if err != nil {
 				// Never wedge the agent, but never fail silently either: the person hears of it
@@ -49,15 +44,12 @@ func newHook() *cobra.Command {
 			// Read here once: for the agent (a Codex thread's, a hand-started agent's session id
 			// and receipt), to turn another CLI's input into Claude Code's, and for the permission
 			// hook, which reads it again.
-			data, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), hooks.MaxInput+1))
+			data, err := hooks.ReadRaw(cmd.InOrStdin())
 			if err != nil {
 				logger.Warn("hook: input unreadable; printing nothing (the CLI goes on as without intentq)", zap.Error(err))
 				return nil
 			}
-			if cli == "" {
-				cli = "claude"
-			}
-			call := hooks.Call{Event: a[0], CLI: cli, Session: session}
+			call := hooks.NewCall(a[0], cli, session)
 			c, err := hooks.Resolve(cmd.Context(), cfg, call, data, logger)
 			if err != nil {
 				logger.Warn("hook: allowing", zap.Error(err))
@@ -66,14 +58,14 @@ func newHook() *cobra.Command {
 			if c.NeedsPaneCheck(call) && !inItsPane(cmd.Context(), cfg, c.Agent, hooks.PaneOfEnv(c.Shared)) {
 				// A binding holds only in its session's pane: a CLI session resumed in another
 				// pane, or a pane id tmux handed out again, serves nobody until a block binds it.
-				logger.Warn("hook: the agent's binding is to a session whose pane this is not; serving no session", zap.String("cli", cli), zap.String("session", c.Agent))
+				logger.Warn("hook: the agent's binding is to a session whose pane this is not; serving no session", zap.String("cli", call.CLI), zap.String("session", c.Agent))
 				c.Agent = ""
 			}
 			s := hooks.CallSettings(cfg, call, c, logger)
 			data = c.Input
 			stdin := bytes.NewReader(data)
 			if a[0] == hooks.EventPermissionRequest {
-				return hooktemporal.Approve(cmd.Context(), stdin, cmd.OutOrStdout(), approvalSettings(cfg, s.Session, cli, c.ApprovalWait, logger), approver(cfg))
+				return hooktemporal.Approve(cmd.Context(), stdin, cmd.OutOrStdout(), approvalSettings(cfg, s.Session, call.CLI, c.ApprovalWait, logger), approver(cfg))
 			}
 			// A hook intentq-hook handed over has what is left of its time.
 			timeout := hooks.Budget(cfg.Hooks.Timeout, os.Getenv(config.EnvHookStarted), time.Now())

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -44,10 +43,7 @@ func newMCP() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			agent := os.Getenv("INTENTQ_AGENT_ID")
-			if agent == "" {
-				agent = hooks.TmuxAgentID(cmd.Context())
-			}
+			agent := hooks.EnvAgent(cmd.Context())
 			if _, ok := cfg.Sessions[session]; session != "" && !ok {
 				return usage(cmd, fmt.Errorf("--session %s: no such session in the config", session))
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/intentq/intentq/config"
+	"github.com/intentq/intentq/internal/base/logging"
 )
 
 // Call is one run of a hook command: the event, the CLI that runs it (--cli: claude, codex,
@@ -19,6 +21,31 @@ import (
 // default one).
 type Call struct {
 	Event, CLI, Session string
+}
+
+// NewCall is the call of a hook command line: an empty --cli is Claude Code, as when it is not
+// given.
+func NewCall(event, cli, session string) Call {
+	if cli == "" {
+		cli = "claude"
+	}
+	return Call{Event: event, CLI: cli, Session: session}
+}
+
+// Logger is a hook run's logger: warnings and errors only, on stderr (stdout is the hook's
+// answer); a no-op one when it cannot be made.
+func Logger() *zap.Logger {
+	logger, _ := logging.New(config.Log{Level: "warn", Format: "console"})
+	if logger == nil {
+		return zap.NewNop()
+	}
+	return logger
+}
+
+// ReadRaw reads a hook's input as the CLI gave it, up to one byte over MaxInput (which the
+// input's reader refuses).
+func ReadRaw(r io.Reader) ([]byte, error) {
+	return io.ReadAll(io.LimitReader(r, MaxInput+1))
 }
 
 // Caller is whom a hook run serves, read from its environment and input (Resolve).
@@ -46,12 +73,9 @@ func (c Caller) NeedsPaneCheck(call Call) bool {
 // Resolve reads whom a hook run serves: the agent from the environment, a Codex thread's
 // binding, or (started by hand) the binding of its CLI session, made at the UserPromptSubmit of
 // a block intentq typed. input is the hook's input as the CLI gave it. An unknown CLI is an
-// error.
+// error (NewCall makes an empty --cli Claude Code).
 func Resolve(ctx context.Context, cfg *config.Config, call Call, input []byte, logger *zap.Logger) (Caller, error) {
 	c := Caller{Input: input, ApprovalWait: cfg.Hooks.ApprovalWait}
-	if call.CLI == "" {
-		call.CLI = "claude"
-	}
 	switch call.CLI {
 	case "claude":
 		c.Env = EnvAgent(ctx)
@@ -180,7 +204,7 @@ func SettingsFor(cfg *config.Config, session, agent string, orDefault bool, logg
 // serve the default session; the other CLIs' hook files are the person's, read by every agent
 // they run, so a hook there that names no agent serves no session.
 func CallSettings(cfg *config.Config, call Call, c Caller, logger *zap.Logger) Settings {
-	s := SettingsFor(cfg, call.Session, c.Agent, call.CLI == "claude" || call.CLI == "", logger)
+	s := SettingsFor(cfg, call.Session, c.Agent, call.CLI == "claude", logger)
 	s.Flat = c.Flat
 	return s
 }

@@ -146,7 +146,7 @@ var (
 
 // ReadInput decodes the hook input; an empty or malformed input is an error saying why.
 func ReadInput(r io.Reader) (Input, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxInput+1))
+	data, err := ReadRaw(r)
 	if err != nil {
 		return Input{}, fmt.Errorf("read hook input: %w", err)
 	}

@@ -87,7 +87,7 @@ const DeniedMessage = "The person denied this from their phone. Do not retry it;
 // is logged, and the CLI's own prompt decides.
 func Approve(ctx context.Context, stdin io.Reader, stdout io.Writer, s ApprovalSettings, dial func(context.Context) (Approver, func(), error)) error {
 	log := s.Logger.With(zap.String("hook", hooks.EventPermissionRequest), zap.String("session", s.Session))
-	data, err := io.ReadAll(io.LimitReader(stdin, hooks.MaxInput+1))
+	data, err := hooks.ReadRaw(stdin)
 	var in hooks.PermissionInput
 	if err == nil && len(data) > hooks.MaxInput {
 		err = fmt.Errorf("hook input is over %d bytes", hooks.MaxInput)
