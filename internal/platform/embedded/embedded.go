@@ -35,7 +35,6 @@ import (
 	"go.temporal.io/server/common/dynamicconfig"
 	serverlog "go.temporal.io/server/common/log"
 	"go.temporal.io/server/common/membership/static"
-	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
 	"go.temporal.io/server/common/primitives"
 	"go.temporal.io/server/schema/sqlite"
 	"go.temporal.io/server/temporal"
@@ -44,6 +43,7 @@ import (
 
 	"github.com/intentq/intentq/internal/base/tclient"
 	"github.com/intentq/intentq/internal/base/trust"
+	"github.com/intentq/intentq/internal/platform/embedded/sqliteplugin"
 )
 
 // DBFile is the SQLite database's name inside the data directory.
@@ -289,6 +289,7 @@ func prepareDatabase(opts Options) (stores, error) {
 	}
 	dbPath := filepath.Join(opts.DataDir, DBFile)
 	sqlCfg := &serverconfig.SQL{
+		// Temporal's SQLite plugin on a driver that keeps its compiled statements (sqlitecache).
 		PluginName:   sqliteplugin.PluginName,
 		DatabaseName: dbPath,
 		ConnectAttributes: map[string]string{
@@ -456,6 +457,12 @@ func serverOptions(opts Options, dbs stores) (_ []temporal.ServerOption, _ map[s
 	// when they wake.
 	dyn[dynamicconfig.HistoryCacheHostLevelMaxSize.Key()] = HistoryCacheSize
 	dyn[dynamicconfig.VisibilityProcessorSchedulerWorkerCount.Key()] = VisibilityWriters
+	// Both stores run on Temporal's SQLite plugin under intentq's name (sqliteplugin). The
+	// server reads a visibility store's kind from that name in two places, set here as it sets
+	// them for "sqlite": queries through the plugin's own converter, and no lists of values in a
+	// keyword search attribute.
+	dyn[dynamicconfig.VisibilityEnableUnifiedQueryConverter.Key()] = true
+	dyn[dynamicconfig.VisibilityAllowList.Key()] = false
 	internal := map[string]string{
 		string(primitives.InternalFrontendService): host(ports[3]),
 		string(primitives.HistoryService):          host(ports[0]),

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/intentq/intentq/internal/platform/embedded"
+	"github.com/intentq/intentq/internal/platform/embedded/sqlitecache"
 	"github.com/intentq/intentq/workflows"
 )
 
@@ -73,11 +74,12 @@ func firstColumn(t *testing.T, db *sql.DB, query string) []string {
 // TestVisibilityOnItsOwnFile (issue 38): the visibility store lives in VisibilityFile, with the
 // indexes intentq's lists and the Web UI use, and a data directory from before (its visibility
 // rows in DBFile) keeps what it listed: the rows move at the next start, and lists by intentq's
-// search attributes find them.
+// search attributes find them. Both stores run on the driver that keeps compiled statements.
 func TestVisibilityOnItsOwnFile(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	opts := options(t, dir, 24*time.Hour)
+	before := sqlitecache.Counts()
 	s1, err := embedded.Start(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -92,6 +94,9 @@ func TestVisibilityOnItsOwnFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	listed(t, c1, query, id)
+	if got := sqlitecache.Counts(); got.Connections-before.Connections < 2 || got.Kept-before.Kept < (got.Runs-before.Runs)/2 {
+		t.Errorf("the stores are not on the driver that keeps statements: %+v, before the start %+v", got, before)
+	}
 	c1.Close()
 	if err := s1.Stop(); err != nil {
 		t.Fatal(err)
