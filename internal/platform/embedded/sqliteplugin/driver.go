@@ -4,11 +4,12 @@ package sqliteplugin
 
 import (
 	"errors"
-	"github.com/intentq/intentq/internal/platform/embedded/sqlitecache"
 	"regexp"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/intentq/intentq/internal/platform/embedded/sqlitecache"
 )
 
 const (
