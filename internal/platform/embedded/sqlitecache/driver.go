@@ -95,14 +95,15 @@ func (Driver) Open(name string) (driver.Conn, error) {
 	return &Conn{in: in, byQuery: map[string]*list.Element{}, order: list.New()}, nil
 }
 
-// Conn is one connection with its statements. database/sql uses a connection from one goroutine
-// at a time; the lock also covers the rows a cancelled query closes from another.
+// Conn is one connection with its statements. database/sql calls a connection, and the rows it
+// returned, under one lock of its own; mu keeps the cache consistent besides.
 type Conn struct {
 	in inner
 
 	mu      sync.Mutex
 	byQuery map[string]*list.Element // of *cached, most recently used at the front of order
 	order   *list.List
+	closed  bool
 }
 
 // cached is one kept statement; busy while it runs or its rows are open (a second use of the
@@ -135,6 +136,11 @@ func (c *Conn) take(ctx context.Context, query string) (*cached, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, ok := st.(runner); !ok {
+		// Not a statement this driver can run with a context: the connection's own way.
+		_ = st.Close()
+		return nil, nil
+	}
 	s := &cached{query: query, stmt: st, busy: true}
 	c.byQuery[query] = c.order.PushFront(s)
 	for e := c.order.Back(); c.order.Len() > MaxStatements && e != nil; {
@@ -157,14 +163,21 @@ func (c *Conn) evict(e *list.Element) {
 	_ = s.stmt.Close()
 }
 
-// give returns s after use: it is free again, or closed when it was evicted meanwhile.
+// give returns s after use: it is free again, or closed when it was evicted meanwhile (not once
+// the connection is closed: its statements went with it).
 func (c *Conn) give(s *cached) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s.busy = false
-	if s.evicted {
+	if s.evicted && !c.closed {
 		_ = s.stmt.Close()
 	}
+}
+
+// runner is a statement run with a context, as modernc's are.
+type runner interface {
+	driver.StmtExecContext
+	driver.StmtQueryContext
 }
 
 // ExecContext runs query with args on its kept statement.
@@ -177,7 +190,7 @@ func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		return c.in.ExecContext(ctx, query, args)
 	}
 	defer c.give(s)
-	return s.stmt.(driver.StmtExecContext).ExecContext(ctx, args)
+	return s.stmt.(runner).ExecContext(ctx, args)
 }
 
 // QueryContext runs query with args on its kept statement, which its rows hold until closed.
@@ -189,15 +202,16 @@ func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if s == nil {
 		return c.in.QueryContext(ctx, query, args)
 	}
-	r, err := s.stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
+	r, err := s.stmt.(runner).QueryContext(ctx, args)
 	if err != nil {
 		c.give(s)
 		return nil, err
 	}
-	return &Rows{Rows: r, done: func() { c.give(s) }}, nil
+	return &Rows{Rows: r, conn: c, stmt: s}, nil
 }
 
-// Close closes the kept statements and the connection.
+// Close closes the kept statements and the connection. database/sql closes no connection whose
+// rows are open; should that happen, their statements are left to the connection's close.
 func (c *Conn) Close() error {
 	c.mu.Lock()
 	var errs []error
@@ -205,10 +219,20 @@ func (c *Conn) Close() error {
 		s := e.Value.(*cached)
 		c.order.Remove(e)
 		delete(c.byQuery, s.query)
-		errs = append(errs, s.stmt.Close())
+		if !s.busy {
+			errs = append(errs, s.stmt.Close())
+		}
 	}
+	c.closed = true
 	c.mu.Unlock()
 	return errors.Join(append(errs, c.in.Close())...)
+}
+
+// isClosed reports whether Close has run.
+func (c *Conn) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
 }
 
 // Prepare prepares a statement the caller owns (not kept).
@@ -243,16 +267,23 @@ func (c *Conn) IsValid() bool { return c.in.IsValid() }
 // Rows are a kept statement's rows; closing them frees the statement.
 type Rows struct {
 	driver.Rows
-	done func()
+	conn   *Conn
+	stmt   *cached
+	closed bool
 }
 
-// Close closes the rows and frees their statement.
+// Close closes the rows and frees their statement, once: a second Close would reset the
+// statement under the rows of its next use.
 func (r *Rows) Close() error {
-	err := r.Rows.Close()
-	if r.done != nil {
-		r.done()
-		r.done = nil
+	if r.closed {
+		return nil
 	}
+	r.closed = true
+	if r.conn.isClosed() {
+		return nil // the statement went with the connection
+	}
+	err := r.Rows.Close()
+	r.conn.give(r.stmt)
 	return err
 }
 

@@ -3,6 +3,7 @@ package sqlitecache
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -159,4 +160,37 @@ func BenchmarkStatements(b *testing.B) {
 			}
 		})
 	}
+}
+
+// At the driver's own level (database/sql never does either): rows closed twice leave the
+// statement's next rows alone, and rows closed after their connection do not reach into it.
+func TestRowsClosedTwiceOrAfterTheirConnection(t *testing.T) {
+	ctx := context.Background()
+	dc, err := Driver{}.Open(filepath.Join(t.TempDir(), "d.db"))
+	require.NoError(t, err)
+	c := dc.(*Conn)
+	_, err = c.ExecContext(ctx, `CREATE TABLE n (i INTEGER)`, nil)
+	require.NoError(t, err)
+	_, err = c.ExecContext(ctx, `INSERT INTO n VALUES (1), (2), (3)`, nil)
+	require.NoError(t, err)
+	const q = `SELECT i FROM n ORDER BY i`
+	next := func(r driver.Rows) any {
+		row := make([]driver.Value, 1)
+		if err := r.Next(row); err != nil {
+			return err
+		}
+		return row[0]
+	}
+	r1, err := c.QueryContext(ctx, q, nil)
+	require.NoError(t, err)
+	require.NoError(t, r1.Close())
+	r2, err := c.QueryContext(ctx, q, nil)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, next(r2))
+	require.NoError(t, r1.Close())
+	require.EqualValues(t, 2, next(r2), "the second Close of the first rows reset the statement")
+	require.EqualValues(t, 3, next(r2))
+
+	require.NoError(t, c.Close())
+	require.NoError(t, r2.Close(), "rows closed after their connection")
 }
