@@ -111,7 +111,7 @@ type Conn struct {
 // user finalises it.
 type cached struct {
 	query   string
-	stmt    driver.Stmt
+	stmt    runner
 	busy    bool
 	evicted bool
 }
@@ -136,31 +136,32 @@ func (c *Conn) take(ctx context.Context, query string) (*cached, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := st.(runner); !ok {
+	run, ok := st.(runner)
+	if !ok {
 		// Not a statement this driver can run with a context: the connection's own way.
 		_ = st.Close()
 		return nil, nil
 	}
-	s := &cached{query: query, stmt: st, busy: true}
+	s := &cached{query: query, stmt: run, busy: true}
 	c.byQuery[query] = c.order.PushFront(s)
 	for e := c.order.Back(); c.order.Len() > MaxStatements && e != nil; {
 		prev := e.Prev()
-		c.evict(e)
+		_ = c.evict(e)
 		e = prev
 	}
 	return s, nil
 }
 
-// evict drops e from the cache: closed now, or by its user when busy.
-func (c *Conn) evict(e *list.Element) {
+// evict drops e from the cache: closed now (with Close's error), or by its user when busy.
+func (c *Conn) evict(e *list.Element) error {
 	s := e.Value.(*cached)
 	c.order.Remove(e)
 	delete(c.byQuery, s.query)
 	if s.busy {
 		s.evicted = true
-		return
+		return nil
 	}
-	_ = s.stmt.Close()
+	return s.stmt.Close()
 }
 
 // give returns s after use: it is free again, or closed when it was evicted meanwhile (not once
@@ -176,6 +177,7 @@ func (c *Conn) give(s *cached) {
 
 // runner is a statement run with a context, as modernc's are.
 type runner interface {
+	driver.Stmt
 	driver.StmtExecContext
 	driver.StmtQueryContext
 }
@@ -190,7 +192,7 @@ func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		return c.in.ExecContext(ctx, query, args)
 	}
 	defer c.give(s)
-	return s.stmt.(runner).ExecContext(ctx, args)
+	return s.stmt.ExecContext(ctx, args)
 }
 
 // QueryContext runs query with args on its kept statement, which its rows hold until closed.
@@ -202,7 +204,7 @@ func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if s == nil {
 		return c.in.QueryContext(ctx, query, args)
 	}
-	r, err := s.stmt.(runner).QueryContext(ctx, args)
+	r, err := s.stmt.QueryContext(ctx, args)
 	if err != nil {
 		c.give(s)
 		return nil, err
@@ -216,12 +218,7 @@ func (c *Conn) Close() error {
 	c.mu.Lock()
 	var errs []error
 	for e := c.order.Front(); e != nil; e = c.order.Front() {
-		s := e.Value.(*cached)
-		c.order.Remove(e)
-		delete(c.byQuery, s.query)
-		if !s.busy {
-			errs = append(errs, s.stmt.Close())
-		}
+		errs = append(errs, c.evict(e))
 	}
 	c.closed = true
 	c.mu.Unlock()
