@@ -46,7 +46,10 @@ func (d *Desk) applyRecorded() error {
 			continue
 		}
 		d.log.Info("hook desk: a commit a hook recorded while no worker answered is applied", zap.String("session", c.Session), zap.String("take", c.Key))
-		if err := d.commit(c.Session, c.Key, func() { _ = os.Remove(path) }); err != nil {
+		j, unlock := d.lock(c.Session)
+		err = d.commit(c.Session, j, c.Key, func() { _ = os.Remove(path) })
+		unlock()
+		if err != nil {
 			return err
 		}
 	}

@@ -21,11 +21,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -68,15 +70,31 @@ type Desk struct {
 	signal Signal
 	log    *zap.Logger
 	now    func() time.Time
+	// write writes a journal's file (private.WriteFileAtomic; a test's stand-in).
+	write func(path string, data []byte) error
 
+	// closed: the desk serves no hooks (Refuse).
+	closed atomic.Bool
+
+	// mu guards the map of sessions (not what each holds) and the words waiting to go out. A
+	// session's own lock guards its journal and the journal's file, held across the file's write:
+	// one session's slow write never holds another session's hooks (issue 38). A session's lock
+	// is taken before mu, never while mu is held.
 	mu       sync.Mutex
-	closed   bool
-	sessions map[string]*journal
+	sessions map[string]*held
 	// out is what waits to be passed on to the sessions, in order; wake wakes the sender; most,
 	// when set, bounds a batch (the server refused a larger one).
 	out  []outgoing
 	wake chan struct{}
 	most int
+}
+
+// held is one session's journal under the session's own lock. Whatever the journal says is
+// told to anyone (a hook, a withdrawal, the session) only after it is on disk, so a worker that
+// restarts never contradicts an answer it gave.
+type held struct {
+	mu      sync.Mutex
+	journal *journal
 }
 
 // journal is one session's state at the desk, as kept on disk.
@@ -102,7 +120,7 @@ type offer struct {
 }
 
 // outgoing is one word to pass on to a session (a report, a take, or a commit); done notes in
-// the journal (under the lock) that the server took it, the journal is saved once after the
+// the journal (under the session's lock) that the server took it, the journal is saved once after the
 // dones of a batch, and sent runs after that save.
 type outgoing struct {
 	session string
@@ -120,7 +138,7 @@ func Open(dir string, signal Signal, log *zap.Logger) (*Desk, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	d := &Desk{dir: dir, signal: signal, log: log, now: time.Now, sessions: map[string]*journal{}, wake: make(chan struct{}, 1)}
+	d := &Desk{dir: dir, signal: signal, log: log, now: time.Now, write: private.WriteFileAtomic, sessions: map[string]*held{}, wake: make(chan struct{}, 1)}
 	entries, err := os.ReadDir(dir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("hook desk: %w", err)
@@ -150,7 +168,7 @@ func Open(dir string, signal Signal, log *zap.Logger) (*Desk, error) {
 			continue
 		}
 		session := string(raw)
-		d.sessions[session] = &j
+		d.sessions[session] = &held{journal: &j}
 		for _, o := range j.Offers {
 			if o.Taken != nil && !o.TakenSent {
 				d.sendTaken(session, o)
@@ -171,36 +189,44 @@ func Open(dir string, signal Signal, log *zap.Logger) (*Desk, error) {
 // said is unread in their agents' inboxes is forgotten: told that this desk serves no hooks, they
 // tell it nothing more, and a later worker's desk reads the inboxes rather than name a stale word.
 func (d *Desk) Refuse() {
+	d.closed.Store(true)
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.closed = true
-	for session, j := range d.sessions {
+	sessions := slices.Collect(maps.Keys(d.sessions))
+	d.mu.Unlock()
+	// Each session is looked at under its lock, after closed is set: a word that came in before
+	// is cleared here, and none comes in after.
+	for _, session := range sessions {
+		j, unlock := d.lock(session)
 		if j.Inbox != nil {
 			j.Inbox = nil
-			d.saveQuietly(session)
+			d.saveQuietly(session, j)
 		}
+		unlock()
 	}
 }
 
-// journal returns a session's state (new when it has none).
-func (d *Desk) journal(session string) *journal {
-	j := d.sessions[session]
-	if j == nil {
-		j = &journal{}
-		d.sessions[session] = j
+// lock takes a session's lock and returns its journal (new when it has none) and the unlock.
+func (d *Desk) lock(session string) (*journal, func()) {
+	d.mu.Lock()
+	h := d.sessions[session]
+	if h == nil {
+		h = &held{journal: &journal{}}
+		d.sessions[session] = h
 	}
-	return j
+	d.mu.Unlock()
+	h.mu.Lock()
+	return h.journal, h.mu.Unlock
 }
 
-// save writes a session's journal (private, atomic, safe from a crash of any process before it
+// save writes a session's journal j (private, atomic, safe from a crash of any process before it
 // returns; not fsynced: a power loss ends the agents whose takes it keeps, and every take,
-// commit and offer writes it, under the desk's lock).
-func (d *Desk) save(session string) error {
-	data, err := json.Marshal(d.sessions[session])
+// commit and offer writes it, under the session's lock).
+func (d *Desk) save(session string, j *journal) error {
+	data, err := json.Marshal(j)
 	if err != nil {
 		return fmt.Errorf("hook desk: journal of %s: %w", session, err)
 	}
-	if err := private.WriteFileAtomic(filepath.Join(d.dir, hex.EncodeToString([]byte(session))+".json"), data); err != nil {
+	if err := d.write(filepath.Join(d.dir, hex.EncodeToString([]byte(session))+".json"), data); err != nil {
 		return fmt.Errorf("hook desk: journal of %s: %w", session, err)
 	}
 	return nil
@@ -237,11 +263,11 @@ func (d *Desk) Publish(_ context.Context, req workflows.DeskPublishRequest) erro
 	if req.Session == "" || req.Key == "" || len(req.Messages) == 0 {
 		return temporal.NewNonRetryableApplicationError("standing offer without a session, key or messages", "InvalidStandingOffer", nil)
 	}
-	if err := d.lockServing(); err != nil {
+	j, unlock, err := d.lockServing(req.Session)
+	if err != nil {
 		return err
 	}
-	defer d.mu.Unlock()
-	j := d.journal(req.Session)
+	defer unlock()
 	if o := j.find(req.Key); o != nil {
 		if !slices.Equal(requestIDs(o.Messages), requestIDs(req.Messages)) {
 			// A key's content never changes (issue 32): a session that asks so is told, takes
@@ -258,22 +284,22 @@ func (d *Desk) Publish(_ context.Context, req workflows.DeskPublishRequest) erro
 	}
 	j.Offers = append(j.Offers, &offer{Key: req.Key, Messages: req.Messages, State: stateOpen})
 	j.trim()
-	if err := d.save(req.Session); err != nil {
+	if err := d.save(req.Session, j); err != nil {
 		j.Offers = before
 		return err
 	}
 	return nil
 }
 
-// lockServing takes the desk's lock, unless the desk serves no hooks (Refuse): then it says so
+// lockServing is lock, unless the desk serves no hooks (Refuse): then it says so
 // (workflows.ErrTypeNoDesk: the session goes without the desk) and holds no lock.
-func (d *Desk) lockServing() error {
-	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
-		return temporal.NewNonRetryableApplicationError("the hook desk does not serve hooks", workflows.ErrTypeNoDesk, nil)
+func (d *Desk) lockServing(session string) (*journal, func(), error) {
+	j, unlock := d.lock(session)
+	if d.closed.Load() {
+		unlock()
+		return nil, nil, temporal.NewNonRetryableApplicationError("the hook desk does not serve hooks", workflows.ErrTypeNoDesk, nil)
 	}
-	return nil
+	return j, unlock, nil
 }
 
 // KnowInbox keeps what a session says is unread in its agent's inbox (the activity
@@ -283,17 +309,17 @@ func (d *Desk) KnowInbox(_ context.Context, req workflows.DeskInboxRequest) erro
 	if req.Session == "" {
 		return temporal.NewNonRetryableApplicationError("inbox word without a session", "InvalidInboxWord", nil)
 	}
-	if err := d.lockServing(); err != nil {
+	j, unlock, err := d.lockServing(req.Session)
+	if err != nil {
 		return err
 	}
-	defer d.mu.Unlock()
-	j := d.journal(req.Session)
+	defer unlock()
 	if j.Inbox != nil && req.At.Before(j.Inbox.At) {
 		return nil
 	}
 	before := j.Inbox
 	j.Inbox = &req
-	if err := d.save(req.Session); err != nil {
+	if err := d.save(req.Session, j); err != nil {
 		j.Inbox = before
 		return err
 	}
@@ -304,9 +330,15 @@ func (d *Desk) KnowInbox(_ context.Context, req workflows.DeskInboxRequest) erro
 // when it has said nothing (the hook asks the server).
 func (d *Desk) UnreadInbox(agent string) (u workflows.InboxUnread, ok bool) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	j := d.sessions[agent]
-	if j == nil || j.Inbox == nil {
+	h := d.sessions[agent]
+	d.mu.Unlock()
+	if h == nil {
+		return workflows.InboxUnread{}, false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	j := h.journal
+	if j.Inbox == nil {
 		return workflows.InboxUnread{}, false
 	}
 	return j.Inbox.Unread, true
@@ -317,9 +349,8 @@ func (d *Desk) UnreadInbox(agent string) (u workflows.InboxUnread, ok bool) {
 // An offer this desk never got may be at another worker's desk, in a hook's hands: it counts
 // as taken (workflows.UnknownOfferTaken), so the worst case is a late delivery, never a second.
 func (d *Desk) Withdraw(_ context.Context, req workflows.DeskWithdrawRequest) (workflows.DeskWithdrawResult, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	j := d.journal(req.Session)
+	j, unlock := d.lock(req.Session)
+	defer unlock()
 	o := j.find(req.Key)
 	switch {
 	case o == nil:
@@ -331,7 +362,7 @@ func (d *Desk) Withdraw(_ context.Context, req workflows.DeskWithdrawRequest) (w
 		return workflows.DeskWithdrawResult{Taken: &t}, nil
 	}
 	o.State = stateWithdrawn
-	if err := d.save(req.Session); err != nil {
+	if err := d.save(req.Session, j); err != nil {
 		o.State = stateOpen
 		return workflows.DeskWithdrawResult{}, err
 	}
@@ -345,12 +376,11 @@ func (d *Desk) Take(session string, req workflows.TakeRequest) (workflows.TakeRe
 	if session == "" || req.Key == "" {
 		return workflows.TakeResult{}, errors.New("take without a session or key")
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	j, unlock := d.lock(session)
+	defer unlock()
 	now := d.now()
 	d.report(session, workflows.AgentEvent{Event: req.Event, At: now, Detail: req.Detail, Receipt: req.Receipt})
 	res := workflows.TakeResult{Key: req.Key}
-	j := d.journal(session)
 	if slices.Contains(j.HookKeys, req.Key) {
 		return res, nil
 	}
@@ -369,7 +399,7 @@ func (d *Desk) Take(session string, req workflows.TakeRequest) (workflows.TakeRe
 		took.Taken = &workflows.StandingTaken{Key: took.Key, Hook: req.Key, Event: req.Event, At: now, IDs: requestIDs(took.Messages)}
 		res.Key, res.Messages = took.Key, took.Messages
 	}
-	if err := d.save(session); err != nil {
+	if err := d.save(session, j); err != nil {
 		*j = before
 		if took != nil {
 			took.State, took.Taken = stateOpen, nil
@@ -406,15 +436,15 @@ func (d *Desk) Commit(session, key string) error {
 	if session == "" || key == "" {
 		return errors.New("commit without a session or key")
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.commit(session, key, nil)
+	j, unlock := d.lock(session)
+	defer unlock()
+	return d.commit(session, j, key, nil)
 }
 
-// commit is Commit under the lock; sent (when set) runs once the session has the commit, or at
-// once when the journal already had it.
-func (d *Desk) commit(session, key string, sent func()) error {
-	o := d.journal(session).find(key)
+// commit is Commit under the session's lock (j its journal); sent (when set) runs once the
+// session has the commit, or at once when the journal already had it.
+func (d *Desk) commit(session string, j *journal, key string, sent func()) error {
+	o := j.find(key)
 	if o == nil {
 		d.enqueue(outgoing{session: session, commit: key, sent: sent})
 		return nil
@@ -430,7 +460,7 @@ func (d *Desk) commit(session, key string, sent func()) error {
 		return nil
 	}
 	o.Committed = true
-	if err := d.save(session); err != nil {
+	if err := d.save(session, j); err != nil {
 		o.Committed = false
 		return err
 	}
@@ -443,8 +473,6 @@ func (d *Desk) Report(session string, ev workflows.AgentEvent) error {
 	if session == "" || ev.Event == "" {
 		return errors.New("report without a session or event")
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	if ev.At.IsZero() {
 		ev.At = d.now()
 	}
@@ -458,13 +486,13 @@ func (d *Desk) Context(session, id, text string) error {
 	if session == "" || id == "" {
 		return errors.New("context without a session or id")
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	d.enqueue(outgoing{session: session, context: &workflows.DeliveryRequest{ID: id, Kind: workflows.KindContext, Text: text}})
 	return nil
 }
 
 func (d *Desk) report(session string, ev workflows.AgentEvent) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	reports := 0
 	for _, o := range d.out {
 		if o.event != nil {
@@ -475,7 +503,7 @@ func (d *Desk) report(session string, ev workflows.AgentEvent) {
 		i := slices.IndexFunc(d.out, func(o outgoing) bool { return o.event != nil })
 		d.out = slices.Delete(d.out, i, i+1)
 	}
-	d.enqueue(outgoing{session: session, event: &ev})
+	d.push(outgoing{session: session, event: &ev})
 }
 
 func (d *Desk) sendTaken(session string, o *offer) {
@@ -489,13 +517,21 @@ func (d *Desk) sendCommit(session string, o *offer, sent func()) {
 
 // saveQuietly keeps that a word went out; should that fail, the word goes out again after a
 // restart, which the session bears.
-func (d *Desk) saveQuietly(session string) {
-	if err := d.save(session); err != nil {
+func (d *Desk) saveQuietly(session string, j *journal) {
+	if err := d.save(session, j); err != nil {
 		d.log.Warn("hook desk: journal not kept", zap.String("session", session), zap.Error(err))
 	}
 }
 
+// enqueue adds a word to what waits to go out.
 func (d *Desk) enqueue(o outgoing) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.push(o)
+}
+
+// push is enqueue under mu.
+func (d *Desk) push(o outgoing) {
 	d.out = append(d.out, o)
 	select {
 	case d.wake <- struct{}{}:
@@ -619,9 +655,12 @@ func (d *Desk) passOn(ctx context.Context) (bool, error) {
 	if d.most > 0 && len(d.out) == 0 {
 		d.most = 0 // the backlog that was refused whole has gone out
 	}
-	// The session's journal keeps what went out, written once for the batch (a desk's lock held
-	// over one write per word kept every hook waiting behind a slow disk); should that fail, the
-	// words go out again after a restart, which the session bears.
+	d.mu.Unlock()
+	// The session's journal keeps what went out, written once for the batch (a lock held over
+	// one write per word kept the hooks waiting behind a slow disk); should that fail, the words
+	// go out again after a restart, which the session bears.
+	j, unlock := d.lock(session)
+	defer unlock()
 	noted := false
 	for _, o := range batch {
 		if o.done != nil {
@@ -630,13 +669,12 @@ func (d *Desk) passOn(ctx context.Context) (bool, error) {
 		}
 	}
 	if noted {
-		d.saveQuietly(session)
+		d.saveQuietly(session, j)
 	}
 	for _, o := range batch {
 		if o.sent != nil {
 			o.sent()
 		}
 	}
-	d.mu.Unlock()
 	return true, nil
 }

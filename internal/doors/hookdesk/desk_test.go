@@ -2,6 +2,7 @@ package hookdesk
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -9,14 +10,17 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/intentq/intentq/internal/base/private"
 	"github.com/intentq/intentq/internal/doors/hookdesk/desksocket"
 	"github.com/intentq/intentq/internal/intent"
 	"github.com/intentq/intentq/workflows"
@@ -658,4 +662,60 @@ func TestDeskNeverWedgesOnARefusedWord(t *testing.T) {
 	for _, g := range sig.list() {
 		require.NotContains(t, g, "session-start/huge", "the refused word was passed on")
 	}
+}
+
+// Issue 38: one session's journal write, however slow (ext4 beside SQLite's fsyncs), holds no
+// other session's hook; the session's own withdrawal waits for it and answers what it wrote.
+func TestDeskSlowJournalHoldsOnlyItsSession(t *testing.T) {
+	d, err := Open(t.TempDir(), (&signals{}).send, nil)
+	require.NoError(t, err)
+	ctx := context.Background()
+	for _, s := range []string{"slow", "fast"} {
+		require.NoError(t, d.Publish(ctx, workflows.DeskPublishRequest{Session: s, Key: "standing/" + s + "/1", Messages: msgs("1")}))
+	}
+	slowFile := hex.EncodeToString([]byte("slow")) + ".json"
+	started, release := make(chan struct{}), make(chan struct{})
+	var written atomic.Bool
+	d.write = func(path string, data []byte) error {
+		if filepath.Base(path) == slowFile && !written.Load() {
+			close(started)
+			<-release
+			defer written.Store(true)
+		}
+		return private.WriteFileAtomic(path, data)
+	}
+	took := make(chan workflows.TakeResult, 1)
+	go func() {
+		res, err := d.Take("slow", workflows.TakeRequest{Key: "stop/slow", Event: workflows.EventStop})
+		assert.NoError(t, err)
+		took <- res
+	}()
+	<-started
+	withdrawn := make(chan workflows.DeskWithdrawResult, 1)
+	go func() {
+		w, err := d.Withdraw(ctx, workflows.DeskWithdrawRequest{Session: "slow", Key: "standing/slow/1"})
+		assert.NoError(t, err)
+		assert.True(t, written.Load(), "the withdrawal answered before the take it reports was on disk")
+		withdrawn <- w
+	}()
+
+	fast := make(chan workflows.TakeResult, 1)
+	go func() {
+		res, err := d.Take("fast", workflows.TakeRequest{Key: "stop/fast", Event: workflows.EventStop})
+		assert.NoError(t, err)
+		fast <- res
+	}()
+	select {
+	case res := <-fast:
+		require.Equal(t, "standing/fast/1", res.Key, "the other session's hook took its own offer")
+	case <-time.After(30 * time.Second):
+		t.Fatal("a hook of another session waited for this session's journal write")
+	}
+	w, err := d.Withdraw(ctx, workflows.DeskWithdrawRequest{Session: "fast", Key: "standing/fast/1"})
+	require.NoError(t, err)
+	require.Equal(t, "stop/fast", w.Taken.Hook)
+
+	close(release)
+	require.Equal(t, "standing/slow/1", (<-took).Key)
+	require.Equal(t, "stop/slow", (<-withdrawn).Taken.Hook, "the withdrawal waited for the take and reports it")
 }
