@@ -662,11 +662,13 @@ func TestS1StopHookNamesUnreadInboxAsTheDeskKnows(t *testing.T) {
 	// What the desk keeps, read from its journal (read only: the worker's desk owns it).
 	known := func(want int) func() bool {
 		return func() bool {
-			data, err := os.ReadFile(filepath.Join(desksocket.Dir(cfg.DataDir), hex.EncodeToString([]byte(agent))+".json"))
+			// One journal per line, the last whole one counts.
+			data, err := os.ReadFile(filepath.Join(desksocket.Dir(cfg.DataDir), hex.EncodeToString([]byte(agent))+".jsonl"))
+			lines := strings.Split(string(data), "\n")
 			var j struct {
 				Inbox *workflows.DeskInboxRequest `json:"inbox"`
 			}
-			return err == nil && json.Unmarshal(data, &j) == nil && j.Inbox != nil && j.Inbox.Unread.Count == want
+			return err == nil && len(lines) > 1 && json.Unmarshal([]byte(lines[len(lines)-2]), &j) == nil && j.Inbox != nil && j.Inbox.Unread.Count == want
 		}
 	}
 	waitUntil(t, "the desk told the agent has no inbox", 30*time.Second, known(0))

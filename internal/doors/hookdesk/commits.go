@@ -46,9 +46,9 @@ func (d *Desk) applyRecorded() error {
 			continue
 		}
 		d.log.Info("hook desk: a commit a hook recorded while no worker answered is applied", zap.String("session", c.Session), zap.String("take", c.Key))
-		j, unlock := d.lock(c.Session)
-		err = d.commit(c.Session, j, c.Key, func() { _ = os.Remove(path) })
-		unlock()
+		h := d.lock(c.Session)
+		err = d.commit(c.Session, h, c.Key, func() { _ = os.Remove(path) })
+		h.mu.Unlock()
 		if err != nil {
 			return err
 		}

@@ -17,7 +17,6 @@ package hookdesk
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,7 +24,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,8 +68,10 @@ type Desk struct {
 	signal Signal
 	log    *zap.Logger
 	now    func() time.Time
-	// write writes a journal's file (private.WriteFileAtomic; a test's stand-in).
-	write func(path string, data []byte) error
+	// write writes a journal's file anew (private.WriteFileAtomic), appendTo appends a line to
+	// it (appendJournal); a test stands in for them.
+	write    func(path string, data []byte) error
+	appendTo func(path string, line []byte) error
 
 	// closed: the desk serves no hooks (Refuse).
 	closed atomic.Bool
@@ -95,6 +95,10 @@ type Desk struct {
 type held struct {
 	mu      sync.Mutex
 	journal *journal
+	// size is the length of the journal's file; whole says its next save writes it anew (the
+	// first after Open, and after a failed write: journalfile.go).
+	size  int64
+	whole bool
 }
 
 // journal is one session's state at the desk, as kept on disk.
@@ -138,37 +142,31 @@ func Open(dir string, signal Signal, log *zap.Logger) (*Desk, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	d := &Desk{dir: dir, signal: signal, log: log, now: time.Now, write: private.WriteFileAtomic, sessions: map[string]*held{}, wake: make(chan struct{}, 1)}
+	d := &Desk{dir: dir, signal: signal, log: log, now: time.Now, write: private.WriteFileAtomic, appendTo: appendJournal, sessions: map[string]*held{}, wake: make(chan struct{}, 1)}
+	if err := d.convertLegacy(); err != nil {
+		return nil, err
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("hook desk: %w", err)
 	}
 	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), ".json")
+		session, ok := journalSession(e.Name(), journalExt)
 		if !ok {
-			continue
-		}
-		raw, err := hex.DecodeString(name)
-		if err != nil {
 			continue
 		}
 		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil {
 			return nil, fmt.Errorf("hook desk: %w", err)
 		}
-		var j journal
-		if err := json.Unmarshal(data, &j); err != nil {
-			// Kept aside for a look, not in the way: the worker starts, and what this journal
-			// held is not known (an offer a hook took before could be typed too).
-			aside := filepath.Join(dir, e.Name()+".unreadable")
-			log.Error("hook desk: journal unreadable; set aside, its offers are forgotten", zap.String("journal", e.Name()), zap.String("kept_as", aside), zap.Error(err))
-			if err := os.Rename(filepath.Join(dir, e.Name()), aside); err != nil {
-				return nil, fmt.Errorf("hook desk: set aside unreadable journal %s: %w", e.Name(), err)
+		j, err := lastJournal(data)
+		if err != nil {
+			if err := d.setAside(e.Name(), err); err != nil {
+				return nil, err
 			}
 			continue
 		}
-		session := string(raw)
-		d.sessions[session] = &held{journal: &j}
+		d.sessions[session] = &held{journal: &j, whole: true}
 		for _, o := range j.Offers {
 			if o.Taken != nil && !o.TakenSent {
 				d.sendTaken(session, o)
@@ -184,6 +182,55 @@ func Open(dir string, signal Signal, log *zap.Logger) (*Desk, error) {
 	return d, nil
 }
 
+// convertLegacy writes each journal of the single-document form as a journal file of the current
+// form (JSON lines) and removes it; one that cannot be read is set aside.
+func (d *Desk) convertLegacy() error {
+	entries, err := os.ReadDir(d.dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("hook desk: %w", err)
+	}
+	for _, e := range entries {
+		session, ok := journalSession(e.Name(), legacyExt)
+		if !ok {
+			continue
+		}
+		path := filepath.Join(d.dir, e.Name())
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("hook desk: %w", err)
+		}
+		var j journal
+		if err := json.Unmarshal(data, &j); err != nil {
+			if err := d.setAside(e.Name(), err); err != nil {
+				return err
+			}
+			continue
+		}
+		line, err := json.Marshal(j)
+		if err != nil {
+			return fmt.Errorf("hook desk: journal %s: %w", e.Name(), err)
+		}
+		if err := d.write(journalPath(d.dir, session), append(line, '\n')); err != nil {
+			return fmt.Errorf("hook desk: journal %s: %w", e.Name(), err)
+		}
+		if err := os.Remove(path); err != nil {
+			return fmt.Errorf("hook desk: journal %s: %w", e.Name(), err)
+		}
+	}
+	return nil
+}
+
+// setAside moves an unreadable journal file aside, for a look, not in the way: the worker starts,
+// and what the journal held is not known (an offer a hook took before could be typed too).
+func (d *Desk) setAside(name string, cause error) error {
+	aside := filepath.Join(d.dir, name+".unreadable")
+	d.log.Error("hook desk: journal unreadable; set aside, its offers are forgotten", zap.String("journal", name), zap.String("kept_as", aside), zap.Error(cause))
+	if err := os.Rename(filepath.Join(d.dir, name), aside); err != nil {
+		return fmt.Errorf("hook desk: set aside unreadable journal %s: %w", name, err)
+	}
+	return nil
+}
+
 // Refuse makes the desk take no new offers (its socket could not serve): the sessions' hooks
 // take through the workflows. Withdrawals are still answered from the journal. What the sessions
 // said is unread in their agents' inboxes is forgotten: told that this desk serves no hooks, they
@@ -196,39 +243,52 @@ func (d *Desk) Refuse() {
 	// Each session is looked at under its lock, after closed is set: a word that came in before
 	// is cleared here, and none comes in after.
 	for _, session := range sessions {
-		j, unlock := d.lock(session)
-		if j.Inbox != nil {
-			j.Inbox = nil
-			d.saveQuietly(session, j)
+		h := d.lock(session)
+		if h.journal.Inbox != nil {
+			h.journal.Inbox = nil
+			d.saveQuietly(session, h)
 		}
-		unlock()
+		h.mu.Unlock()
 	}
 }
 
-// lock takes a session's lock and returns its journal (new when it has none) and the unlock.
-func (d *Desk) lock(session string) (*journal, func()) {
+// lock takes a session's lock and returns what it holds (a new journal when it has none); the
+// caller unlocks h.mu.
+func (d *Desk) lock(session string) *held {
 	d.mu.Lock()
 	h := d.sessions[session]
 	if h == nil {
-		h = &held{journal: &journal{}}
+		h = &held{journal: &journal{}, whole: true}
 		d.sessions[session] = h
 	}
 	d.mu.Unlock()
 	h.mu.Lock()
-	return h.journal, h.mu.Unlock
+	return h
 }
 
-// save writes a session's journal j (private, atomic, safe from a crash of any process before it
-// returns; not fsynced: a power loss ends the agents whose takes it keeps, and every take,
-// commit and offer writes it, under the session's lock).
-func (d *Desk) save(session string, j *journal) error {
-	data, err := json.Marshal(j)
+// save keeps a session's journal in its file (private; safe from a crash of any process before
+// it returns; not fsynced: a power loss ends the agents whose takes it keeps, and every take,
+// commit and offer writes it, under the session's lock): appended as a line, or the file
+// written anew (journalfile.go).
+func (d *Desk) save(session string, h *held) error {
+	data, err := json.Marshal(h.journal)
 	if err != nil {
 		return fmt.Errorf("hook desk: journal of %s: %w", session, err)
 	}
-	if err := d.write(filepath.Join(d.dir, hex.EncodeToString([]byte(session))+".json"), data); err != nil {
+	line := append(data, '\n')
+	path := journalPath(d.dir, session)
+	if !h.whole && h.size+int64(len(line)) <= maxJournalFile {
+		if err := d.appendTo(path, line); err == nil {
+			h.size += int64(len(line))
+			return nil
+		}
+		// Written anew: the failed append may have left part of its line.
+	}
+	if err := d.write(path, line); err != nil {
+		h.whole = true
 		return fmt.Errorf("hook desk: journal of %s: %w", session, err)
 	}
+	h.size, h.whole = int64(len(line)), false
 	return nil
 }
 
@@ -263,11 +323,12 @@ func (d *Desk) Publish(_ context.Context, req workflows.DeskPublishRequest) erro
 	if req.Session == "" || req.Key == "" || len(req.Messages) == 0 {
 		return temporal.NewNonRetryableApplicationError("standing offer without a session, key or messages", "InvalidStandingOffer", nil)
 	}
-	j, unlock, err := d.lockServing(req.Session)
+	h, err := d.lockServing(req.Session)
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	defer h.mu.Unlock()
+	j := h.journal
 	if o := j.find(req.Key); o != nil {
 		if !slices.Equal(requestIDs(o.Messages), requestIDs(req.Messages)) {
 			// A key's content never changes (issue 32): a session that asks so is told, takes
@@ -284,7 +345,7 @@ func (d *Desk) Publish(_ context.Context, req workflows.DeskPublishRequest) erro
 	}
 	j.Offers = append(j.Offers, &offer{Key: req.Key, Messages: req.Messages, State: stateOpen})
 	j.trim()
-	if err := d.save(req.Session, j); err != nil {
+	if err := d.save(req.Session, h); err != nil {
 		j.Offers = before
 		return err
 	}
@@ -293,13 +354,13 @@ func (d *Desk) Publish(_ context.Context, req workflows.DeskPublishRequest) erro
 
 // lockServing is lock, unless the desk serves no hooks (Refuse): then it says so
 // (workflows.ErrTypeNoDesk: the session goes without the desk) and holds no lock.
-func (d *Desk) lockServing(session string) (*journal, func(), error) {
-	j, unlock := d.lock(session)
+func (d *Desk) lockServing(session string) (*held, error) {
+	h := d.lock(session)
 	if d.closed.Load() {
-		unlock()
-		return nil, nil, temporal.NewNonRetryableApplicationError("the hook desk does not serve hooks", workflows.ErrTypeNoDesk, nil)
+		h.mu.Unlock()
+		return nil, temporal.NewNonRetryableApplicationError("the hook desk does not serve hooks", workflows.ErrTypeNoDesk, nil)
 	}
-	return j, unlock, nil
+	return h, nil
 }
 
 // KnowInbox keeps what a session says is unread in its agent's inbox (the activity
@@ -309,17 +370,18 @@ func (d *Desk) KnowInbox(_ context.Context, req workflows.DeskInboxRequest) erro
 	if req.Session == "" {
 		return temporal.NewNonRetryableApplicationError("inbox word without a session", "InvalidInboxWord", nil)
 	}
-	j, unlock, err := d.lockServing(req.Session)
+	h, err := d.lockServing(req.Session)
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	defer h.mu.Unlock()
+	j := h.journal
 	if j.Inbox != nil && req.At.Before(j.Inbox.At) {
 		return nil
 	}
 	before := j.Inbox
 	j.Inbox = &req
-	if err := d.save(req.Session, j); err != nil {
+	if err := d.save(req.Session, h); err != nil {
 		j.Inbox = before
 		return err
 	}
@@ -349,9 +411,9 @@ func (d *Desk) UnreadInbox(agent string) (u workflows.InboxUnread, ok bool) {
 // An offer this desk never got may be at another worker's desk, in a hook's hands: it counts
 // as taken (workflows.UnknownOfferTaken), so the worst case is a late delivery, never a second.
 func (d *Desk) Withdraw(_ context.Context, req workflows.DeskWithdrawRequest) (workflows.DeskWithdrawResult, error) {
-	j, unlock := d.lock(req.Session)
-	defer unlock()
-	o := j.find(req.Key)
+	h := d.lock(req.Session)
+	defer h.mu.Unlock()
+	o := h.journal.find(req.Key)
 	switch {
 	case o == nil:
 		return workflows.UnknownOfferTaken(req.Key, d.now()), nil
@@ -362,7 +424,7 @@ func (d *Desk) Withdraw(_ context.Context, req workflows.DeskWithdrawRequest) (w
 		return workflows.DeskWithdrawResult{Taken: &t}, nil
 	}
 	o.State = stateWithdrawn
-	if err := d.save(req.Session, j); err != nil {
+	if err := d.save(req.Session, h); err != nil {
 		o.State = stateOpen
 		return workflows.DeskWithdrawResult{}, err
 	}
@@ -376,8 +438,9 @@ func (d *Desk) Take(session string, req workflows.TakeRequest) (workflows.TakeRe
 	if session == "" || req.Key == "" {
 		return workflows.TakeResult{}, errors.New("take without a session or key")
 	}
-	j, unlock := d.lock(session)
-	defer unlock()
+	h := d.lock(session)
+	defer h.mu.Unlock()
+	j := h.journal
 	now := d.now()
 	d.report(session, workflows.AgentEvent{Event: req.Event, At: now, Detail: req.Detail, Receipt: req.Receipt})
 	res := workflows.TakeResult{Key: req.Key}
@@ -399,7 +462,7 @@ func (d *Desk) Take(session string, req workflows.TakeRequest) (workflows.TakeRe
 		took.Taken = &workflows.StandingTaken{Key: took.Key, Hook: req.Key, Event: req.Event, At: now, IDs: requestIDs(took.Messages)}
 		res.Key, res.Messages = took.Key, took.Messages
 	}
-	if err := d.save(session, j); err != nil {
+	if err := d.save(session, h); err != nil {
 		*j = before
 		if took != nil {
 			took.State, took.Taken = stateOpen, nil
@@ -436,15 +499,15 @@ func (d *Desk) Commit(session, key string) error {
 	if session == "" || key == "" {
 		return errors.New("commit without a session or key")
 	}
-	j, unlock := d.lock(session)
-	defer unlock()
-	return d.commit(session, j, key, nil)
+	h := d.lock(session)
+	defer h.mu.Unlock()
+	return d.commit(session, h, key, nil)
 }
 
-// commit is Commit under the session's lock (j its journal); sent (when set) runs once the
+// commit is Commit under the session's lock (h what it holds); sent (when set) runs once the
 // session has the commit, or at once when the journal already had it.
-func (d *Desk) commit(session string, j *journal, key string, sent func()) error {
-	o := j.find(key)
+func (d *Desk) commit(session string, h *held, key string, sent func()) error {
+	o := h.journal.find(key)
 	if o == nil {
 		d.enqueue(outgoing{session: session, commit: key, sent: sent})
 		return nil
@@ -460,7 +523,7 @@ func (d *Desk) commit(session string, j *journal, key string, sent func()) error
 		return nil
 	}
 	o.Committed = true
-	if err := d.save(session, j); err != nil {
+	if err := d.save(session, h); err != nil {
 		o.Committed = false
 		return err
 	}
@@ -517,8 +580,8 @@ func (d *Desk) sendCommit(session string, o *offer, sent func()) {
 
 // saveQuietly keeps that a word went out; should that fail, the word goes out again after a
 // restart, which the session bears.
-func (d *Desk) saveQuietly(session string, j *journal) {
-	if err := d.save(session, j); err != nil {
+func (d *Desk) saveQuietly(session string, h *held) {
+	if err := d.save(session, h); err != nil {
 		d.log.Warn("hook desk: journal not kept", zap.String("session", session), zap.Error(err))
 	}
 }
@@ -659,8 +722,8 @@ func (d *Desk) passOn(ctx context.Context) (bool, error) {
 	// The session's journal keeps what went out, written once for the batch (a lock held over
 	// one write per word kept the hooks waiting behind a slow disk); should that fail, the words
 	// go out again after a restart, which the session bears.
-	j, unlock := d.lock(session)
-	defer unlock()
+	h := d.lock(session)
+	defer h.mu.Unlock()
 	noted := false
 	for _, o := range batch {
 		if o.done != nil {
@@ -669,7 +732,7 @@ func (d *Desk) passOn(ctx context.Context) (bool, error) {
 		}
 	}
 	if noted {
-		d.saveQuietly(session, j)
+		d.saveQuietly(session, h)
 	}
 	for _, o := range batch {
 		if o.sent != nil {

@@ -2,7 +2,6 @@ package hookdesk
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -197,7 +196,7 @@ func TestDeskJournalSurvivesRestart(t *testing.T) {
 	require.Len(t, res.Messages, 1)
 	require.NoError(t, d.Commit("s", "standing/r/1"))
 	// The worker dies before anything was passed on.
-	fi, err := os.Stat(filepath.Join(dir, "73.json"))
+	fi, err := os.Stat(filepath.Join(dir, "73.jsonl"))
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "the journal holds message text: private")
 
@@ -673,16 +672,24 @@ func TestDeskSlowJournalHoldsOnlyItsSession(t *testing.T) {
 	for _, s := range []string{"slow", "fast"} {
 		require.NoError(t, d.Publish(ctx, workflows.DeskPublishRequest{Session: s, Key: "standing/" + s + "/1", Messages: msgs("1")}))
 	}
-	slowFile := hex.EncodeToString([]byte("slow")) + ".json"
+	slowFile := journalPath(d.dir, "slow")
 	started, release := make(chan struct{}), make(chan struct{})
 	var written atomic.Bool
-	d.write = func(path string, data []byte) error {
-		if filepath.Base(path) == slowFile && !written.Load() {
-			close(started)
-			<-release
-			defer written.Store(true)
+	// The slow session's first write waits for release; written says it is done.
+	slow := func(path string, write func() error) error {
+		if path != slowFile || written.Load() {
+			return write()
 		}
-		return private.WriteFileAtomic(path, data)
+		close(started)
+		<-release
+		defer written.Store(true)
+		return write()
+	}
+	d.write = func(path string, data []byte) error {
+		return slow(path, func() error { return private.WriteFileAtomic(path, data) })
+	}
+	d.appendTo = func(path string, line []byte) error {
+		return slow(path, func() error { return appendJournal(path, line) })
 	}
 	took := make(chan workflows.TakeResult, 1)
 	go func() {
