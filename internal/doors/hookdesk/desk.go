@@ -95,8 +95,8 @@ type Desk struct {
 type held struct {
 	mu      sync.Mutex
 	journal *journal
-	// size is the length of the journal's file; whole says its next save writes it anew (the
-	// first after Open, and after a failed write: journalfile.go).
+	// size is the length of the journal's file; whole says its next save writes it anew (a new
+	// session's first, the first after Open, and the next after a failed write: journalfile.go).
 	size  int64
 	whole bool
 }
