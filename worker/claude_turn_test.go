@@ -616,20 +616,27 @@ func TestClaudeCodeStopFromThePhone(t *testing.T) {
 // Issue 35: a block of messages typed together into the real, idle Claude Code is confirmed by
 // its UserPromptSubmit receipt (Claude Code hands the hook a bracketed paste wrapped in
 // <pasted_content>), not by reading the input line after the receipt's wait: no "no receipt"
-// warning, each message at the model once.
+// warning, unless Claude Code dropped the Enter (a loaded machine: make test failed so once) and
+// the session found the text on the input line and typed it again; each message at the model
+// once. The same rule as TestCopilotIdleMessageTypedWithItsReceipt.
 func TestClaudeCodeTypedBlockIsReceipted(t *testing.T) {
 	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	run := claudeIdleRun(t)
 	bot, capture := run.bot, run.capture
 	var mu sync.Mutex
 	var warned []string
+	retyped := 0
 	go func() {
 		for l := range run.lines {
-			if msg, _ := l["msg"].(string); strings.Contains(msg, "no receipt") {
-				mu.Lock()
+			msg, _ := l["msg"].(string)
+			mu.Lock()
+			switch {
+			case strings.Contains(msg, "no receipt"):
 				warned = append(warned, msg)
-				mu.Unlock()
+			case msg == "delivery not submitted, clearing the input line":
+				retyped++
 			}
+			mu.Unlock()
 		}
 	}()
 	seen := func(text string) (n int) {
@@ -648,8 +655,10 @@ func TestClaudeCodeTypedBlockIsReceipted(t *testing.T) {
 	time.Sleep(6 * time.Second) // past the receipt's wait: a warning would be logged by now
 	mu.Lock()
 	defer mu.Unlock()
-	if len(warned) > 0 {
-		t.Errorf("typed without the agent's receipt: %v", warned)
+	if len(warned) > retyped {
+		t.Errorf("typed without the agent's receipt: %v (%d typed again)", warned, retyped)
+	} else if retyped > 0 {
+		t.Logf("Claude Code dropped %d Enter; the text was found on its input line and typed again", retyped)
 	}
 	for i := 1; i <= 5; i++ {
 		if n := seen(fmt.Sprintf("msg_id=%d chat=42", i)); n != 1 {

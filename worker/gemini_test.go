@@ -298,8 +298,8 @@ func geminiSettled(t testing.TB, run *agentRun, api *fakegemini.Server) {
 
 // Issue 25: the real Gemini CLI, idle: messages are typed into its empty input line, one at a
 // time once the previous turn has ended, each confirmed by the BeforeAgent hook's receipt (no
-// fallback to reading the input line, no retyping), and each reaches the model exactly once, as
-// the prompt intentq typed.
+// fallback to reading the input line, no retyping, unless Gemini dropped the Enter), and each
+// reaches the model exactly once, as the prompt intentq typed.
 func TestGeminiIdleMessagesTypedOnce(t *testing.T) {
 	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	if testing.Short() {
@@ -348,20 +348,33 @@ func TestGeminiIdleMessagesTypedOnce(t *testing.T) {
 	historyOnce(t, env, 201, n)
 	res := deliveryResult{Latencies: latencies}
 	t.Logf("Telegram update -> model request while Gemini idles: p50 %s, max %s", res.p50(), res.max())
-	// Each typing was confirmed by the agent's BeforeAgent receipt, never retyped.
-	for {
+	// Each typing was confirmed by the agent's BeforeAgent receipt, never retyped unless Gemini
+	// dropped the Enter (a loaded machine: make test failed so once) and the session found the
+	// text on its input line: each "no receipt" is then followed by "not submitted". The same
+	// rule as TestCopilotIdleMessageTypedWithItsReceipt.
+	var warned []map[string]any
+	retyped := 0
+	for drained := false; !drained; {
 		select {
 		case l, ok := <-lines:
 			if !ok {
-				return
+				drained = true
+				break
 			}
-			if msg, _ := l["msg"].(string); strings.Contains(msg, "no receipt") || strings.Contains(msg, "not submitted") {
-				t.Errorf("worker: %v", l)
+			switch msg, _ := l["msg"].(string); {
+			case strings.Contains(msg, "no receipt"):
+				warned = append(warned, l)
+			case msg == "delivery not submitted, clearing the input line":
+				retyped++
 			}
-			continue
 		default:
+			drained = true
 		}
-		return
+	}
+	if len(warned) > retyped {
+		t.Errorf("typed without Gemini's receipt: %v (%d typed again)", warned, retyped)
+	} else if retyped > 0 {
+		t.Logf("Gemini dropped %d Enter; the text was found on its input line and typed again", retyped)
 	}
 }
 
