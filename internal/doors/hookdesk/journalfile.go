@@ -3,8 +3,8 @@ package hookdesk
 // A session's journal file (issue 38): the whole journal as one line of JSON per save, appended.
 // An append is one write to a file that exists; a file written anew and renamed into place is a
 // new inode and a change to the folder, and under a burst (SQLite's fsyncs on the same disk)
-// such a rename waited 150-210 ms for ext4's journal, holding the folder's lock, so every other
-// session's save waited behind it. The file is written anew only when it grows long, after a
+// such a rename waited up to 154 ms for ext4's journal, holding the folder's lock, and every other
+// session's save waited behind it (up to 211 ms). The file is written anew only when it grows long, after a
 // failed write, and at a session's first save after Open.
 //
 // A save that a crash cuts off leaves a last line without its newline: it was never answered,
