@@ -95,10 +95,9 @@ type Desk struct {
 type held struct {
 	mu      sync.Mutex
 	journal *journal
-	// size is the length of the journal's file; whole says its next save writes it anew (a new
-	// session's first, the first after Open, and the next after a failed write: journalfile.go).
-	size  int64
-	whole bool
+	// size is the length of the journal's file as this desk wrote it: 0 for a new session, after
+	// Open and after a failed write, when the next save writes the file anew (journalfile.go).
+	size int64
 }
 
 // journal is one session's state at the desk, as kept on disk.
@@ -166,7 +165,7 @@ func Open(dir string, signal Signal, log *zap.Logger) (*Desk, error) {
 			}
 			continue
 		}
-		d.sessions[session] = &held{journal: &j, whole: true}
+		d.sessions[session] = &held{journal: &j}
 		for _, o := range j.Offers {
 			if o.Taken != nil && !o.TakenSent {
 				d.sendTaken(session, o)
@@ -258,7 +257,7 @@ func (d *Desk) lock(session string) *held {
 	d.mu.Lock()
 	h := d.sessions[session]
 	if h == nil {
-		h = &held{journal: &journal{}, whole: true}
+		h = &held{journal: &journal{}}
 		d.sessions[session] = h
 	}
 	d.mu.Unlock()
@@ -277,7 +276,7 @@ func (d *Desk) save(session string, h *held) error {
 	}
 	line := append(data, '\n')
 	path := journalPath(d.dir, session)
-	if !h.whole && h.size+int64(len(line)) <= maxJournalFile {
+	if h.size > 0 && h.size+int64(len(line)) <= maxJournalFile {
 		if err := d.appendTo(path, line); err == nil {
 			h.size += int64(len(line))
 			return nil
@@ -285,10 +284,10 @@ func (d *Desk) save(session string, h *held) error {
 		// Written anew: the failed append may have left part of its line.
 	}
 	if err := d.write(path, line); err != nil {
-		h.whole = true
+		h.size = 0
 		return fmt.Errorf("hook desk: journal of %s: %w", session, err)
 	}
-	h.size, h.whole = int64(len(line)), false
+	h.size = int64(len(line))
 	return nil
 }
 
