@@ -432,37 +432,7 @@ func serverOptions(opts Options, dbs stores) (_ []temporal.ServerOption, _ map[s
 
 	logger := serverlog.NewZapLogger(opts.Logger)
 	claimMapper := ClaimMapper(opts.Token)
-	// A single node on one SQLite connection: the database serialises every call itself, so the
-	// persistence rate limits meant to share a cluster's database only turn a burst into
-	// "Persistence Max QPS Reached" errors. Search attributes are registered with the namespace
-	// before the server starts (prepareDatabase), so nothing needs the debug-only
-	// system.forceSearchAttributesCacheRefreshOnRead (a metadata read on every visibility call).
-	dyn := dynamicconfig.StaticClient{}
-	for _, setting := range []dynamicconfig.GlobalIntSetting{
-		dynamicconfig.FrontendPersistenceMaxQPS,
-		dynamicconfig.HistoryPersistenceMaxQPS,
-		dynamicconfig.MatchingPersistenceMaxQPS,
-		dynamicconfig.WorkerPersistenceMaxQPS,
-	} {
-		dyn[setting.Key()] = SingleNodePersistenceQPS
-	}
-	dyn[dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key()] = SingleNodeVisibilityRPS
-	dyn[dynamicconfig.TimerProcessorMaxTimeShift.Key()] = TimerShift
-	// Updates one workflow admits at once (Temporal's default is 10): agents that write to one
-	// inbox together, or hooks that take from one session, are refused above it and back off
-	// for seconds; 200 senders to one inbox took 20-60 s instead of 6 s.
-	dyn[dynamicconfig.WorkflowExecutionMaxInFlightUpdates.Key()] = MaxInFlightUpdates
-	// Workflows whose state the history service keeps in memory (Temporal's default, 128,000,
-	// holds every pending intent of a big backlog for an hour); the rest are read from SQLite
-	// when they wake.
-	dyn[dynamicconfig.HistoryCacheHostLevelMaxSize.Key()] = HistoryCacheSize
-	dyn[dynamicconfig.VisibilityProcessorSchedulerWorkerCount.Key()] = VisibilityWriters
-	// Both stores run on Temporal's SQLite plugin under intentq's name (sqliteplugin). The
-	// server reads a visibility store's kind from that name in two places, set here as it sets
-	// them for "sqlite": queries through the plugin's own converter, and no lists of values in a
-	// keyword search attribute.
-	dyn[dynamicconfig.VisibilityEnableUnifiedQueryConverter.Key()] = true
-	dyn[dynamicconfig.VisibilityAllowList.Key()] = false
+	dyn := dynamicConfig()
 	internal := map[string]string{
 		string(primitives.InternalFrontendService): host(ports[3]),
 		string(primitives.HistoryService):          host(ports[0]),
@@ -636,4 +606,46 @@ func envName(key string) string {
 		out = append(out, c)
 	}
 	return string(out)
+}
+
+// dynamicConfig is the embedded server's dynamic config.
+//
+// A single node on one SQLite connection: the database serialises every call itself, so the
+// persistence rate limits meant to share a cluster's database only turn a burst into
+// "Persistence Max QPS Reached" errors. Search attributes are registered with the namespace
+// before the server starts (prepareDatabase), so nothing needs the debug-only
+// system.forceSearchAttributesCacheRefreshOnRead (a metadata read on every visibility call).
+func dynamicConfig() dynamicconfig.StaticClient {
+	dyn := dynamicconfig.StaticClient{}
+	for _, setting := range []dynamicconfig.GlobalIntSetting{
+		dynamicconfig.FrontendPersistenceMaxQPS,
+		dynamicconfig.HistoryPersistenceMaxQPS,
+		dynamicconfig.MatchingPersistenceMaxQPS,
+		dynamicconfig.WorkerPersistenceMaxQPS,
+	} {
+		dyn[setting.Key()] = SingleNodePersistenceQPS
+	}
+	dyn[dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key()] = SingleNodeVisibilityRPS
+	dyn[dynamicconfig.TimerProcessorMaxTimeShift.Key()] = TimerShift
+	// Updates one workflow admits at once (Temporal's default is 10): agents that write to one
+	// inbox together, or hooks that take from one session, are refused above it and back off
+	// for seconds; 200 senders to one inbox took 20-60 s instead of 6 s.
+	dyn[dynamicconfig.WorkflowExecutionMaxInFlightUpdates.Key()] = MaxInFlightUpdates
+	// Workflows whose state the history service keeps in memory (Temporal's default, 128,000,
+	// holds every pending intent of a big backlog for an hour); the rest are read from SQLite
+	// when they wake.
+	dyn[dynamicconfig.HistoryCacheHostLevelMaxSize.Key()] = HistoryCacheSize
+	dyn[dynamicconfig.VisibilityProcessorSchedulerWorkerCount.Key()] = VisibilityWriters
+	// Both stores run on Temporal's SQLite plugin under intentq's name (sqliteplugin). The
+	// server reads a visibility store's kind from that name in two places, set here as it sets
+	// them for "sqlite": queries through the plugin's own converter, and no lists of values in a
+	// keyword search attribute.
+	dyn[dynamicconfig.VisibilityEnableUnifiedQueryConverter.Key()] = true
+	dyn[dynamicconfig.VisibilityAllowList.Key()] = false
+	// External payloads (payloads kept outside history, an SDK feature intentq does not use):
+	// with them on, the history service walks every new event's payloads to add up their
+	// external sizes, on a fresh goroutine whose stack grows each time. That was 4.4 % of the
+	// worker's CPU in the 50-session burst, with nothing to count.
+	dyn[dynamicconfig.ExternalPayloadsEnabled.Key()] = false
+	return dyn
 }
