@@ -358,12 +358,16 @@ const MaxInFlightUpdates = 100
 const HistoryCacheSize = 2000
 
 // VisibilityWriters is how many visibility writes the embedded server's history service runs at
-// once. The visibility store is one SQLite connection (VisibilityFile), and a list waits for it
-// behind every write already waiting: with Temporal's 512, a hook's list of pending intents
-// queued behind hundreds of a burst's inserts (session-start's maximum 320-760 ms in the
-// 50-session burst); with 2, behind one or two (200-270 ms), and the writes go no slower, the
-// connection taking one at a time either way.
-const VisibilityWriters = 2
+// once (Temporal's default is 512). SQLite takes one writer at a time, so a second writer only
+// waits for the lock, holding a connection meanwhile.
+const VisibilityWriters = 1
+
+// VisibilityConns is the visibility store's connections: one for the writer and one more, so
+// that a list never waits for a write to commit. With a single connection a hook's list of
+// pending intents queued behind the burst's inserts, each holding it through its fsync
+// (synchronous=full): the list's query took up to 214 ms in the 50-session burst, and under
+// 50 ms once it had a connection of its own. Lists read the write-ahead log beside the writer.
+const VisibilityConns = VisibilityWriters + 1
 
 // serverOptions are the server's options and its internal services' addresses; release lets go
 // of the claim on their ports once the server has bound them (freePorts).

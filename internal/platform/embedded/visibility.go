@@ -81,12 +81,14 @@ func visibilityKeeps(name string, attrs map[string]enumspb.IndexedValueType) boo
 // copy, and in a file of any age (made by a build that kept more).
 //
 // The file commits at synchronous=full: a row is on disk before the history service counts its
-// task done, as it was when both lived in one log.
+// task done, as it was when both lived in one log. It has VisibilityConns connections, so that
+// lists are read beside the writer.
 func prepareVisibility(main *serverconfig.SQL, mainNew bool, attrs map[string]enumspb.IndexedValueType) (*serverconfig.SQL, error) {
 	vis := *main
 	vis.DatabaseName = filepath.Join(filepath.Dir(main.DatabaseName), VisibilityFile)
 	vis.ConnectAttributes = maps.Clone(main.ConnectAttributes)
 	vis.ConnectAttributes["synchronous"] = "full"
+	vis.MaxConns, vis.MaxIdleConns = VisibilityConns, VisibilityConns
 	if mainNew {
 		if err := removeDatabase(vis.DatabaseName); err != nil {
 			return nil, fmt.Errorf("embedded temporal: %w", err)

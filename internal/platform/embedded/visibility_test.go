@@ -163,3 +163,54 @@ func TestVisibilityOnItsOwnFile(t *testing.T) {
 		t.Errorf("the file built for the move is left behind: %v", err)
 	}
 }
+
+// TestVisibilityListsBesideItsWriter (issue 38): a list is answered while the visibility
+// writer waits to commit. Another connection holds the visibility file's write lock, as a long
+// commit does; the server's insert of a new workflow's row then waits for it, holding its
+// connection, and lists must still come back at once. With one connection for both, every list
+// waited behind the insert (a hook's list took up to 214 ms behind a burst's inserts).
+func TestVisibilityListsBesideItsWriter(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := embedded.Start(ctx, options(t, dir, 24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
+	c := dial(t, s)
+	t.Cleanup(c.Close)
+
+	lock, err := openDB(t, filepath.Join(dir, embedded.VisibilityFile)).Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if _, err := lock.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	const id = "vis/held"
+	const query = "IntentSession = 'held' AND IntentStatus = 'pending'"
+	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: taskQueue,
+		TypedSearchAttributes: temporal.NewSearchAttributes(workflows.IntentSessionKey.ValueSet("held"), workflows.IntentStatusKey.ValueSet("pending"))},
+		"NoSuchWorkflow"); err != nil {
+		t.Fatal(err)
+	}
+	// The insert is queued at once and waits for the lock (busy_timeout, 10 s) from its first
+	// try: lists for 2 s meet it holding its connection.
+	lists := 0
+	for began := time.Now(); time.Since(began) < 2*time.Second || lists < 10; lists++ {
+		lctx, cancel := context.WithTimeout(ctx, time.Second)
+		resp, err := c.ListWorkflow(lctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query})
+		cancel()
+		if err != nil {
+			t.Fatalf("list %d while the writer waits: %v", lists+1, err)
+		}
+		if n := len(resp.GetExecutions()); n != 0 {
+			t.Fatalf("list %d shows %d rows written while the file was locked", lists+1, n)
+		}
+	}
+	if _, err := lock.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	listed(t, c, query, id) // the insert was waiting, and lands once the lock is gone
+}
