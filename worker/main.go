@@ -16,6 +16,7 @@ import (
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/base/logging"
 	"github.com/intentq/intentq/internal/base/private"
+	"github.com/intentq/intentq/internal/platform/gomaxprocs"
 	"github.com/intentq/intentq/internal/platform/niceness"
 	"github.com/intentq/intentq/internal/service"
 )
@@ -46,6 +47,7 @@ func run() error {
 		return err
 	}
 	defer func() { _ = logger.Sync() }()
+	procs := gomaxprocs.Spare()
 	if cfg.Nice > 0 {
 		// Before the embedded server and the SDK start their threads: they inherit it.
 		if err := niceness.Lower(cfg.Nice); err != nil {
@@ -63,7 +65,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	logger.Info("ready", append(svc.Fields(), zap.Duration("startup", time.Since(started)))...)
+	logger.Info("ready", append(svc.Fields(), zap.Duration("startup", time.Since(started)), zap.Int("gomaxprocs", procs))...)
 
 	<-ctx.Done()
 	stop()
