@@ -5,9 +5,9 @@
 // a goroutine that becomes runnable waits in a processor's queue behind it. With one processor
 // more than the cores, one is usually free to take it at once, and the kernel shares the cores
 // among the threads in finer slices than Go's 10 ms. In the 50-session burst on two cores the
-// session-start hook's worst time fell from 232-342 ms (6 runs) to 145-270 ms (5 runs, 4 under
-// 200), its median from 42-55 ms to 30-40, and the burst went in no slower (42.0-44.4 s); with
-// four processors the burst slowed to 44-53 s, with eight to 57-60 s.
+// session-start hook's worst time was under 200 ms in 8 of 10 runs (232-342 ms in 6 runs
+// before), its median fell from 42-55 ms to 30-41, and the burst went in no slower (41.8-46.9
+// s); with four processors the burst slowed to 44-53 s, with eight to 57-60 s.
 package gomaxprocs
 
 import (
