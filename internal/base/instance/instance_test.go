@@ -40,13 +40,14 @@ func TestOneWorkerPerDataDir(t *testing.T) {
 
 // A worker killed without letting go holds nothing: the kernel drops its lock.
 func TestDeadWorkerHoldsNothing(t *testing.T) {
-	dir := t.TempDir()
 	if os.Getenv("INSTANCE_HOLD") != "" {
+		// The holder: before any TempDir of its own, which its exit would leave behind.
 		if _, err := Acquire(os.Getenv("INSTANCE_HOLD")); err != nil {
 			os.Exit(3)
 		}
 		os.Exit(0) // dies without Release
 	}
+	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestDeadWorkerHoldsNothing$")
 	cmd.Env = append(os.Environ(), "INSTANCE_HOLD="+dir)
 	if out, err := cmd.CombinedOutput(); err != nil {
