@@ -181,8 +181,8 @@ func Open(dir string, signal Signal, log *zap.Logger) (*Desk, error) {
 	return d, nil
 }
 
-// convertLegacy writes each journal of the single-document form as a journal file of the current
-// form (JSON lines) and removes it; one that cannot be read is set aside.
+// convertLegacy saves each journal of the single-document form as a journal file of the current
+// form (JSON lines, save's first write) and removes it; one that cannot be read is set aside.
 func (d *Desk) convertLegacy() error {
 	entries, err := os.ReadDir(d.dir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -205,12 +205,8 @@ func (d *Desk) convertLegacy() error {
 			}
 			continue
 		}
-		line, err := json.Marshal(j)
-		if err != nil {
-			return fmt.Errorf("hook desk: journal %s: %w", e.Name(), err)
-		}
-		if err := d.write(journalPath(d.dir, session), append(line, '\n')); err != nil {
-			return fmt.Errorf("hook desk: journal %s: %w", e.Name(), err)
+		if err := d.save(session, &held{journal: &j}); err != nil {
+			return err
 		}
 		if err := os.Remove(path); err != nil {
 			return fmt.Errorf("hook desk: journal %s: %w", e.Name(), err)
