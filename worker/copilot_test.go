@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -182,22 +181,7 @@ func TestCopilotIdleMessageTypedWithItsReceipt(t *testing.T) {
 	api := fakeopenai.New(func(fakeopenai.Request) fakeopenai.Turn { return fakeopenai.Turn{Text: "Noted."} })
 	t.Cleanup(api.Close)
 	_, lines, capture := copilotTUI(t, bin, api, "37:idle", bot)
-	var mu sync.Mutex
-	var warned []string
-	retyped := 0
-	go func() {
-		for l := range lines {
-			msg, _ := l["msg"].(string)
-			mu.Lock()
-			switch {
-			case strings.Contains(msg, "no receipt"):
-				warned = append(warned, msg)
-			case msg == "delivery not submitted, clearing the input line":
-				retyped++
-			}
-			mu.Unlock()
-		}
-	}()
+	receipts := watchReceipts(lines)
 	bot.AddMessage(42, 42, 1, "hello copilot")
 	seen := func() (n int) {
 		for _, r := range api.Requests() {
@@ -207,13 +191,7 @@ func TestCopilotIdleMessageTypedWithItsReceipt(t *testing.T) {
 	}
 	eventually(t, "the message at the model", 90*time.Second, func() bool { return seen() > 0 }, capture)
 	time.Sleep(6 * time.Second) // past the receipt's wait: a warning, or a second typing, would show by now
-	mu.Lock()
-	defer mu.Unlock()
-	if len(warned) > retyped {
-		t.Errorf("typed without Copilot's receipt: %v (%d typed again)", warned, retyped)
-	} else if retyped > 0 {
-		t.Logf("Copilot dropped %d Enter; the text was found on its input line and typed again", retyped)
-	}
+	receipts.check(t, "Copilot")
 	if n := seen(); n != 1 {
 		t.Errorf("the message reached the model %d times", n)
 	}
