@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/spf13/viper"
 )
@@ -20,11 +21,39 @@ func envName(key string) string {
 	return EnvPrefix + "_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
 }
 
-// mapSection is a map in Config: its key path and the keys of one element.
+// mapSection is a map in Config: its key path and the keys of one element, and the parts of
+// their environment variables' names (env: the path's name and "_"; envFields: "_" and each
+// field's name, in the order of fields).
 type mapSection struct {
-	path   string
-	fields []string // longest first, so "tmux_target" is tried before "target"
+	path      string
+	fields    []string // longest first, so "tmux_target" is tried before "target"
+	env       string
+	envFields []string
 }
+
+// newMapSection is the map section at path whose elements have fields.
+func newMapSection(path string, fields []string) mapSection {
+	m := mapSection{path: path, fields: fields, env: envName(path) + "_"}
+	for _, field := range fields {
+		m.envFields = append(m.envFields, "_"+strings.ToUpper(strings.ReplaceAll(field, ".", "_")))
+	}
+	return m
+}
+
+// layout is configLayout, walked once per process: every Load binds the environment with it and
+// checks each INTENTQ_* variable against it, and a hook is a new process that loads once (issue
+// 38: walking Config by reflection once per variable was a tenth of a hook's CPU).
+var layout = sync.OnceValues(configLayout)
+
+// plainEnv is the environment variable of each key outside maps (envName), once per process.
+var plainEnv = sync.OnceValue(func() map[string]bool {
+	plain, _ := layout()
+	names := make(map[string]bool, len(plain))
+	for _, key := range plain {
+		names[envName(key)] = true
+	}
+	return names
+})
 
 // configLayout lists the keys of Config outside maps, and its map sections.
 func configLayout() (plain []string, maps []mapSection) {
@@ -41,7 +70,7 @@ func configLayout() (plain []string, maps []mapSection) {
 			case f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeOf(Secret("")):
 				walk(f.Type, key+".")
 			case f.Type.Kind() == reflect.Map:
-				maps = append(maps, mapSection{path: key, fields: leaves(f.Type.Elem(), "")})
+				maps = append(maps, newMapSection(key, leaves(f.Type.Elem(), "")))
 			default:
 				plain = append(plain, key)
 			}
@@ -74,14 +103,12 @@ func leaves(t reflect.Type, prefix string) []string {
 // ("INTENTQ_CLIS_CLAUDE_COMMAND" -> "clis.claude.command"); ok is false for other names.
 func mapKeyFromEnv(name string, maps []mapSection) (string, bool) {
 	for _, m := range maps {
-		prefix := envName(m.path) + "_"
-		rest, ok := strings.CutPrefix(name, prefix)
+		rest, ok := strings.CutPrefix(name, m.env)
 		if !ok {
 			continue
 		}
-		for _, field := range m.fields {
-			suffix := "_" + strings.ToUpper(strings.ReplaceAll(field, ".", "_"))
-			if key, ok := strings.CutSuffix(rest, suffix); ok && key != "" {
+		for i, field := range m.fields {
+			if key, ok := strings.CutSuffix(rest, m.envFields[i]); ok && key != "" {
 				return m.path + "." + strings.ToLower(key) + "." + field, true
 			}
 		}
@@ -93,7 +120,7 @@ func mapKeyFromEnv(name string, maps []mapSection) (string, bool) {
 // AutomaticEnv (bound, so keys with no default are seen too), the keys inside maps by reading
 // each INTENTQ_* variable that names one.
 func bindEnv(v *viper.Viper, environ []string) error {
-	plain, maps := configLayout()
+	plain, maps := layout()
 	for _, key := range plain {
 		if err := v.BindEnv(key); err != nil {
 			return err
@@ -110,12 +137,10 @@ func bindEnv(v *viper.Viper, environ []string) error {
 
 // knownEnv reports whether an INTENTQ_* variable names a config key.
 func knownEnv(name string) bool {
-	plain, maps := configLayout()
-	for _, key := range plain {
-		if envName(key) == name {
-			return true
-		}
+	if plainEnv()[name] {
+		return true
 	}
+	_, maps := layout()
 	_, ok := mapKeyFromEnv(name, maps)
 	return ok
 }

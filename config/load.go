@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
@@ -310,10 +311,9 @@ func knownKey(t reflect.Type, path []string) bool {
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			if strings.EqualFold(f.Tag.Get("mapstructure"), path[0]) {
-				return knownKey(f.Type, path[1:])
+		for _, f := range tagged(t) {
+			if strings.EqualFold(f.tag, path[0]) {
+				return knownKey(f.typ, path[1:])
 			}
 		}
 		return false
@@ -322,6 +322,55 @@ func knownKey(t reflect.Type, path []string) bool {
 	default:
 		return false
 	}
+}
+
+// taggedField is a struct field as knownKey reads it: its mapstructure tag and its type.
+type taggedField struct {
+	tag string
+	typ reflect.Type
+}
+
+// taggedFields are the fields of Config and of every struct type within it, read once per
+// process: checkKnownKeys looks up every key of the config, defaults included, and reading a
+// field's tag parses it anew each time.
+var taggedFields = sync.OnceValue(func() map[reflect.Type][]taggedField {
+	out := map[reflect.Type][]taggedField{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		switch t.Kind() {
+		case reflect.Map:
+			walk(t.Elem())
+		case reflect.Struct:
+			if _, seen := out[t]; seen {
+				return
+			}
+			fields := fieldsOf(t)
+			out[t] = fields
+			for _, f := range fields {
+				walk(f.typ)
+			}
+		}
+	}
+	walk(reflect.TypeOf(Config{}))
+	return out
+})
+
+// tagged is t's fields (taggedFields; read now for a struct type outside Config).
+func tagged(t reflect.Type) []taggedField {
+	if fields, ok := taggedFields()[t]; ok {
+		return fields
+	}
+	return fieldsOf(t)
+}
+
+// fieldsOf reads the fields of struct type t.
+func fieldsOf(t reflect.Type) []taggedField {
+	fields := make([]taggedField, 0, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		fields = append(fields, taggedField{tag: f.Tag.Get("mapstructure"), typ: f.Type})
+	}
+	return fields
 }
 
 // CheckEnv rejects INTENTQ_* variables that match no config key, so a typo is not silently

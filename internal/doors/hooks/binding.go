@@ -67,7 +67,7 @@ func refusalFile(dataDir, session string) string {
 
 // BoundAgent is the agent cli's session id is bound to ("" when none).
 func BoundAgent(dataDir, cli, id string) (string, error) {
-	if dataDir == "" || !threadRE.MatchString(id) {
+	if dataDir == "" || !isThreadID(id) {
 		return "", nil
 	}
 	b, err := os.ReadFile(bindingFile(dataDir, cli, id))
@@ -84,7 +84,7 @@ func BoundAgent(dataDir, cli, id string) (string, error) {
 // Bind persists b: the agent on the first line (as Codex's thread files always had it), how on
 // the second.
 func Bind(dataDir string, b Binding) error {
-	if !threadRE.MatchString(b.ID) {
+	if !isThreadID(b.ID) {
 		return ErrNoThread
 	}
 	if err := private.WriteFile(bindingFile(dataDir, b.CLI, b.ID), []byte(b.Agent+"\n"+oneLine(b.How)+"\n"+oneLine(b.Pane)+"\n")); err != nil {
@@ -126,7 +126,7 @@ func BindByReceipt(dataDir, cli, id, prompt string, pane Pane, sessionCLI func(s
 		return "", errors.New(why)
 	}
 	switch {
-	case !threadRE.MatchString(id):
+	case !isThreadID(id):
 		return refuse(fmt.Sprintf("the %s hook's input names no session id", cli))
 	case now.Sub(t.At) > BindWithin:
 		return refuse(fmt.Sprintf("the receipt came %s after the block was typed (more than %s)", now.Sub(t.At).Round(time.Second), BindWithin))
@@ -177,7 +177,7 @@ func Bindings(dataDir, session string) (bound []Binding, refused string) {
 	add := func(cli, dir string) {
 		entries, _ := os.ReadDir(dir)
 		for _, e := range entries {
-			if e.IsDir() || !threadRE.MatchString(e.Name()) {
+			if e.IsDir() || !isThreadID(e.Name()) {
 				continue
 			}
 			b, err := os.ReadFile(filepath.Join(dir, e.Name()))

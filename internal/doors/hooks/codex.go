@@ -21,7 +21,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -43,8 +42,20 @@ var CodexEvents = []ClaudeEvent{
 // CodexFlag is what a Codex hook command adds after `hook <event>`.
 const CodexFlag = "--cli codex"
 
-// threadRE is what a Codex thread id may look like (a UUID): nothing else names a file.
-var threadRE = regexp.MustCompile(`^[A-Za-z0-9-]{1,100}$`)
+// isThreadID reports whether id may be a CLI's session or thread id (a UUID: 1-100 ASCII
+// letters, digits and dashes); nothing else names a binding file. A check, not a regexp: a
+// compiled {1,100} is a hundred states, built at every hook process's start (issue 38).
+func isThreadID(id string) bool {
+	if id == "" || len(id) > 100 {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // ErrNoThread says a Codex hook input carries no usable thread id.
 var ErrNoThread = errors.New("the Codex hook input has no thread id (session_id)")
@@ -58,7 +69,7 @@ func threadFile(dataDir, thread string) string {
 // hook runs in Codex's shared daemon (shared), the agent its environment names (envAgent), to
 // which the thread is then bound. "" when neither is known.
 func ThreadAgent(dataDir, thread, envAgent string, shared bool) (string, error) {
-	if !threadRE.MatchString(thread) {
+	if !isThreadID(thread) {
 		return "", ErrNoThread
 	}
 	if dataDir == "" {

@@ -3,6 +3,7 @@ package hooks
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -101,6 +102,26 @@ func TestCommandProgram(t *testing.T) {
 	} {
 		if prog, rest := CommandProgram(cmd); prog != want[0] || rest != want[1] {
 			t.Errorf("%q: %q %q, want %q %q", cmd, prog, rest, want[0], want[1])
+		}
+	}
+}
+
+// A binding file is named only by what may be a thread id: never a path, never empty or long.
+func TestIsThreadID(t *testing.T) {
+	for id, want := range map[string]bool{
+		"019a2b3c-4d5e-6f70-8192-a3b4c5d6e7f8": true,
+		"A-z-0-9":                              true,
+		strings.Repeat("a", 100):               true,
+		"":                                     false,
+		strings.Repeat("a", 101):               false,
+		"../etc":                               false,
+		"a/b":                                  false,
+		"a b":                                  false,
+		"é":                                    false,
+		"a\n":                                  false,
+	} {
+		if got := isThreadID(id); got != want {
+			t.Errorf("isThreadID(%q) = %v, want %v", id, got, want)
 		}
 	}
 }
