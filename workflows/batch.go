@@ -139,12 +139,11 @@ func (s *session) appendToHistory(ctx workflow.Context, reqs []DeliveryRequest, 
 	if s.Config.HistoryPath == "" {
 		return nil
 	}
-	ctx = workflow.WithActivityOptions(ctx, historyActivityOptions)
 	req := activities.AppendAllRequest{Session: s.Config.Name}
 	for _, r := range reqs {
 		req.Entries = append(req.Entries, activities.HistoryEntry{Time: workflow.Now(ctx), Session: s.Config.Name, Kind: r.Kind, ID: r.ID, Text: form(r.Text)})
 	}
-	if err := workflow.ExecuteActivity(ctx, activities.HistoryAppendAllName, req).Get(ctx, nil); err != nil {
+	if err := s.quickStep(ctx, historyActivityOptions, activities.HistoryAppendAllName, req).Get(ctx, nil); err != nil {
 		return fmt.Errorf("commit %d entries to history %s: %w", len(reqs), s.Config.HistoryPath, err)
 	}
 	return nil

@@ -52,7 +52,8 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 		"testdata/intent_reminded_v14.json", "testdata/session_reminders_v14.json",
 		"testdata/intent_delivered_closed_v14.json", "testdata/session_v14.json",
 		// The upgrade step: a run at the floor (version 2, as the build before started them)
-		// takes a worker's configure signal and continues as new at SessionVersion (9), on its
+		// takes a worker's configure signal and continues as new at SessionVersion (9 when
+		// recorded; the replay does not read the new run's input), on its
 		// host's task queue. Regenerate with
 		// WRITE_REPLAY_HISTORY=1 go test -run TestSessionUpgradesToTheVersionFloorAtConfigure
 		// ./internal/service/.
@@ -83,7 +84,11 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 		// its text from the input line): they replay across version 9's rule (clear-unsubmitted).
 		"testdata/session_v8.json", "testdata/session_reminders_v8.json", "testdata/session_taken_back_v8.json",
 		"testdata/session_approval_v8.json", "testdata/session_inbox_v8.json",
-		// Current: sessions and intents started at SessionVersion (9) and IntentVersion (5), no
+		// Started at SessionVersion 9 (the build before a typing's quick steps ran as local
+		// activities): they replay across version 10's rule (quick-steps-local).
+		"testdata/session_v9.json", "testdata/session_reminders_v9.json", "testdata/session_taken_back_v9.json",
+		"testdata/session_approval_v9.json", "testdata/session_inbox_v9.json",
+		// Current: sessions and intents started at SessionVersion (10) and IntentVersion (5), no
 		// markers.
 		"testdata/intent_reminded.json", "testdata/session_reminders.json",
 		"testdata/intent_delivered_closed.json", "testdata/session.json",
