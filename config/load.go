@@ -311,7 +311,7 @@ func knownKey(t reflect.Type, path []string) bool {
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		for _, f := range tagged(t) {
+		for _, f := range taggedFields()[t] {
 			if strings.EqualFold(f.tag, path[0]) {
 				return knownKey(f.typ, path[1:])
 			}
@@ -330,7 +330,8 @@ type taggedField struct {
 	typ reflect.Type
 }
 
-// taggedFields are the fields of Config and of every struct type within it, read once per
+// taggedFields are the fields of Config and of every struct type within it (every struct type
+// knownKey can reach from Config: through struct fields and map elements), read once per
 // process: checkKnownKeys looks up every key of the config, defaults included, and reading a
 // field's tag parses it anew each time.
 var taggedFields = sync.OnceValue(func() map[reflect.Type][]taggedField {
@@ -344,7 +345,11 @@ var taggedFields = sync.OnceValue(func() map[reflect.Type][]taggedField {
 			if _, seen := out[t]; seen {
 				return
 			}
-			fields := fieldsOf(t)
+			fields := make([]taggedField, 0, t.NumField())
+			for i := 0; i < t.NumField(); i++ {
+				f := t.Field(i)
+				fields = append(fields, taggedField{tag: f.Tag.Get("mapstructure"), typ: f.Type})
+			}
 			out[t] = fields
 			for _, f := range fields {
 				walk(f.typ)
@@ -354,24 +359,6 @@ var taggedFields = sync.OnceValue(func() map[reflect.Type][]taggedField {
 	walk(reflect.TypeOf(Config{}))
 	return out
 })
-
-// tagged is t's fields (taggedFields; read now for a struct type outside Config).
-func tagged(t reflect.Type) []taggedField {
-	if fields, ok := taggedFields()[t]; ok {
-		return fields
-	}
-	return fieldsOf(t)
-}
-
-// fieldsOf reads the fields of struct type t.
-func fieldsOf(t reflect.Type) []taggedField {
-	fields := make([]taggedField, 0, t.NumField())
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		fields = append(fields, taggedField{tag: f.Tag.Get("mapstructure"), typ: f.Type})
-	}
-	return fields
-}
 
 // CheckEnv rejects INTENTQ_* variables that match no config key, so a typo is not silently
 // ignored (keys inside maps included, see env.go).
