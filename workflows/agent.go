@@ -303,9 +303,9 @@ func (s *session) settleOffers(ctx workflow.Context) {
 }
 
 // commitOffer applies a committed offer: what entered the agent's context with it in one
-// history write and counted, and every intent it answers told at once (an offer of 50 messages
+// history write and counted, and every intent it answers told together (an offer of 50 messages
 // committed one message at a time, a write, then a signal, each waited for, held the session's
-// typing for seconds).
+// typing for seconds), or held with a typed block's results while more waits (holdResults).
 func (s *session) commitOffer(ctx workflow.Context, c Commit) {
 	if len(c.Fresh) > 0 {
 		if err := s.appendToHistory(ctx, c.Fresh, func(text string) string { return text }); err != nil {
@@ -320,7 +320,7 @@ func (s *session) commitOffer(ctx workflow.Context, c Commit) {
 	for i, req := range c.Answer {
 		results[i] = DeliveryResult{ID: req.ID, Kind: req.Kind, OK: true, At: workflow.Now(ctx), Via: c.Offer.Event}
 	}
-	s.tellResults(ctx, SignalDeliveryResult, c.Answer, results)
+	s.holdResults(ctx, c.Answer, results)
 }
 
 // leaseTimer fires when the oldest offer's lease ends; nil without offers.

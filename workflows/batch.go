@@ -46,7 +46,7 @@ func TypedForm(text string) string { return strings.ReplaceAll(text, "\n", "\n  
 func (s *session) nextBatch(ctx workflow.Context) []DeliveryRequest {
 	batch, again := s.NextBatch()
 	for _, r := range again {
-		s.answer(ctx, []DeliveryRequest{r}, nil, 0, false, []bool{false}, nil)
+		s.answer(ctx, []DeliveryRequest{r}, nil, 0, false, []bool{false}, nil, false)
 	}
 	return batch
 }
@@ -68,6 +68,7 @@ func (s *session) deliverBatch(ctx workflow.Context) {
 	if !s.withdrawStanding(ctx) {
 		// The desk could not say whether a hook took what it holds: nothing is typed until it
 		// can (the desk runs in this worker: it answers once the worker does).
+		s.tellHeldDue(ctx)
 		s.pause(ctx, s.Config.Busy.OrDefault().BusyWait)
 		return
 	}
@@ -107,7 +108,7 @@ func (s *session) deliverBatch(ctx workflow.Context) {
 	}
 	// A late commit may have counted one while it was typed (reconciled): counted once.
 	counts, waited := s.Typed(batch, err == nil)
-	s.answer(ctx, batch, err, phase, reset, counts, waited)
+	s.answer(ctx, batch, err, phase, reset, counts, waited, true)
 }
 
 // gather takes the signals that arrive within d (more requests join the queue).
@@ -150,8 +151,9 @@ func (s *session) appendToHistory(ctx workflow.Context, reqs []DeliveryRequest, 
 }
 
 // answer counts each request's outcome (counts: which count as delivered now) and tells its
-// intent, all intents at once, also those whose requests waited for the block (delivered).
-func (s *session) answer(ctx workflow.Context, reqs []DeliveryRequest, err error, phase int, reset bool, counts []bool, waited []DeliveryRequest) {
+// intent, all intents at once, also those whose requests waited for the block (delivered); a
+// typed block's results may wait while more waits to be typed (holdResults).
+func (s *session) answer(ctx workflow.Context, reqs []DeliveryRequest, err error, phase int, reset bool, counts []bool, waited []DeliveryRequest, typed bool) {
 	results := make([]DeliveryResult, 0, len(reqs)+len(waited))
 	for i, r := range reqs {
 		res := s.result(ctx, r, err)
@@ -167,6 +169,10 @@ func (s *session) answer(ctx workflow.Context, reqs []DeliveryRequest, err error
 	}
 	for _, r := range waited {
 		results = append(results, s.result(ctx, r, nil))
+	}
+	if typed {
+		s.holdResults(ctx, append(slices.Clone(reqs), waited...), results)
+		return
 	}
 	s.tellResults(ctx, SignalDeliveryResult, append(slices.Clone(reqs), waited...), results)
 }

@@ -34,6 +34,9 @@ const (
 	// SignalReplace puts an edited text in place of a waiting message (ReplaceRequest).
 	SignalReplace = "replace"
 	QuerySession  = "session"
+	// QueryHasMessage asks a session whether its agent has an intent's message (the intent's
+	// ID; a bool): typed, handed over by a hook, or being typed.
+	QueryHasMessage = "has-message"
 )
 
 // Kinds of delivery.

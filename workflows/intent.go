@@ -277,7 +277,7 @@ func (w *intent) edit(ctx workflow.Context, r EditRequest) (EditResult, error) {
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("edit: the session not told", "intent", w.id, "error", err)
 	}
-	return EditResult{Replaced: true}, nil
+	return EditResult{Replaced: true, Session: w.in.Session}, nil
 }
 
 // takeBack takes an ignored intent's requests back from its session (intentTakesBack): the

@@ -277,6 +277,8 @@ type EditRequest struct {
 type EditResult struct {
 	Replaced  bool `json:"replaced"`
 	Delivered bool `json:"delivered,omitempty"`
+	// Session is the session the replaced text was sent to (empty from a build before it).
+	Session string `json:"session,omitempty"`
 }
 
 // IgnoreRequest gives up on an intent by hand.

@@ -88,7 +88,11 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 		// activities): they replay across version 10's rule (quick-steps-local).
 		"testdata/session_v9.json", "testdata/session_reminders_v9.json", "testdata/session_taken_back_v9.json",
 		"testdata/session_approval_v9.json", "testdata/session_inbox_v9.json",
-		// Current: sessions and intents started at SessionVersion (10) and IntentVersion (5), no
+		// Started at SessionVersion 10 (the build before a typed block's results waited for the
+		// backlog): they replay across version 11's rule (results-after-backlog).
+		"testdata/session_v10.json", "testdata/session_reminders_v10.json", "testdata/session_taken_back_v10.json",
+		"testdata/session_approval_v10.json", "testdata/session_inbox_v10.json",
+		// Current: sessions and intents started at SessionVersion (11) and IntentVersion (5), no
 		// markers.
 		"testdata/intent_reminded.json", "testdata/session_reminders.json",
 		"testdata/intent_delivered_closed.json", "testdata/session.json",

@@ -7,13 +7,25 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/intentq/intentq/activities"
+	"github.com/intentq/intentq/internal/policy"
 )
 
 // tellResults sends each intent (reqs[i].ReplyTo) its result on signal, all at once, and waits
-// until the server has taken them. One activity sends them all (a local one, quickStep): a
-// workflow's own SignalExternalWorkflow costs the session a workflow task per intent (50 per
-// typed block), and a hook's take waited behind those tasks.
+// until the server has taken them; delivery results that were held (holdResults) go with them,
+// first. One activity sends them all (a local one, quickStep): a workflow's own
+// SignalExternalWorkflow costs the session a workflow task per intent (50 per typed block), and a
+// hook's take waited behind those tasks.
 func (s *session) tellResults(ctx workflow.Context, signal string, reqs []DeliveryRequest, results []DeliveryResult) {
+	if signal == SignalDeliveryResult && len(s.held) > 0 {
+		held := s.held
+		s.held = nil
+		told := make([]DeliveryRequest, 0, len(held)+len(reqs))
+		all := make([]DeliveryResult, 0, len(held)+len(reqs))
+		for _, h := range held {
+			told, all = append(told, h.Request), append(all, h.Result)
+		}
+		reqs, results = append(told, reqs...), append(all, results...)
+	}
 	if len(reqs) == 0 {
 		return
 	}
@@ -41,4 +53,47 @@ func (s *session) quickStep(ctx workflow.Context, opts workflow.ActivityOptions,
 	}
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: opts.StartToCloseTimeout, RetryPolicy: opts.RetryPolicy})
 	return workflow.ExecuteLocalActivity(lctx, name, arg)
+}
+
+// heldResult is a typed request's result that waits to be told (sessionResultsAfterBacklog).
+type heldResult struct {
+	Request DeliveryRequest
+	Result  DeliveryResult
+}
+
+// holdResults tells the results of what reached the agent (a typed block, a hook's commit), or
+// holds them while more waits to be typed (sessionResultsAfterBacklog): a burst's blocks are
+// typed one after another, and their intents are told together afterwards. Failures are told
+// at once, and so is everything held once the first held result is policy.ResultsHold old.
+func (s *session) holdResults(ctx workflow.Context, reqs []DeliveryRequest, results []DeliveryResult) {
+	now := workflow.Now(ctx)
+	hold := s.resultsAfterBacklog && len(s.Queue) > 0 && (len(s.held) == 0 || now.Sub(s.heldSince) < policy.ResultsHold)
+	for _, r := range results {
+		hold = hold && r.OK
+	}
+	if !hold {
+		s.tellResults(ctx, SignalDeliveryResult, reqs, results)
+		return
+	}
+	if len(s.held) == 0 {
+		s.heldSince = now
+	}
+	for i, r := range reqs {
+		s.held = append(s.held, heldResult{Request: r, Result: results[i]})
+	}
+}
+
+// tellHeld tells the held results now (the queue is empty, or the run continues as new).
+func (s *session) tellHeld(ctx workflow.Context) {
+	if len(s.held) > 0 {
+		s.tellResults(ctx, SignalDeliveryResult, nil, nil)
+	}
+}
+
+// tellHeldDue tells the held results once the first of them is policy.ResultsHold old: the
+// session waits for its pane meanwhile, and its intents must not wait past their own timeout.
+func (s *session) tellHeldDue(ctx workflow.Context) {
+	if len(s.held) > 0 && workflow.Now(ctx).Sub(s.heldSince) >= policy.ResultsHold {
+		s.tellHeld(ctx)
+	}
 }

@@ -3,6 +3,7 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -134,7 +135,7 @@ const ErrTypeUnknownKind = "UnknownKind"
 // version marker. A run started before (Version below it) continues as new at its next quiet
 // point after a worker's configure signal, so every open session reaches the current version
 // within one worker start (docs/design.md, "Changes to running workflows").
-const SessionVersion = 10
+const SessionVersion = 11
 
 // SessionFloor is the oldest session run this code replays: every rule of an older version has
 // gone with its branch (docs/design.md). `starter doctor` names any open run below it.
@@ -241,6 +242,15 @@ const sessionClearsUnsubmitted = 9
 // steps (issue 38).
 const sessionQuickStepsLocal = 10
 
+// sessionResultsAfterBacklog (SessionVersion 11, change ID results-after-backlog): the results
+// of a typed block wait while more waits in the queue to be typed, and go to their intents
+// together once the queue is empty, the pane keeps the session waiting, another result is told,
+// the session continues as new, or the first of them is policy.ResultsHold old. Under a
+// 50-session burst each result costs an intent a signal and a workflow task while the door still
+// records: the sessions type first and tell afterwards (issue 38). Before, each block's results
+// were told at once.
+const sessionResultsAfterBacklog = 11
+
 // sessionTypingHoldsRepeats (SessionVersion 3, change ID typing-holds-repeats): a request for
 // what the typed block in flight carries (its intent's wait timed out meanwhile) waits for the
 // block and is answered by it; before, it was queued, and a hook could take and print it while
@@ -274,6 +284,9 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	if err := workflow.SetQueryHandler(ctx, QuerySession, s.view); err != nil {
 		return err
 	}
+	if err := workflow.SetQueryHandler(ctx, QueryHasMessage, s.hasMessage); err != nil {
+		return err
+	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateTake, s.take, workflow.UpdateHandlerOptions{Validator: s.validateTake}); err != nil {
 		return err
 	}
@@ -299,6 +312,7 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	s.relooksUnconfirmed = follows(ctx, s.Version, sessionRelooksUnconfirmed, "relook-unconfirmed-submit")
 	s.clearsUnsubmitted = follows(ctx, s.Version, sessionClearsUnsubmitted, "clear-unsubmitted")
 	s.quickStepsLocal = follows(ctx, s.Version, sessionQuickStepsLocal, "quick-steps-local")
+	s.resultsAfterBacklog = follows(ctx, s.Version, sessionResultsAfterBacklog, "results-after-backlog")
 	if s.inboxAtDesk {
 		workflow.Go(ctx, s.followInbox)
 	}
@@ -320,6 +334,7 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 			return s.continueAsNew(ctx)
 		}
 		if len(s.Queue) == 0 {
+			s.tellHeld(ctx)
 			if s.mayContinueAsNew(ctx) {
 				return s.continueAsNew(ctx)
 			}
@@ -416,6 +431,11 @@ type session struct {
 	// quickStepsLocal: the history's append and the results to the intents run as local
 	// activities (sessionQuickStepsLocal).
 	quickStepsLocal bool
+	// resultsAfterBacklog: a typed block's results wait while more waits to be typed
+	// (sessionResultsAfterBacklog); held are those results, heldSince when the first was held.
+	resultsAfterBacklog bool
+	held                []heldResult
+	heldSince           time.Time
 	// busyWhy is why the delivery at the head waits (the view's WaitsFor).
 	busyWhy string
 	// workingPushesWait: reminder pushes of what the agent works on wait
@@ -543,6 +563,10 @@ func (s *session) continueAsNew(ctx workflow.Context) error {
 			s.answerRepeats(ctx)
 			continue
 		}
+		if len(s.held) > 0 {
+			s.tellHeld(ctx) // not carried: the next run starts with none
+			continue
+		}
 		// The next run takes its host's task queue (a session from before hosts, or started on
 		// the worker's task queue, moves there).
 		queue := SessionTaskQueue(workflow.GetInfo(ctx).TaskQueueName)
@@ -642,6 +666,18 @@ func (s *session) waitForSignal(ctx workflow.Context, timer workflow.Future) (ag
 
 func (s *SessionInput) historyTooLong(ctx workflow.Context) bool {
 	return historyTooLong(ctx, policy.Or(s.MaxHistoryEvents, policy.MaxHistoryEvents))
+}
+
+// hasMessage reports whether the agent has intent's message: in its context (typed, or committed
+// by a hook), in a hook's hands (taken, its commit not in yet), or in the block being typed. A
+// person's edit or take-back asks it (issue 38): an intent hears of its delivery only when the
+// session tells it, which under a burst is after the session's backlog is typed.
+func (s *session) hasMessage(intent string) (bool, error) {
+	req := DeliveryRequest{Kind: KindMessage, ReplyTo: intent}
+	if s.inContext(req) || s.heldIn(req) >= 0 {
+		return true, nil
+	}
+	return slices.ContainsFunc(s.block, func(r DeliveryRequest) bool { return r.TypedKey() == intent }), nil
 }
 
 // replace puts an edited text in place of a waiting message (Ledger.Replace); a standing offer

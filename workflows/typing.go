@@ -104,6 +104,8 @@ func (s *session) waitUntilIdle(ctx workflow.Context, req DeliveryRequest) error
 				s.alertBusy(ctx, now.Sub(*s.busySince), pattern)
 			}
 		}
+		// The pane keeps the session waiting: what it typed before is told once due.
+		s.tellHeldDue(ctx)
 		// What waits is offered to the agent's next hook through the desk, then the session
 		// waits for the next look, or for the agent's hooks to say something (a Stop is the
 		// moment to type; a take may have handed req over).

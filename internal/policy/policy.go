@@ -68,6 +68,11 @@ const (
 // asks again (a long queue, or no session workflow).
 const DeliveryTimeout = 2 * time.Minute
 
+// ResultsHold is the longest the results of typed blocks wait while more waits to be typed
+// (issue 38): under a burst the session types first and tells the intents together afterwards,
+// well within DeliveryTimeout, so no intent asks again meanwhile.
+const ResultsHold = time.Minute
+
 // DefaultRunTimeout bounds one headless run of an agent CLI (scheduler.run_timeout).
 const DefaultRunTimeout = 30 * time.Minute
 

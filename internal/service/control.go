@@ -137,7 +137,7 @@ func (c control) cancel(ctx context.Context, chat string, cmd telegram.Command) 
 		}
 		c.log.Warn("/cancel: ignore", zap.String("intent", id), zap.Error(err))
 		return fmt.Sprintf("Could not cancel #%d right now; try again in a minute.", msg)
-	case st.Delivered != nil:
+	case st.Delivered != nil || c.agentHas(ctx, c.sessionOf(ctx, id), id):
 		return fmt.Sprintf("Cancelled #%d. Its agent already had it; it is not reminded of it any more.", msg)
 	}
 	return fmt.Sprintf("Cancelled #%d before it reached the agent: it never will.", msg)
@@ -191,6 +191,31 @@ func (c control) askSession(ctx context.Context, chat, command, update string, r
 	return name, ""
 }
 
+// agentHas asks session whether its agent has the intent's message although the intent does not
+// know it yet: under a burst a session tells its intents after its backlog is typed (issue 38).
+// Unknown (no session named, the session not answering) counts as not.
+func (c control) agentHas(ctx context.Context, name, id string) bool {
+	if name == "" {
+		return false
+	}
+	has, err := session.HasMessage(ctx, c.client, name, id)
+	if err != nil {
+		c.log.Warn("ask the session about a message", zap.String("session", name), zap.String("intent", id), zap.Error(err))
+		return false
+	}
+	return has
+}
+
+// sessionOf is the session intent id delivers to ("" when it cannot be read).
+func (c control) sessionOf(ctx context.Context, id string) string {
+	v, err := intent.Show(ctx, c.client, id)
+	if err != nil {
+		c.log.Warn("read the intent's session", zap.String("intent", id), zap.Error(err))
+		return ""
+	}
+	return v.Session
+}
+
 // edit returns the door's handler of a person's edit of a message (issue 35): a message that has
 // not reached its agent delivers the edited text instead (quietly); one the agent already has
 // reaches it once more as a correction that names it (its own intent, <message>.edit<date>, so
@@ -210,7 +235,7 @@ func (c control) edit(rec *intent.Recorder) func(ctx context.Context, m intent.M
 		case err != nil:
 			c.log.Warn("edit", zap.String("chat", chat), zap.String("message", msg), zap.Error(err))
 			return fmt.Sprintf("Your edit of #%s could not be passed on right now; send the correction as a new message.", msg)
-		case !res.Delivered:
+		case !res.Delivered && !c.agentHas(ctx, res.Session, workflows.IntentID(chat, msg)):
 			return ""
 		}
 		m.Corrects = msg

@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/intent"
+	"github.com/intentq/intentq/internal/session"
 	"github.com/intentq/intentq/internal/testkit/fakebot"
 	"github.com/intentq/intentq/workflows"
 )
@@ -118,4 +121,63 @@ func TestControlCommandsAtTheDoor(t *testing.T) {
 		writeHistory(t, svc, workflows.IntentID("1001", "2"), "../../workflows/testdata/intent_taken_back.json")
 		writeHistory(t, svc, workflows.SessionWorkflowID(config.DefaultSessionName), "../../workflows/testdata/session_taken_back.json")
 	}
+}
+
+// Issue 38: under a burst a session tells its intents after its backlog is typed, so an intent
+// may not know yet that its agent has its message. An edit and /cancel ask the session: here its
+// run is one whose ledger says the agent has messages 1 and 2 (typed, their results not told),
+// and the intents were never told. The edit reaches the agent as a correction and the chat is
+// told; /cancel says the agent already had it.
+func TestTheDoorAsksTheSessionWhatItsAgentHas(t *testing.T) {
+	svc, _, bot, cfg := telegramService(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := svc.Client()
+	name := config.DefaultSessionName
+	one, two := workflows.IntentID("1001", "1"), workflows.IntentID("1001", "2")
+
+	bot.AddMessage(allowedChat, allowedUser, 1, "meet at 3pm")
+	bot.AddMessage(allowedChat, allowedUser, 2, "sent by mistake")
+	waitUntil(t, "both messages waiting in the session", 30*time.Second, func() bool {
+		v, err := session.View(ctx, c, name)
+		return err == nil && len(v.Queued) == 2
+	})
+	if err := c.TerminateWorkflow(ctx, workflows.SessionWorkflowID(name), "", "the test replaces the run"); err != nil {
+		t.Fatal(err)
+	}
+	conf := session.TmuxConfig(cfg, name)
+	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:        workflows.SessionWorkflowID(name),
+		TaskQueue: workflows.SessionHostQueue(cfg.Temporal.TaskQueue, cfg.Host),
+	}, workflows.SessionWorkflowName, workflows.SessionInput{Version: workflows.SessionVersion, Config: conf,
+		Ledger: workflows.Ledger{RecentlyDelivered: []string{one, two}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{one, two} {
+		if has, err := session.HasMessage(ctx, c, name, id); err != nil || !has {
+			t.Fatalf("the session says its agent has %s: %v %v", id, has, err)
+		}
+		if v, err := intent.Show(ctx, c, id); err != nil || v.Delivered != nil {
+			t.Fatalf("%s knows of its delivery (%v) or cannot be read: %v", id, v.Delivered, err)
+		}
+	}
+	answer := func(to int, want string) {
+		t.Helper()
+		waitUntil(t, fmt.Sprintf("an answer to message %d with %q", to, want), 30*time.Second, func() bool {
+			return slices.ContainsFunc(bot.Sent(), func(m fakebot.SentMessage) bool { return m.ReplyTo == to && strings.Contains(m.Text, want) })
+		})
+	}
+
+	bot.AddUpdate(fakebot.EditedMessageUpdate(fakebot.Edited(fakebot.TextMessage(allowedChat, allowedUser, 1, "meet at 3pm"), "meet at 5pm")))
+	answer(1, "The agent already had #1: your edit goes to it as a correction")
+	waitUntil(t, "the correction waiting in the session", 30*time.Second, func() bool {
+		v, err := session.View(ctx, c, name)
+		return err == nil && len(v.Queued) == 1 && strings.HasPrefix(v.Queued[0], one+".edit")
+	})
+
+	cancelMsg := fakebot.TextMessage(allowedChat, allowedUser, 3, "/cancel")
+	replied := fakebot.TextMessage(allowedChat, allowedUser, 2, "sent by mistake")
+	cancelMsg.ReplyToMessage = &replied
+	bot.AddUpdate(fakebot.MessageUpdate(cancelMsg))
+	answer(3, "Cancelled #2. Its agent already had it")
 }

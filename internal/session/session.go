@@ -52,6 +52,21 @@ func View(ctx context.Context, c client.Client, session string) (workflows.Sessi
 	return v, nil
 }
 
+// HasMessage asks session whether its agent has the intent's message (typed, handed over by a
+// hook, or being typed): the intent hears of its delivery only when the session tells it, which
+// under a burst is after the session's backlog is typed.
+func HasMessage(ctx context.Context, c client.Client, session, intentID string) (bool, error) {
+	res, err := c.QueryWorkflow(ctx, workflows.SessionWorkflowID(session), "", workflows.QueryHasMessage, intentID)
+	if err != nil {
+		return false, fmt.Errorf("ask session %s about %s: %w", session, intentID, err)
+	}
+	var has bool
+	if err := res.Get(&has); err != nil {
+		return false, fmt.Errorf("ask session %s about %s: %w", session, intentID, err)
+	}
+	return has, nil
+}
+
 // TmuxConfig is what the typing session `name` needs from cfg: its pane, the CLI's adapter
 // (busy patterns, reset, input line), busy handling, escalation, history file and ntfy topic.
 func TmuxConfig(cfg *config.Config, name string) workflows.SessionConfig {
