@@ -109,3 +109,27 @@ func TestHeldResultsAreToldWithinTheHold(t *testing.T) {
 	require.Less(t, told, policy.DeliveryTimeout, "before the intent would ask again")
 	require.Equal(t, 5*time.Minute+2*time.Second, h.resultAt[two.ID].Sub(h.start))
 }
+
+// Issue 38: held results are told before the session resets its agent's CLI: the new context
+// lists, in full, what the agent had from the intents it answers to, as their intents know it.
+func TestHeldResultsAreToldBeforeAReset(t *testing.T) {
+	one := message("1")
+	h := newSessionHarness(t)
+	cfg := hookSession()
+	cfg.Escalation = EscalationPolicy{Interrupt: true, Reset: true, StepEvery: time.Minute}
+	cfg.Reset = ResetSteps{Command: "/clear"}
+	h.send(0, SignalHookWords, said(AgentEvent{Event: EventStop}))
+	h.send(time.Second, SignalDeliver, one)
+	// A reminder of a message the agent never took in, old enough for a reset, arrives while
+	// message 1 is typed.
+	h.send(2*time.Second, SignalDeliver, DeliveryRequest{ID: "r", ReplyTo: "intent/42/2", Kind: KindReminder, Text: "nudge", Since: h.start.Add(-10 * time.Minute), Tick: 1})
+	h.send(4*time.Second, SignalHookWords, said(AgentEvent{Event: EventUserPromptSubmit, Receipt: []string{one.ReplyTo}}))
+	h.send(5*time.Second, SignalHookWords, said(AgentEvent{Event: EventStop}))
+	h.send(7*time.Second, SignalHookWords, said(AgentEvent{Event: EventSessionStart, Detail: "clear"}))
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
+	h.env.ExecuteWorkflow(SessionWorkflowName, SessionInput{Version: SessionVersion, Config: cfg})
+	require.Equal(t, []string{one.Text, "/clear", "nudge"}, h.typed)
+	require.True(t, h.results[one.ID].OK)
+	require.LessOrEqual(t, h.resultAt[one.ID].Sub(h.start), h.typedAt[1], "told before the reset")
+	require.True(t, h.results["r"].Reset)
+}

@@ -244,8 +244,8 @@ const sessionQuickStepsLocal = 10
 
 // sessionResultsAfterBacklog (SessionVersion 11, change ID results-after-backlog): the results
 // of a typed block wait while more waits in the queue to be typed, and go to their intents
-// together once the queue is empty, the pane keeps the session waiting, another result is told,
-// the session continues as new, or the first of them is policy.ResultsHold old. Under a
+// together once the queue is empty, another result is told, the session resets its agent's CLI
+// or continues as new, or the first of them is policy.ResultsHold old. Under a
 // 50-session burst each result costs an intent a signal and a workflow task while the door still
 // records: the sessions type first and tell afterwards (issue 38). Before, each block's results
 // were told at once.

@@ -160,6 +160,11 @@ func (s *session) escalate(ctx workflow.Context, req DeliveryRequest) (phase int
 			s.LastEscalationAt = &now
 		}
 	}
+	if phase == PhaseReset {
+		// The agent's next context lists what it had from the intents it answers to: they
+		// learn of their deliveries before it is wiped.
+		s.tellHeld(ctx)
+	}
 	switch phase {
 	case PhaseInterrupt:
 		keys := InterruptKeys
