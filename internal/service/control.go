@@ -193,11 +193,14 @@ func (c control) askSession(ctx context.Context, chat, command, update string, r
 
 // agentHas asks session whether its agent has the intent's message although the intent does not
 // know it yet: under a burst a session tells its intents after its backlog is typed (issue 38).
-// Unknown (no session named, the session not answering) counts as not.
+// Unknown (no session named, the session not answering within hasMessageWait: its host's
+// worker is down) counts as not.
 func (c control) agentHas(ctx context.Context, name, id string) bool {
 	if name == "" {
 		return false
 	}
+	ctx, cancel := context.WithTimeout(ctx, hasMessageWait)
+	defer cancel()
 	has, err := session.HasMessage(ctx, c.client, name, id)
 	if err != nil {
 		c.log.Warn("ask the session about a message", zap.String("session", name), zap.String("intent", id), zap.Error(err))
@@ -205,6 +208,10 @@ func (c control) agentHas(ctx context.Context, name, id string) bool {
 	}
 	return has
 }
+
+// hasMessageWait bounds agentHas: a session whose worker runs answers in milliseconds, and the
+// door waits for the answer.
+const hasMessageWait = 5 * time.Second
 
 // sessionOf is the session intent id delivers to ("" when it cannot be read).
 func (c control) sessionOf(ctx context.Context, id string) string {
