@@ -161,15 +161,41 @@ const laneDepth = 4
 // next start, and its intents ask for themselves after their wait).
 const laneTimeout = 30 * time.Second
 
-// runLane queues each job's deliveries in the order the jobs came, until jobs closes.
+// runLane queues each job's deliveries in the order the jobs came, until jobs closes. The jobs
+// that wait behind the one it takes are queued with it, in order: each session gets one signal
+// for all of them. Under a 50-session burst the door recorded a batch faster than the lane sent
+// its 50 sessions their signals, and then waited for the lane (issue 38).
 func (p *Poller) runLane(ctx context.Context, jobs <-chan laneJob) {
 	for job := range jobs {
-		if len(job.results) > 0 {
+		batch := append([]laneJob{job}, waiting(jobs)...)
+		var results []*intent.Result
+		for _, j := range batch {
+			results = append(results, j.results...)
+		}
+		if len(results) > 0 {
 			qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), laneTimeout)
-			p.opts.Recorder.QueueDeliveries(qctx, job.results)
+			p.opts.Recorder.QueueDeliveries(qctx, results)
 			cancel()
 		}
-		close(job.done)
+		for _, j := range batch {
+			close(j.done)
+		}
+	}
+}
+
+// waiting takes the jobs that wait in the lane now, without waiting for more.
+func waiting(jobs <-chan laneJob) []laneJob {
+	var more []laneJob
+	for {
+		select {
+		case job, ok := <-jobs:
+			if !ok {
+				return more
+			}
+			more = append(more, job)
+		default:
+			return more
+		}
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -64,6 +66,8 @@ type fakeRecorder struct {
 	started   map[string]intent.Message       // by intent ID
 	confirmed func() int
 	gate      chan struct{}
+	// queueings are the message IDs of each QueueDeliveries call, in order.
+	queueings [][]string
 }
 
 // QueueDeliveries keeps the messages in the order the poller queues them: arrival order. With
@@ -74,9 +78,19 @@ func (r *fakeRecorder) QueueDeliveries(_ context.Context, results []*intent.Resu
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var queued []string
 	for _, res := range results {
 		r.recorded = append(r.recorded, r.started[res.ID])
+		queued = append(queued, r.started[res.ID].MessageID)
 	}
+	r.queueings = append(r.queueings, queued)
+}
+
+// Queueings returns the message IDs of each QueueDeliveries call so far.
+func (r *fakeRecorder) Queueings() [][]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.queueings)
 }
 
 func (r *fakeRecorder) Start(_ context.Context, m intent.Message) (intent.Result, error) {
@@ -906,5 +920,31 @@ func TestDeliveriesAreQueuedInOrderBehindTheDoor(t *testing.T) {
 	h.waitConfirmed(cmd)
 	if got := h.rec.Recorded(); len(got) != 2 || got[0].MessageID != "1" || got[1].MessageID != "2" {
 		t.Fatalf("queued %v, want messages 1 and 2 in arrival order", ids(got))
+	}
+}
+
+// Issue 38: batches whose deliveries wait in the lane while it queues the one before are queued
+// together, in arrival order: each session gets one signal for all of them, and the door does
+// not wait for a signal per batch.
+func TestWaitingBatchesAreQueuedTogether(t *testing.T) {
+	gate := make(chan struct{})
+	h := newHarness(t, nil)
+	h.rec.gate = gate
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	h.start()
+	for n, text := range []string{"first", "second", "third"} {
+		// One batch each: the next is sent once the door confirmed the one before.
+		if err := h.bot.WaitConfirmed(ctx, h.bot.AddUpdate(message(allowedChat, allowedUser, n+1, text))); err != nil {
+			t.Fatalf("batch %d not confirmed while the lane was held: %v", n+1, err)
+		}
+	}
+	if got := h.rec.Queueings(); len(got) != 0 {
+		t.Fatalf("queued %v while the lane was held", got)
+	}
+	close(gate)
+	waitFor(t, "all three queued", func() bool { return len(h.rec.Recorded()) == 3 })
+	if got := h.rec.Queueings(); !reflect.DeepEqual(got, [][]string{{"1"}, {"2", "3"}}) {
+		t.Fatalf("queued %v, want message 1, then 2 and 3 together", got)
 	}
 }
