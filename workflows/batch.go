@@ -170,11 +170,12 @@ func (s *session) answer(ctx workflow.Context, reqs []DeliveryRequest, err error
 	for _, r := range waited {
 		results = append(results, s.result(ctx, r, nil))
 	}
+	answered := append(slices.Clone(reqs), waited...)
 	if typed {
-		s.holdResults(ctx, append(slices.Clone(reqs), waited...), results)
+		s.holdResults(ctx, answered, results)
 		return
 	}
-	s.tellResults(ctx, SignalDeliveryResult, append(slices.Clone(reqs), waited...), results)
+	s.tellResults(ctx, SignalDeliveryResult, answered, results)
 }
 
 // ContentKey names what a typing carries: the request id itself for one request, else a hash of

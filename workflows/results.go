@@ -3,6 +3,7 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -16,15 +17,9 @@ import (
 // SignalExternalWorkflow costs the session a workflow task per intent (50 per typed block), and a
 // hook's take waited behind those tasks.
 func (s *session) tellResults(ctx workflow.Context, signal string, reqs []DeliveryRequest, results []DeliveryResult) {
-	if signal == SignalDeliveryResult && len(s.held) > 0 {
-		held := s.held
-		s.held = nil
-		told := make([]DeliveryRequest, 0, len(held)+len(reqs))
-		all := make([]DeliveryResult, 0, len(held)+len(reqs))
-		for _, h := range held {
-			told, all = append(told, h.Request), append(all, h.Result)
-		}
-		reqs, results = append(told, reqs...), append(all, results...)
+	if signal == SignalDeliveryResult && len(s.heldReqs) > 0 {
+		reqs, results = append(s.heldReqs, reqs...), append(s.heldResults, results...)
+		s.heldReqs, s.heldResults = nil, nil
 	}
 	if len(reqs) == 0 {
 		return
@@ -55,37 +50,26 @@ func (s *session) quickStep(ctx workflow.Context, opts workflow.ActivityOptions,
 	return workflow.ExecuteLocalActivity(lctx, name, arg)
 }
 
-// heldResult is a typed request's result that waits to be told (sessionResultsAfterBacklog).
-type heldResult struct {
-	Request DeliveryRequest
-	Result  DeliveryResult
-}
-
 // holdResults tells the results of what reached the agent (a typed block, a hook's commit), or
 // holds them while more waits to be typed (sessionResultsAfterBacklog): a burst's blocks are
 // typed one after another, and their intents are told together afterwards. Failures are told
 // at once, and so is everything held once the first held result is policy.ResultsHold old.
 func (s *session) holdResults(ctx workflow.Context, reqs []DeliveryRequest, results []DeliveryResult) {
 	now := workflow.Now(ctx)
-	hold := s.resultsAfterBacklog && len(s.Queue) > 0 && (len(s.held) == 0 || now.Sub(s.heldSince) < policy.ResultsHold)
-	for _, r := range results {
-		hold = hold && r.OK
-	}
-	if !hold {
+	failed := slices.ContainsFunc(results, func(r DeliveryResult) bool { return !r.OK })
+	if !s.resultsAfterBacklog || len(s.Queue) == 0 || failed || (len(s.heldReqs) > 0 && now.Sub(s.heldSince) >= policy.ResultsHold) {
 		s.tellResults(ctx, SignalDeliveryResult, reqs, results)
 		return
 	}
-	if len(s.held) == 0 {
+	if len(s.heldReqs) == 0 {
 		s.heldSince = now
 	}
-	for i, r := range reqs {
-		s.held = append(s.held, heldResult{Request: r, Result: results[i]})
-	}
+	s.heldReqs, s.heldResults = append(s.heldReqs, reqs...), append(s.heldResults, results...)
 }
 
 // tellHeld tells the held results now (the queue is empty, or the run continues as new).
 func (s *session) tellHeld(ctx workflow.Context) {
-	if len(s.held) > 0 {
+	if len(s.heldReqs) > 0 {
 		s.tellResults(ctx, SignalDeliveryResult, nil, nil)
 	}
 }
@@ -93,7 +77,7 @@ func (s *session) tellHeld(ctx workflow.Context) {
 // tellHeldDue tells the held results once the first of them is policy.ResultsHold old: the
 // session waits for its pane meanwhile, and its intents must not wait past their own timeout.
 func (s *session) tellHeldDue(ctx workflow.Context) {
-	if len(s.held) > 0 && workflow.Now(ctx).Sub(s.heldSince) >= policy.ResultsHold {
+	if len(s.heldReqs) > 0 && workflow.Now(ctx).Sub(s.heldSince) >= policy.ResultsHold {
 		s.tellHeld(ctx)
 	}
 }

@@ -432,9 +432,11 @@ type session struct {
 	// activities (sessionQuickStepsLocal).
 	quickStepsLocal bool
 	// resultsAfterBacklog: a typed block's results wait while more waits to be typed
-	// (sessionResultsAfterBacklog); held are those results, heldSince when the first was held.
+	// (sessionResultsAfterBacklog); heldReqs are those requests, heldResults their results
+	// (side by side), heldSince when the first was held.
 	resultsAfterBacklog bool
-	held                []heldResult
+	heldReqs            []DeliveryRequest
+	heldResults         []DeliveryResult
 	heldSince           time.Time
 	// busyWhy is why the delivery at the head waits (the view's WaitsFor).
 	busyWhy string
@@ -563,7 +565,7 @@ func (s *session) continueAsNew(ctx workflow.Context) error {
 			s.answerRepeats(ctx)
 			continue
 		}
-		if len(s.held) > 0 {
+		if len(s.heldReqs) > 0 {
 			s.tellHeld(ctx) // not carried: the next run starts with none
 			continue
 		}

@@ -230,19 +230,20 @@ func (c control) sessionOf(ctx context.Context, id string) string {
 func (c control) edit(rec *intent.Recorder) func(ctx context.Context, m intent.Message) string {
 	return func(ctx context.Context, m intent.Message) string {
 		chat, msg := m.ChatID, m.MessageID
+		id := workflows.IntentID(chat, msg)
 		if _, err := rec.Prepare(&m); err != nil {
 			return fmt.Sprintf("Your edit of #%s was not taken: %s.", msg, err.Error())
 		}
 		ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		defer cancel()
-		res, err := intent.Edit(ctx, c.client, workflows.IntentID(chat, msg), m.Text)
+		res, err := intent.Edit(ctx, c.client, id, m.Text)
 		switch {
 		case errors.Is(err, intent.ErrNotFound), errors.Is(err, intent.ErrNotOpen):
 			return "" // not recorded here, or answered already: nothing to change
 		case err != nil:
 			c.log.Warn("edit", zap.String("chat", chat), zap.String("message", msg), zap.Error(err))
 			return fmt.Sprintf("Your edit of #%s could not be passed on right now; send the correction as a new message.", msg)
-		case !res.Delivered && !c.agentHas(ctx, res.Session, workflows.IntentID(chat, msg)):
+		case !res.Delivered && !c.agentHas(ctx, res.Session, id):
 			return ""
 		}
 		m.Corrects = msg
