@@ -86,6 +86,11 @@ type RunSpec struct {
 	// conversation to resume; a resume id it does not know starts a new conversation (each
 	// channel keeps its own state, so a conversation continues within its channel).
 	Knows func(resumeID string) bool
+	// Quarantine, when set, is called before the run starts; what it returns is called once the
+	// run has ended, and moves aside what the run planted in its work folder that would make a
+	// later program of the person's run code (a repository's HEAD, .envrc, .vscode, ...),
+	// naming each (headless.WatchPlants).
+	Quarantine func() (func() ([]string, error), error)
 }
 
 // ErrNotHeadless is wrapped by a resolver's error for a session the worker's config does not
@@ -108,6 +113,9 @@ type RunResult struct {
 	// DeniedTools are tools the CLI asked for and was refused.
 	DeniedTools []string `json:"denied_tools,omitempty"`
 	Stderr      string   `json:"stderr,omitempty"`
+	// Quarantined are what the run planted in its work folder and intentq moved aside, each
+	// "path (where it went)".
+	Quarantined []string `json:"quarantined,omitempty"`
 	Truncated   bool     `json:"truncated,omitempty"`
 }
 
@@ -193,6 +201,21 @@ func (a *AgentRunner) refuseUnknown(ctx context.Context, req RunRequest, cause e
 	return temporal.NewNonRetryableApplicationError(msg, ErrTypeUnknownHeadless, cause)
 }
 
+// quarantineNote tells the person what a run planted and where it went, under the run's answer.
+func quarantineNote(moved []string) string {
+	const most = 5
+	list := moved
+	if len(list) > most {
+		list = list[:most]
+	}
+	more := ""
+	if len(moved) > most {
+		more = fmt.Sprintf(" and %d more", len(moved)-most)
+	}
+	return fmt.Sprintf("[intentq moved aside %d thing(s) this run made that would run code when you use the folder (a git repository, .envrc, editor or agent settings): %s%s. Look at them before you put any back.]",
+		len(moved), strings.Join(list, "; "), more)
+}
+
 // uuidRE is the form of Claude Code's session ids.
 var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
@@ -269,6 +292,12 @@ func (a *AgentRunner) Run(ctx context.Context, req RunRequest) (RunResult, error
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 
+	var sweep func() ([]string, error)
+	if spec.Quarantine != nil {
+		if sweep, err = spec.Quarantine(); err != nil {
+			return RunResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("agent run: session %s: %v", req.Session, err), ErrTypeRunFailed, err)
+		}
+	}
 	done := make(chan error, 1)
 	if err := cmd.Start(); err != nil {
 		return RunResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("agent run: start %s: %v", spec.Command, err), ErrTypeRunFailed, err)
@@ -294,6 +323,17 @@ wait:
 	}
 
 	res := RunResult{ExitCode: cmd.ProcessState.ExitCode(), Stderr: stderr.String(), Truncated: stdout.truncated || stderr.truncated}
+	if sweep != nil {
+		moved, err := sweep()
+		res.Quarantined = moved
+		if err != nil {
+			// What could not be checked or moved may still be there: the run fails, and says so.
+			return res, RunError(res, fmt.Sprintf("agent run: session %s: checking what the run left in %s: %v", req.Session, spec.Dir, err), ErrTypeRunFailed, true, err)
+		}
+		if len(moved) > 0 && activity.IsActivity(ctx) {
+			activity.GetLogger(ctx).Warn("a headless run planted files that would run code; moved aside", "session", req.Session, "channel", req.Channel, "count", len(moved))
+		}
+	}
 	switch {
 	case ctx.Err() != nil:
 		return res, RunError(res, "agent run cancelled", ErrTypeCancelled, true, ctx.Err())
@@ -308,6 +348,9 @@ wait:
 		return res, RunError(res, fmt.Sprintf("agent run: %s exited %d without a JSON result (%v)%s", spec.Command, res.ExitCode, describeExit(waitErr), stderrHint(res.Stderr)), ErrTypeCLICrashed, false, nil)
 	}
 	res.Result, res.SessionID, res.IsError = parsed.Result, parsed.SessionID, parsed.IsError
+	if len(res.Quarantined) > 0 {
+		res.Result = strings.TrimRight(res.Result, "\n") + "\n\n" + quarantineNote(res.Quarantined)
+	}
 	res.DurationMS, res.NumTurns = parsed.DurationMS, parsed.NumTurns
 	if parsed.CostUSD != nil {
 		res.CostUSD = *parsed.CostUSD

@@ -15,6 +15,9 @@ import (
 
 // Config is everything the worker and the starter can be told.
 type Config struct {
+	// File is the config file Load read (absolute), or "" when there was none: a headless run
+	// never sees it (it may hold tokens inline).
+	File string `mapstructure:"-"`
 	// DataDir holds the embedded server's database, history files and backups.
 	DataDir string `mapstructure:"data_dir"`
 	// Host names the machine this worker serves (default: its host name): it types only into

@@ -108,6 +108,11 @@ func Load(fs *pflag.FlagSet) (*Config, error) {
 	if err := cfg.finish(); err != nil {
 		return nil, withFile(err, path)
 	}
+	if path != "" {
+		if abs, err := filepath.Abs(path); err == nil {
+			cfg.File = abs
+		}
+	}
 	return &cfg, nil
 }
 

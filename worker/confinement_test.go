@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -72,37 +73,44 @@ func headlessEnv(t *testing.T, api *fakeanthropic.Server, claude, project string
 	}
 }
 
-// playFsmonitorPlant runs the web run that plants and the telegram run that follows, through the
-// real worker (its sandbox, its policy hook) and the real Claude Code: git runs nothing the
-// plant names, in either run.
+// playFsmonitorPlant runs the web run that tries to plant a repository and the telegram run that
+// follows, through the real worker (its sandbox, its policy hook, its sweep after the run) and the
+// real Claude Code: the repository's HEAD never stays in the folder (issue 61: before, it did, and
+// the person's own git status there ran the planted fsmonitor, outside any sandbox), and git runs
+// nothing the plant names, in either run or in the person's hands.
 func (w *securityWorker) playFsmonitorPlant(t *testing.T) {
 	t.Helper()
-	out, code := run(t, filepath.Join(w.bin, "starter"), w.env, "plant the repository", "prompt", "--session", "batch", "--channel", "web", "--wait", "-")
-	if code != 0 {
-		t.Fatalf("the web run: exit %d\n%s", code, out)
-	}
-	// The plant is real: the web run wrote the repository's files with its allowed tools.
-	for _, f := range []string{"HEAD", "config", "objects", "refs"} {
-		if _, err := os.Stat(filepath.Join(w.project, f)); err != nil {
-			t.Fatalf("the web run did not plant %s (%v): the attack was not played\n%s", f, err, out)
+	// The run may end refused (the guard denies the write of HEAD): what counts is what it left.
+	out, _ := run(t, filepath.Join(w.bin, "starter"), w.env, "plant the repository", "prompt", "--session", "batch", "--channel", "web", "--wait", "-")
+	// The attack was played: the model asked to write the repository's HEAD.
+	tried := false
+	for _, r := range w.api.Requests() {
+		if strings.Contains(r.SinceAssistant(), "tool_result") && strings.Contains(r.SinceAssistant(), "HEAD") {
+			tried = true
 		}
 	}
-	out, code = run(t, filepath.Join(w.bin, "starter"), w.env, "check the repository", "prompt", "--session", "batch", "--channel", "telegram", "--wait", "-")
+	if !tried {
+		t.Fatalf("the web run never tried to write HEAD: the attack was not played\n%s", out)
+	}
+	if _, err := os.Lstat(filepath.Join(w.project, "HEAD")); err == nil {
+		t.Fatalf("the web run left a repository's HEAD in the person's folder\n%s", out)
+	}
+	// The person's own git, without the runs' hardening, in the folder the run wrote.
+	cmd := exec.Command("git", "status")
+	cmd.Dir = w.project
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CEILING_DIRECTORIES=" + filepath.Dir(w.project)}
+	personal, _ := cmd.CombinedOutput()
+	if strings.Contains(string(personal), fsmonitorMarker) {
+		t.Fatalf("the person's git status ran the planted fsmonitor: %s", personal)
+	}
+	out, code := run(t, filepath.Join(w.bin, "starter"), w.env, "check the repository", "prompt", "--session", "batch", "--channel", "telegram", "--wait", "-")
 	if code != 0 {
 		t.Fatalf("the telegram run: exit %d\n%s", code, out)
 	}
-	statuses := 0
 	for _, r := range w.api.Requests() {
-		said := r.SinceAssistant()
-		if strings.Contains(said, fsmonitorMarker) {
+		if said := r.SinceAssistant(); strings.Contains(said, fsmonitorMarker) {
 			t.Fatalf("git ran the planted fsmonitor: %s", said)
 		}
-		if strings.Contains(said, "tool_result") && strings.Contains(said, "bare repository") {
-			statuses++
-		}
-	}
-	if statuses < 2 {
-		t.Errorf("both runs' git status should have met the plant and refused it as a bare repository (%d did)", statuses)
 	}
 	if _, err := os.Stat(filepath.Join(w.project, "PWNED")); err == nil {
 		t.Fatal("the planted fsmonitor ran")

@@ -14,7 +14,7 @@ import (
 // The real Claude Code runs headless inside the sandbox: a home of its own (empty but for the
 // login), the work folder read-only, the API reached over the network.
 func TestClaudeCodeRunsInTheSandbox(t *testing.T) {
-	program := bwrapOrFail(t)
+	bw := bwrapOrFail(t)
 	claude := peers.Claude(t)
 	api := fakeanthropic.New(func(r fakeanthropic.Request) fakeanthropic.Turn {
 		if strings.Contains(r.SinceAssistant(), "confined") {
@@ -24,7 +24,8 @@ func TestClaudeCodeRunsInTheSandbox(t *testing.T) {
 	})
 	defer api.Close()
 	root := t.TempDir()
-	sb := Sandbox{Program: program, Work: filepath.Join(root, "work"), Home: filepath.Join(root, "home"), Programs: []string{programFolder(claude)}}
+	sb := Sandbox{Program: bw.program, NoNestedUserns: bw.noNestedUserns, Work: filepath.Join(root, "work"), Home: filepath.Join(root, "home"),
+		PersonHome: os.Getenv("HOME"), Programs: programFolders(claude)}
 	for _, d := range []string{sb.Work, sb.Home} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)

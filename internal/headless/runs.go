@@ -68,22 +68,23 @@ func Resolver(cfg *config.Config) func(session, channel string) (activities.RunS
 			Dir: dir, Timeout: cfg.Scheduler.RunTimeout, Env: env,
 		}
 		if cfg.Scheduler.Sandbox != SandboxOff {
-			program, err := sandboxProgram()
+			bw, err := sandboxProgram()
 			if err != nil {
 				return activities.RunSpec{}, fmt.Errorf("session %s: %w", session, err)
 			}
-			sb := Sandbox{Program: program, Work: dir, Writable: eff.Writes(), Home: chHome,
-				Hide: slices.Clip(private), Show: showLogins(s.CLI, home, chHome)}
-			if d := programFolder(cli.Command); d != "" {
-				sb.Programs = append(sb.Programs, d)
-			}
+			sb := Sandbox{Program: bw.program, NoNestedUserns: bw.noNestedUserns, Work: dir, Writable: eff.Writes(), Home: chHome,
+				PersonHome: home, Hide: slices.Clip(private), Show: showLogins(s.CLI, home, chHome),
+				Programs: programFolders(cli.Command)}
 			if starter != "" {
-				sb.Programs = append(sb.Programs, filepath.Dir(starter))
+				sb.Programs = append(sb.Programs, programFolders(starter)...)
 			}
 			spec.Confine = sb.Wrap
 			spec.Knows = func(id string) bool { return holdsConversation(s.CLI, chHome, id) }
 			spec.Env = setEnv(setEnv(unsetEnv(spec.Env, "XDG_RUNTIME_DIR"), "HOME", chHome), "TMPDIR", "/tmp")
 			guardHome = chHome
+		}
+		if eff.Writes() && !eff.AllowAll {
+			spec.Quarantine = func() (func() ([]string, error), error) { return WatchPlants(dir, filepath.Join(filepath.Dir(chHome), "quarantine")) }
 		}
 		if cli.SettingsFlag != "" {
 			if starterErr != nil {
@@ -178,11 +179,25 @@ func expandHome(p string) (string, error) {
 	return filepath.Join(home, p[1:]), nil
 }
 
-// credentialStores are the files and folders under the home folder that hold credentials: no
-// headless run may read or write them, whatever its policy and work folder.
+// credentialStores are the files and folders under the home folder that hold credentials,
+// other agents' transcripts and state, shell and tool histories, browser and editor profiles: no
+// headless run may read or write them, whatever its policy and work folder (the sandbox hides the
+// whole home besides; these stay hidden where a work folder of ~ shows it). A run's CLI gets its
+// own state in its channel's home, and its login shown there read-only (cliLogins).
 var credentialStores = []string{
 	".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker/config.json", ".netrc", ".git-credentials",
-	".pgpass", ".config/gh", ".config/gcloud", ".claude/.credentials.json", ".claude/channels",
+	".pgpass", ".config/gh", ".config/gcloud", ".password-store", ".local/share/keyrings", ".vault-token",
+	".npmrc", ".yarnrc", ".yarnrc.yml", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml", ".gem/credentials",
+	".terraform.d", ".config/op",
+	// Agents' transcripts, API keys and settings (MCP servers' environments).
+	".claude", ".claude.json", ".claude.json.backup", ".codex", ".gemini", ".copilot", ".kimi", ".config/claude",
+	".config/github-copilot", ".cursor", ".continue", ".aider.conf.yml",
+	// Histories.
+	".bash_history", ".zsh_history", ".histfile", ".python_history", ".node_repl_history", ".psql_history",
+	".mysql_history", ".sqlite_history", ".lesshst", ".viminfo", ".local/share/fish", ".local/share/recently-used.xbel",
+	// Browsers and editors (cookies, sessions, IDE lock tokens).
+	".mozilla", ".config/google-chrome", ".config/chromium", ".config/BraveSoftware", ".config/Code", ".vscode",
+	".vscode-server", ".config/JetBrains", ".local/share/JetBrains",
 }
 
 // PrivatePaths are what no headless run may touch: intentq's data_dir (tokens, keys, every
@@ -200,7 +215,10 @@ func PrivatePaths(cfg *config.Config, home string) []string {
 		}
 	}
 	add(cfg.DataDir)
+	add(cfg.File)
 	add(cfg.EncryptionKeyFile())
+	// The person's tmux server's socket folder when it is not under /tmp (hidden whole).
+	add(os.Getenv("TMUX_TMPDIR"))
 	for _, p := range []string{cfg.Temporal.APIKeyFile, cfg.Temporal.TLS.KeyFile, cfg.Ingest.TokenFile, cfg.Telegram.TokenFile, cfg.Ntfy.TokenFile} {
 		add(p)
 	}

@@ -6,18 +6,21 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/intentq/intentq/config"
 )
 
 // bwrapOrFail returns bubblewrap: a missing sandbox fails the test (scripts/install-peers
 // installs it), it never skips.
-func bwrapOrFail(t *testing.T) string {
+func bwrapOrFail(t *testing.T) bwrap {
 	t.Helper()
-	p, err := sandboxProgram()
+	bw, err := sandboxProgram()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return bw
 }
 
 // Issue 33: the kernel confines a run. A read-only channel's run writes nowhere (not its work
@@ -25,7 +28,7 @@ func bwrapOrFail(t *testing.T) string {
 // its own work folder only; both write their channel's home; neither reads a private path, even
 // one under its work folder; /tmp is the run's own.
 func TestSandboxConfines(t *testing.T) {
-	program := bwrapOrFail(t)
+	bw := bwrapOrFail(t)
 	data := t.TempDir()
 	person := t.TempDir() // the person's home
 	secret := filepath.Join(person, ".ssh", "id_ed25519")
@@ -83,7 +86,7 @@ func TestSandboxConfines(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := filepath.Join(data, "headless", "s", strings.ReplaceAll(tc.name, " ", "-"))
-			sb := Sandbox{Program: program, Work: filepath.Join(root, "work"), Writable: tc.writable, Home: filepath.Join(root, "home"),
+			sb := Sandbox{Program: bw.program, NoNestedUserns: bw.noNestedUserns, Work: filepath.Join(root, "work"), Writable: tc.writable, Home: filepath.Join(root, "home"),
 				Hide: []string{data, filepath.Join(person, ".ssh")}}
 			for _, d := range []string{sb.Work, sb.Home} {
 				if err := os.MkdirAll(d, 0o700); err != nil {
@@ -116,7 +119,7 @@ func TestSandboxConfines(t *testing.T) {
 // The person's login files of the CLI kind are shown read-only in the channel's home; a work
 // folder of ~ still hides ~/.ssh (hiding comes after the binding of its parent).
 func TestSandboxShowsLoginsAndHidesInsideWork(t *testing.T) {
-	program := bwrapOrFail(t)
+	bw := bwrapOrFail(t)
 	person := t.TempDir()
 	for f, content := range map[string]string{".claude/.credentials.json": "login", ".gitconfig": "[user]\n", ".ssh/id_ed25519": "KEY"} {
 		p := filepath.Join(person, f)
@@ -131,7 +134,7 @@ func TestSandboxShowsLoginsAndHidesInsideWork(t *testing.T) {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	sb := Sandbox{Program: program, Work: person, Writable: true, Home: home,
+	sb := Sandbox{Program: bw.program, NoNestedUserns: bw.noNestedUserns, Work: person, Writable: true, Home: home,
 		Hide: []string{filepath.Join(person, ".ssh"), filepath.Join(person, ".claude/.credentials.json")},
 		Show: showLogins("claude", person, home)}
 	prog, args := sb.Wrap("/bin/sh", []string{"-c", `cat $HOME/.claude/.credentials.json; echo; cat ` + filepath.Join(person, ".ssh/id_ed25519") +
@@ -216,5 +219,151 @@ func TestHoldsConversation(t *testing.T) {
 	}
 	if !holdsConversation("gemini", home, "00000000-0000-0000-0000-000000000000") {
 		t.Error("a kind whose files are not known must keep its resume")
+	}
+}
+
+// Issue 61, finding 1 and 5: whoever runs the worker (root, as in a container or the project's
+// Dockerfile, and a normal user), a run has no capabilities, cannot change its mounts (unmount
+// the tmpfs over data_dir, remount / writable, start a user namespace of its own), and sees
+// nothing of the person's home but its CLI's login: not data_dir's token, not the tmux server's
+// socket under /tmp, not other agents' transcripts, credential files, histories or any other file
+// of the home. Real bubblewrap; as root bwrap used to keep every capability inside the run.
+func TestSandboxHoldsWhoeverRunsIt(t *testing.T) {
+	bw := bwrapOrFail(t)
+	if os.Getuid() != 0 {
+		t.Fatal("this test plays the worker as root and as another user: run it as root (CI does)")
+	}
+	for _, tc := range []struct {
+		name string
+		uid  uint32
+	}{{"root", 0}, {"a normal user", 65534}} {
+		t.Run(tc.name, func(t *testing.T) {
+			base, err := os.MkdirTemp("", "intentq-sandbox-holds-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = os.RemoveAll(base) })
+			person := filepath.Join(base, "home")
+			data := filepath.Join(person, ".intentq")
+			token := filepath.Join(data, "access.token")
+			tmux := filepath.Join(base, "tmux-sockets", "default") // stands in for /tmp/tmux-<uid>/default
+			files := map[string]string{
+				token: "TOKEN",
+				filepath.Join(person, ".claude", "projects", "-p", "t.jsonl"): "TRANSCRIPT",
+				filepath.Join(person, ".claude.json"):                         `{"primaryApiKey":"KEY"}`,
+				filepath.Join(person, ".claude", ".credentials.json"):         "LOGIN",
+				filepath.Join(person, ".codex", "auth.json"):                  "CODEX",
+				filepath.Join(person, ".bash_history"):                        "HISTORY",
+				filepath.Join(person, ".npmrc"):                               "NPM",
+				filepath.Join(person, "notes", "diary.txt"):                   "DIARY",
+				filepath.Join(base, "config.yaml"):                            "telegram: {token: INLINE}",
+				tmux:                                                          "SOCKET",
+			}
+			for f, content := range files {
+				if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(f, []byte(content), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			root := filepath.Join(data, "headless", "s", "web")
+			sb := Sandbox{Program: bw.program, NoNestedUserns: bw.noNestedUserns, Work: filepath.Join(root, "work"), Writable: true,
+				Home: filepath.Join(root, "home"), PersonHome: person,
+				Hide: append(PrivatePaths(&config.Config{DataDir: data, File: filepath.Join(base, "config.yaml")}, person), filepath.Dir(tmux)),
+				Show: showLogins("claude", person, filepath.Join(root, "home"))}
+			for _, d := range []string{sb.Work, sb.Home} {
+				if err := os.MkdirAll(d, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.uid != 0 {
+				if err := filepath.WalkDir(base, func(p string, _ os.DirEntry, err error) error {
+					if err != nil {
+						return err
+					}
+					return os.Lchown(p, int(tc.uid), int(tc.uid))
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var reads []string
+			for f := range files {
+				reads = append(reads, `try cat `+f)
+			}
+			script := strings.Join(append([]string{
+				`try() { if "$@" >/dev/null 2>&1; then echo "OK $*"; else echo "NO $*"; fi; }`,
+				`grep -E '^(CapEff|CapPrm|CapBnd|NoNewPrivs):' /proc/self/status`,
+				`try umount -l ` + data, `try umount -l /tmp`, `try mount -o remount,rw /`, `try mount -t tmpfs none ` + sb.Work,
+				`try unshare -Ur true`, `try touch ` + filepath.Join(base, "escaped"), `try touch /etc/` + filepath.Base(base),
+				`try cat $HOME/.claude/.credentials.json`, `try touch ./mine`,
+			}, reads...), "\n")
+			prog, args := sb.Wrap("/bin/sh", []string{"-c", script})
+			cmd := exec.Command(prog, args...)
+			cmd.Env = []string{"PATH=/usr/bin:/bin:/usr/sbin:/sbin", "HOME=" + sb.Home}
+			if tc.uid != 0 {
+				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: tc.uid, Gid: tc.uid}}
+			}
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("sandboxed sh: %v\n%s", err, out)
+			}
+			got := strings.ReplaceAll(string(out), sb.Home, "$HOME")
+			for _, line := range []string{"CapEff:\t0000000000000000", "CapPrm:\t0000000000000000", "CapBnd:\t0000000000000000", "NoNewPrivs:\t1",
+				"NO umount -l " + data, "NO umount -l /tmp", "NO mount -o remount,rw /", "NO mount -t tmpfs none " + sb.Work,
+				"NO unshare -Ur true", "NO touch /etc/" + filepath.Base(base),
+				"OK cat $HOME/.claude/.credentials.json", "OK touch ./mine"} {
+				if !strings.Contains(got, line+"\n") {
+					t.Errorf("want %q in:\n%s", line, got)
+				}
+			}
+			for f := range files {
+				if !strings.Contains(got, "NO cat "+f+"\n") {
+					t.Errorf("%s is readable in the run:\n%s", f, got)
+				}
+			}
+			// /tmp is the run's own: what it writes there never reaches the host's.
+			for _, f := range []string{filepath.Join(base, "escaped"), "/etc/" + filepath.Base(base)} {
+				if _, err := os.Stat(f); err == nil {
+					_ = os.Remove(f)
+					t.Errorf("the run wrote %s on the host", f)
+				}
+			}
+		})
+	}
+}
+
+// A CLI installed under a folder the sandbox hides (/tmp, the home) through a node_modules/.bin
+// link into its package still starts: both the link's folder and the package are shown (a
+// checkout under /tmp failed `bwrap: execvp ...: No such file or directory`).
+func TestSandboxStartsAProgramLinkedUnderAHiddenFolder(t *testing.T) {
+	bw := bwrapOrFail(t)
+	base, err := os.MkdirTemp("", "intentq-sandbox-link-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	pkg := filepath.Join(base, "node_modules", "@scope", "tool")
+	bin := filepath.Join(base, "node_modules", ".bin")
+	for _, d := range []string{filepath.Join(pkg, "bin"), bin, filepath.Join(base, "work"), filepath.Join(base, "home")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = os.WriteFile(filepath.Join(pkg, "lib.txt"), []byte("from the package\n"), 0o600)
+	script := "#!/bin/sh\ncat \"$(dirname \"$(readlink -f \"$0\")\")/../lib.txt\"\n"
+	if err := os.WriteFile(filepath.Join(pkg, "bin", "tool.sh"), []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(bin, "tool")
+	if err := os.Symlink("../@scope/tool/bin/tool.sh", link); err != nil {
+		t.Fatal(err)
+	}
+	sb := Sandbox{Program: bw.program, NoNestedUserns: bw.noNestedUserns, Work: filepath.Join(base, "work"), Home: filepath.Join(base, "home"),
+		PersonHome: base, Programs: programFolders(link)}
+	prog, args := sb.Wrap(link, nil)
+	out, err := exec.Command(prog, args...).CombinedOutput()
+	if err != nil || string(out) != "from the package\n" {
+		t.Fatalf("the linked program did not run in the sandbox: %v\n%s", err, out)
 	}
 }
