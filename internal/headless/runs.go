@@ -84,7 +84,9 @@ func Resolver(cfg *config.Config) func(session, channel string) (activities.RunS
 			guardHome = chHome
 		}
 		if eff.Writes() && !eff.AllowAll {
-			spec.Quarantine = func() (func() ([]string, error), error) { return WatchPlants(dir, filepath.Join(filepath.Dir(chHome), "quarantine")) }
+			spec.Quarantine = func() (func() ([]string, error), error) {
+				return WatchPlants(dir, filepath.Join(filepath.Dir(chHome), "quarantine"))
+			}
 		}
 		if cli.SettingsFlag != "" {
 			if starterErr != nil {
