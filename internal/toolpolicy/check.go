@@ -30,6 +30,10 @@ type DeniedError struct {
 	// DenyRules: the command was refused because the policy has deny rules for commands that
 	// it cannot be checked against (the deny rules fail closed).
 	DenyRules bool
+	// Option is the option, as written, that kept a prefix rule from allowing the command: one
+	// that follows links, writes files or runs programs (riskyOptions, riskyFor), or an
+	// abbreviation of one.
+	Option string
 }
 
 // Error names the tool, the scope and, for a deny rule, the rule.
@@ -41,6 +45,9 @@ func (e *DeniedError) Error() string {
 		return fmt.Sprintf("toolpolicy: tool %q refused: the %s policy denies some commands, and the command "+
 			"cannot be checked against those deny rules (%s): write it out without variables (other than $HOME "+
 			"and $PWD), $'…', brace expansion or substitutions", e.Tool, e.Scope, e.Unchecked)
+	case e.Option != "":
+		return fmt.Sprintf("toolpolicy: tool %q not allowed by the %s policy: its option %s can follow links, "+
+			"read or write other files, or run programs, which no prefix rule allows", e.Tool, e.Scope, e.Option)
 	case e.Unchecked != "":
 		return fmt.Sprintf("toolpolicy: tool %q not allowed by the %s policy (no allow rule for commands "+
 			"covers what cannot be checked: %s)", e.Tool, e.Scope, e.Unchecked)
@@ -127,8 +134,8 @@ func parseRequest(s string) (tool, error) {
 // (literals, plain quotes, $HOME and $PWD): a command line with other variables, $'…', brace
 // expansion, substitutions, compound commands (if, for, subshells, functions) or redirections
 // into files is only allowed by a bare "Bash" rule or AllowAll, and a prefix rule does not
-// allow options that make a read-only command write or run programs (rg --pre,
-// git diff --output, find -exec). Deny rules look further: through sudo, env, xargs and other
+// allow options that make a read-only command write, run programs or follow links (rg --pre,
+// git diff --output, find -exec, grep -R), nor their abbreviations (grep --deref). Deny rules look further: through sudo, env, xargs and other
 // wrappers, variable assignments, paths to the program (/usr/bin/git), git's global options
 // (git -C dir push), compound commands, substitutions, sh -c and eval; and they fail closed:
 // when the policy has deny rules for commands, a command line with words that cannot be proven,
@@ -174,7 +181,8 @@ func (e Effective) Check(requested string) error {
 				return notAllowed
 			}
 			for _, seg := range c.segments {
-				if !allowsSegment(allowed, seg, whole) {
+				if ok, option := allowsSegment(allowed, seg, whole); !ok {
+					notAllowed.Option = option
 					return notAllowed
 				}
 			}
@@ -288,27 +296,31 @@ func denyMatchesCommand(r rule, views [][]string, whole string) bool {
 }
 
 // allowsSegment reports whether an allow rule covers one simple command, taken literally: the
-// program as written, no wrappers, no risky options after a prefix rule's words.
-func allowsSegment(rules []rule, seg []string, whole string) bool {
+// program as written, no wrappers, no risky options after a prefix rule's words. When a prefix
+// rule matched but for a risky option, option is that option.
+func allowsSegment(rules []rule, seg []string, whole string) (ok bool, option string) {
 	for _, r := range rules {
 		if r.name != "Bash" || !r.hasArg {
 			continue
 		}
 		if r.compound {
 			if whole == r.text || r.prefix && strings.HasPrefix(whole, r.text) {
-				return true
+				return true, ""
 			}
 			continue
 		}
 		if !wordsMatch(r.words, r.prefix, seg) {
 			continue
 		}
-		if r.prefix && hasRiskyOption(seg[0], seg[len(r.words):]) {
-			continue
+		if r.prefix {
+			if o := riskyOption(seg[0], seg[len(r.words):]); o != "" {
+				option = o
+				continue
+			}
 		}
-		return true
+		return true, ""
 	}
-	return false
+	return false, option
 }
 
 // wordsMatch reports whether a command's words equal a rule's, or start with them for a
@@ -333,36 +345,67 @@ var riskyOptions = []string{
 }
 
 // riskyFor are options that make one program run another or read beyond the folder it was
-// given: rg's --hostname-bin runs a program, --pre-glob picks the files --pre runs on, and
-// following links while recursing (rg -L, grep -R, ls -L) reads wherever a link in the folder
-// points; git's --textconv runs a repository's conversion programs. Short ones count inside a
-// cluster too (grep -rnR).
+// given: rg's --hostname-bin runs a program, --pre-glob picks the files --pre runs on; following
+// links while recursing (rg -L, grep -R, ls -LR, find -L, du -L, cp -rL, tar -h, tree -l) reads
+// wherever a link in the folder points, and so does reading file names from a file (wc and du
+// --files0-from, tar -T); git's --textconv runs a repository's conversion programs. Short ones
+// count inside a cluster too (grep -rnR).
 var riskyFor = map[string][]string{
-	"rg":   {"-L", "--follow", "--hostname-bin", "--pre-glob"},
-	"grep": {"-R", "--dereference-recursive"},
-	"ls":   {"-L", "--dereference"},
-	"git":  {"--textconv"},
+	"rg":    {"-L", "--follow", "--hostname-bin", "--pre-glob"},
+	"grep":  {"-R", "--dereference-recursive"},
+	"egrep": {"-R", "--dereference-recursive"},
+	"fgrep": {"-R", "--dereference-recursive"},
+	"ls":    {"-L", "--dereference"},
+	"git":   {"--textconv"},
+	"find":  {"-L", "-follow"},
+	"du":    {"-L", "--dereference", "--files0-from"},
+	"wc":    {"--files0-from"},
+	"cp":    {"-L", "--dereference"},
+	"tar":   {"-h", "--dereference", "-T", "--files-from"},
+	"tree":  {"-l"},
+	"file":  {"-L", "--dereference"},
+	"stat":  {"-L", "--dereference"},
 }
 
-// hasRiskyOption reports whether any argument of program is a risky option, alone, as
-// --opt=value, or (a one-letter one) inside a cluster of short options.
-func hasRiskyOption(program string, args []string) bool {
-	own := riskyFor[path.Base(program)]
+// exactOptions are real options of a program that are also abbreviations of one of its risky
+// ones (git diff --text, tar --file): written in full they are that option, not the risky one.
+var exactOptions = map[string][]string{
+	"git": {"--text"},
+	"tar": {"--file"},
+}
+
+// riskyOption returns the first argument of program that is a risky option: alone, as
+// --opt=value, as an abbreviation of a long one (GNU getopt_long and git take any unambiguous
+// prefix: grep --deref is --dereference-recursive), or (a one-letter one) inside a cluster of
+// short options; "" when there is none.
+func riskyOption(program string, args []string) string {
+	prog := path.Base(program)
+	own := riskyFor[prog]
+	if prog == "tar" && len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		args = append([]string{"-" + args[0]}, args[1:]...) // tar chf: old-style options
+	}
 	for _, a := range args {
 		if a == "--" {
-			return false
+			return ""
 		}
 		name, _, _ := strings.Cut(a, "=")
 		if contains(riskyOptions, name) || contains(own, name) {
-			return true
+			return a
+		}
+		if strings.HasPrefix(name, "--") && !contains(exactOptions[prog], name) {
+			for _, o := range concat(riskyOptions, own) {
+				if strings.HasPrefix(o, "--") && strings.HasPrefix(o, name) {
+					return a
+				}
+			}
 		}
 		if len(a) > 2 && a[0] == '-' && a[1] != '-' {
 			for _, o := range own {
 				if len(o) == 2 && o[0] == '-' && o[1] != '-' && strings.ContainsRune(a[1:], rune(o[1])) {
-					return true
+					return a
 				}
 			}
 		}
 	}
-	return false
+	return ""
 }

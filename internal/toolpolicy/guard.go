@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 )
@@ -22,14 +23,21 @@ import (
 //     variables other than $HOME and $PWD, no $'…', brace expansion or substitutions), and
 //     every path the command names (arguments, option values, redirections, through wrappers,
 //     sh -c and substitutions) must lie inside Dir or be named by an allow rule
-//     (Read(//etc/hosts)). A command the guard cannot parse as bash is refused whatever the
-//     policy, and so is one that is more work than it checks (see ErrOverBudget).
+//     (Read(//etc/hosts)); a wildcard word counts with every path bash may expand it to
+//     (glob.go: syntax the guard does not match as bash does is refused). A command the guard
+//     cannot parse as bash is refused whatever the policy, and so is one that is more work than
+//     it checks (see ErrOverBudget).
 //   - File tools (Read, Grep, Glob, LS, NotebookRead; Write, Edit, MultiEdit, NotebookEdit) must
 //     be allowed, by a bare rule for their path inside Dir, or by a rule with a path pattern
 //     (Read(...) for the reading tools, Edit(...) for the editing ones, or their own name)
 //     anywhere. Deny rules with a path pattern refuse what they match.
 //   - Paths under Private (intentq's data_dir and secret files, ~/.ssh and other credential
 //     stores) are refused whatever the policy says, unless Dir itself lies there.
+//   - With a policy that does not allow everything, no write plants a program for the person
+//     (plants.go): the editing tools' paths, and what shell commands create or change (their
+//     writers' arguments, output options, redirections), must not be or lie in one of
+//     PlantNames at any depth, nor inside a folder with a HEAD; git init, clone and config
+//     (but reading) are refused.
 //   - Other tools must pass Check; the CLI's bookkeeping tools (TodoWrite, ...) pass unless a
 //     deny rule names them.
 //
@@ -71,7 +79,6 @@ var ErrOverBudget = errors.New("more than the guard checks")
 type callState struct {
 	denied, allowed []rule
 	private         []string
-	patterns        int
 	entries         int
 	// checked holds the paths already decided, so that a word seen twice (a command as
 	// written and unwrapped) is checked once.
@@ -179,7 +186,7 @@ func (g *Guard) prepare() error {
 	if err != nil {
 		return err
 	}
-	st := &callState{denied: denied, allowed: allowed, patterns: maxPatterns, entries: maxEntries, checked: map[string]bool{}}
+	st := &callState{denied: denied, allowed: allowed, entries: maxEntries, checked: map[string]bool{}}
 	for _, p := range g.Private {
 		st.private = append(st.private, realPath(p))
 	}
@@ -209,6 +216,14 @@ func (g Guard) checkShell(command, base string) error {
 	case len(p.unproven) > 0 && !g.Policy.AllowAll:
 		return &OutsideError{Tool: short, Path: p.unproven[0], Unresolved: true}
 	}
+	patterns := 0
+	for _, list := range p.globs {
+		patterns += len(list)
+	}
+	if patterns > maxPatterns {
+		return fmt.Errorf("toolpolicy: %s: %w: more than %d wildcard words: call refused (name fewer patterns)",
+			short, ErrOverBudget, maxPatterns)
+	}
 	for _, file := range p.files {
 		if err := g.checkShellWord(short, file, base, true); err != nil {
 			return err
@@ -229,7 +244,22 @@ func (g Guard) checkShell(command, base string) error {
 			return err
 		}
 	}
-	return nil
+	texts := make([]string, 0, len(p.globs))
+	for text := range p.globs {
+		texts = append(texts, text)
+	}
+	sort.Strings(texts)
+	for _, text := range texts {
+		for _, pattern := range p.globs[text] {
+			if err := g.checkGlob(short, text, pattern, base); err != nil {
+				return err
+			}
+		}
+	}
+	if g.Policy.AllowAll {
+		return nil
+	}
+	return g.checkShellWrites(short, p, base)
 }
 
 // checkShellWord checks one proven word of a command that may name a file: a path (with / or
@@ -254,6 +284,10 @@ func (g Guard) checkShellWord(tool, w, base string, isFile bool) error {
 	default:
 		candidates = append(candidates, w)
 	}
+	if strings.HasPrefix(w, "~") {
+		// A quoted ~ ('~'/x) is a name in the folder, not the home: check both.
+		candidates = append(candidates, "./"+w)
+	}
 	for _, c := range candidates {
 		if c == "" || c == "-" || safeDevices[c] {
 			continue
@@ -267,7 +301,7 @@ func (g Guard) checkShellWord(tool, w, base string, isFile bool) error {
 		case !isFile && !pathLike(c, p) && !exists(filepath.Join(base, p)):
 			continue
 		}
-		if err := g.checkPath(tool, "Read", p, base, true); err != nil {
+		if err := g.checkPath(tool, "Read", p, base); err != nil {
 			return err
 		}
 	}
@@ -341,7 +375,7 @@ func (g Guard) checkFileTool(name string, input map[string]any, base string) err
 		if !ok {
 			return &OutsideError{Tool: name, Path: p, Unresolved: true}
 		}
-		if err := g.checkPath(name, family, e, base, false); err != nil {
+		if err := g.checkPath(name, family, e, base); err != nil {
 			return err
 		}
 	}
@@ -369,10 +403,8 @@ func globRoot(joined, pattern string) string {
 }
 
 // checkPath decides one path a tool touches, relative to base unless absolute. family is Read
-// or Edit: the rules with a path pattern that cover the tool. A shell word with wildcards
-// (glob) is checked with the folder it starts in and every file it matches, within the call's
-// budget.
-func (g Guard) checkPath(tool, family, p, base string, glob bool) error {
+// or Edit: the rules with a path pattern that cover the tool.
+func (g Guard) checkPath(tool, family, p, base string) error {
 	if !filepath.IsAbs(p) {
 		p = base + string(filepath.Separator) + p
 	}
@@ -383,108 +415,34 @@ func (g Guard) checkPath(tool, family, p, base string, glob bool) error {
 		}
 		st = g.state
 	}
-	if st.checked[p] {
+	if st.checked[family+"\x00"+p] {
 		return nil
 	}
-	st.checked[p] = true
-	if err := g.decide(tool, family, realPath(p)); err != nil {
-		return err
-	}
-	if !glob || !strings.ContainsAny(p, "*?[") {
-		return nil
-	}
-	if err := g.decide(tool, family, realPath(globRoot(p, p))); err != nil {
-		return err
-	}
-	if st.patterns--; st.patterns < 0 {
-		return fmt.Errorf("toolpolicy: %s: %w: more than %d wildcard words: call refused (name fewer patterns)",
-			tool, ErrOverBudget, maxPatterns)
-	}
-	found, err := st.glob(p)
-	if err != nil {
+	st.checked[family+"\x00"+p] = true
+	return g.decide(tool, family, realPath(p))
+}
+
+// checkGlob checks a pattern word of a shell command (text as written, pattern from
+// command.globs): the folder it starts in and every path bash may expand it to are read.
+func (g Guard) checkGlob(tool, text, pattern, base string) error {
+	root, found, err := g.globPaths(pattern, base, g.Policy.AllowAll)
+	switch {
+	case errors.Is(err, errUnknownGlob):
+		return fmt.Errorf("toolpolicy: %s: %s has %w: name the files, or quote the word", tool, shown(text), err)
+	case err != nil:
 		return fmt.Errorf("toolpolicy: %s: %w: %v: call refused (name the files)", tool, ErrOverBudget, err)
 	}
+	if root != "" {
+		if err := g.checkPath(tool, "Read", root, base); err != nil {
+			return err
+		}
+	}
 	for _, m := range found {
-		if err := g.decide(tool, family, realPath(m)); err != nil {
+		if err := g.checkPath(tool, "Read", m, base); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// glob is filepath.Glob within the call's budget of folder entries: it fails when reading
-// the folders the pattern goes through would take more. A malformed pattern matches nothing.
-func (st *callState) glob(pattern string) ([]string, error) {
-	if !strings.ContainsAny(pattern, `*?[\`) {
-		if _, err := os.Lstat(pattern); err != nil {
-			return nil, nil
-		}
-		return []string{pattern}, nil
-	}
-	dir, file := filepath.Split(pattern)
-	if _, err := filepath.Match(file, ""); err != nil {
-		return nil, nil
-	}
-	switch dir {
-	case "":
-		dir = "."
-	case string(filepath.Separator):
-	default:
-		dir = dir[:len(dir)-1] // the trailing separator
-	}
-	dirs := []string{dir}
-	if strings.ContainsAny(dir, `*?[\`) {
-		var err error
-		if dirs, err = st.glob(dir); err != nil {
-			return nil, err
-		}
-	}
-	var out []string
-	for _, d := range dirs {
-		m, err := st.matchDir(d, file)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m...)
-	}
-	return out, nil
-}
-
-// matchDir returns the entries of a folder that match a pattern, reading them in batches
-// within the budget.
-func (st *callState) matchDir(dir, pattern string) ([]string, error) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil, nil
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.IsDir() {
-		return nil, nil
-	}
-	var out []string
-	// A pattern that starts with a dot matches . and .. in bash 5.1 and older (no
-	// globskipdots): count them, so ".*/x" is checked as "../x" too.
-	if strings.HasPrefix(pattern, ".") {
-		for _, n := range []string{".", ".."} {
-			if ok, _ := filepath.Match(pattern, n); ok {
-				out = append(out, filepath.Join(dir, n))
-			}
-		}
-	}
-	for {
-		names, err := f.Readdirnames(256)
-		if st.entries -= len(names); st.entries < 0 {
-			return nil, fmt.Errorf("the wildcards go through more than %d folder entries", maxEntries)
-		}
-		for _, n := range names {
-			if ok, _ := filepath.Match(pattern, n); ok {
-				out = append(out, filepath.Join(dir, n))
-			}
-		}
-		if err != nil || len(names) == 0 {
-			return out, nil
-		}
-	}
 }
 
 // decide applies the rules to one absolute, resolved path.
@@ -495,8 +453,10 @@ func (g Guard) decide(tool, family, p string) error {
 			return &OutsideError{Tool: tool, Path: p, Private: true}
 		}
 	}
-	if family == "Edit" && !g.Policy.AllowAll && runsCode(g.Dir, p) {
-		return fmt.Errorf("toolpolicy: %s writes %s, where git or an agent CLI finds programs to run (%s in the work folder): no headless run writes there", tool, p, strings.Join(codeConfigs, ", "))
+	if family == "Edit" && !g.Policy.AllowAll {
+		if err := g.checkPlant(tool, p); err != nil {
+			return err
+		}
 	}
 	// Rules with the family's name cover its tools; a Bash command's paths are reads.
 	covers := func(r rule) bool { return r.name == family || name != "Bash" && r.name == name }
@@ -529,25 +489,6 @@ func (g Guard) decide(tool, family, p string) error {
 		return nil
 	}
 	return &OutsideError{Tool: tool, Path: p, Dir: g.Dir}
-}
-
-// codeConfigs are the files and folders in a work folder that name programs to run: git's
-// repository (hooks, fsmonitor, filters), the agent CLIs' project settings (their hooks) and MCP
-// servers. A run whose policy does not allow everything never writes them, so no run plants a
-// program that a later run, of any channel, or the person's own agent would start.
-var codeConfigs = []string{".git", ".claude", ".mcp.json", ".codex", ".gemini", ".copilot"}
-
-// runsCode reports whether p lies in one of dir's codeConfigs.
-func runsCode(dir, p string) bool {
-	if !within(p, dir) {
-		return false
-	}
-	rel, err := filepath.Rel(dir, p)
-	if err != nil {
-		return false
-	}
-	first, _, _ := strings.Cut(filepath.ToSlash(rel), "/")
-	return contains(codeConfigs, first)
 }
 
 // ruleMatches reports whether a rule's path pattern covers an absolute path. Patterns are

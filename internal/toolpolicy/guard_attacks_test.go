@@ -22,7 +22,8 @@ import (
 // FAKE-SSH-KEY); data_dir DATA holds access.token (FAKE-ACCESS-TOKEN); the work folder is
 // DATA/headless/batch/CHANNEL/work (or HOME, for workdir "home") and holds README.md and
 // docs/a.md; the guard's Private are DATA and HOME/.ssh; the policy is the channel's,
-// resolved for the session "batch" with the case's session rule.
+// resolved for the session "batch" with the case's session rule. A case's links are made in the
+// work folder first (worker/security_test.go makes none: its cases must be refused without them).
 type guardCase struct {
 	Name string `json:"name"`
 	// Channel is the run's channel: telegram (read-only), web or cli.
@@ -31,6 +32,9 @@ type guardCase struct {
 	Session *Rule `json:"session,omitempty"`
 	// Workdir is "" (DATA/headless/batch/CHANNEL/work) or "home" (the run's home).
 	Workdir string `json:"workdir,omitempty"`
+	// Links are symbolic links in the work folder, name to target; a target starting with HOME/
+	// or DATA/ lies in the run's home or data_dir.
+	Links map[string]string `json:"links,omitempty"`
 	// Command is the Bash tool's command.
 	Command string `json:"command"`
 	// Expect is "deny" or "allow".
@@ -88,6 +92,17 @@ func newAttackFixture(t *testing.T, c guardCase) attackFixture {
 		filepath.Join(f.work, "docs", "a.md"):       "a\n",
 	} {
 		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, target := range c.Links {
+		switch {
+		case strings.HasPrefix(target, "HOME/"):
+			target = filepath.Join(f.home, strings.TrimPrefix(target, "HOME/"))
+		case strings.HasPrefix(target, "DATA/"):
+			target = filepath.Join(f.data, strings.TrimPrefix(target, "DATA/"))
+		}
+		if err := os.Symlink(target, filepath.Join(f.work, name)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -248,5 +263,259 @@ func TestGuardWorkBounds(t *testing.T) {
 	}
 	if err := cli.CheckCall(Call{Tool: "Bash", Input: mustJSON(map[string]any{"command": "ls many/d*"}), Cwd: f.dir}); err != nil {
 		t.Errorf("one folder's entries: %v", err)
+	}
+}
+
+// Issue 61, item 10: a prefix rule allows no abbreviation of an option it refuses (GNU
+// getopt_long and git take any unambiguous prefix), and the refusal names the option.
+func TestGuardAbbreviatedOptions(t *testing.T) {
+	f := newGuardFixture(t)
+	telegram := f.guard(t, Policy{}, ChannelTelegram)
+	more := f.guard(t, Policy{Channels: map[string]Rule{"telegram": {Allow: []string{"Bash(du:*)", "Bash(tar:*)", "Bash(find:*)"}}}}, ChannelTelegram)
+	for _, c := range []struct {
+		g       Guard
+		command string
+		option  string // "" when allowed
+	}{
+		{telegram, "grep -r --deref x .", "--deref"},
+		{telegram, "grep -r --dereference-rec x .", "--dereference-rec"},
+		{telegram, "grep --d x .", "--d"},
+		{telegram, "grep -r --der=x .", "--der=x"},
+		{telegram, "rg --fol x", "--fol"},
+		{telegram, "rg --hostname=./run.sh x", "--hostname=./run.sh"},
+		{telegram, "rg --pre-g=*.md x", "--pre-g=*.md"},
+		{telegram, "ls -R --derefer .", "--derefer"},
+		{telegram, "git log -p --textc", "--textc"},
+		{telegram, "git diff --outp=notes.txt", "--outp=notes.txt"},
+		{telegram, "git diff --ext", "--ext"},
+		{telegram, "git log --=x", "--=x"},
+		{more, "du -s --deref .", "--deref"},
+		{more, "tar chf - .", "-chf"},
+		{more, "tar -c --files-f=list -f -", "--files-f=list"},
+		{more, "find -L . -name x", "-L"},
+		{telegram, "grep -rn --directories=skip x .", ""},
+		{telegram, "git diff --text", ""},
+		{telegram, "git log --oneline --follow README.md", ""},
+		{telegram, "ls --dereference-command-line .", ""},
+		{more, "tar --file=a.tar -t", ""},
+	} {
+		t.Run(c.command, func(t *testing.T) {
+			err := c.g.CheckCall(Call{Tool: "Bash", Input: mustJSON(map[string]any{"command": c.command}), Cwd: f.dir})
+			var denied *DeniedError
+			switch {
+			case c.option == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.option == "":
+			case !errors.As(err, &denied) || denied.Option != c.option:
+				t.Fatalf("err = %v, want a DeniedError naming the option %s", err, c.option)
+			case !strings.Contains(err.Error(), c.option+" can follow links"):
+				t.Errorf("reason %q does not say why %s is refused", err, c.option)
+			}
+		})
+	}
+}
+
+// Issue 61, item 10: a wildcard is matched as bash does, at least as widely, or refused. The
+// fixture's folder holds key, a link to the SSH key.
+func TestGuardGlobs(t *testing.T) {
+	f := newGuardFixture(t)
+	telegram := f.guard(t, Policy{}, ChannelTelegram)
+	cli := f.guard(t, Policy{}, ChannelCLI)
+	for _, c := range []struct {
+		name    string
+		g       Guard
+		command string
+		want    string // a part of the refusal; "" when allowed
+	}{
+		{"negated set", telegram, "cat k[!x]y", "[!…]"},
+		{"caret set", telegram, "cat k[^x]y", "[!…]"},
+		{"class", telegram, "cat [[:alpha:]]ey", "[[:class:]]"},
+		{"class inside", telegram, "cat k[[:lower:]]y", "[[:class:]]"},
+		{"equivalence class", telegram, "cat k[[=e=]]y", "[[:class:]]"},
+		{"bracket first", telegram, "cat k[]e]y", "inside brackets"},
+		{"escape in brackets", telegram, `cat k[\e]y`, "inside brackets"},
+		{"range across classes", telegram, "cat k[A-z]y", "the range A-z"},
+		{"globstar", telegram, "ls docs/**", "globstar"},
+		{"globstar in a folder", telegram, "cat **/a.md", "globstar"},
+		{"extglob", telegram, "cat ?(k)ey", "cannot be checked"},
+		{"quoted set", telegram, "git log -p -- 'k[!x]y'", ""},
+		{"known set matching the link", telegram, "cat k[a-z]y", "no headless run may read"},
+		{"any case (nocaseglob)", telegram, "cat K*", "no headless run may read"},
+		{"question mark", telegram, "cat k?y", "no headless run may read"},
+		{"escaped wildcard", telegram, `cat k\*`, ""},
+		{"quoted negated set", telegram, `grep -n '[^a-z]' README.md`, ""},
+		{"quoted class", telegram, `grep -c "[[:space:]]" README.md`, ""},
+		{"quoted double star", telegram, `grep -rn --include='**.md' x .`, ""},
+		{"plain set", telegram, "cat [R]EADME.md docs/[a-z].md", ""},
+		{"unclosed bracket", telegram, "cat README[.md", ""},
+		{"cli: private through a negated set", cli, "cat ~/.ss[!x]/id_ed25519", "no headless run may read"},
+		{"cli: a class elsewhere", cli, "ls docs/[[:upper:]]*", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.g.CheckCall(Call{Tool: "Bash", Input: mustJSON(map[string]any{"command": c.command}), Cwd: f.dir})
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("%q refused: %v", c.command, err)
+			case c.want != "" && err == nil:
+				t.Fatalf("%q allowed", c.command)
+			case c.want != "" && !strings.Contains(err.Error(), c.want):
+				t.Errorf("%q: reason %q, want it to say %q", c.command, err, c.want)
+			}
+		})
+	}
+}
+
+// plantFixture is newGuardFixture with a folder that has a HEAD (the person's bare repository,
+// bare/) and a link to a .git folder (lnk -> proj/.git).
+func plantFixture(t *testing.T) guardFixture {
+	t.Helper()
+	f := newGuardFixture(t)
+	for _, d := range []string{"bare/objects", "bare/refs", "proj/.git"} {
+		if err := os.MkdirAll(filepath.Join(f.dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, "bare", "HEAD"), []byte("ref: refs/heads/main\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(f.dir, "proj", ".git"), filepath.Join(f.dir, "lnk")); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// Issue 61, items 3 and 11: a run whose policy does not allow everything writes no plant with its
+// file tools: no HEAD, nothing in a folder with a HEAD, no .git, agent, editor or hook settings
+// and no agent instructions, at any depth and in any case.
+func TestGuardPlants(t *testing.T) {
+	f := plantFixture(t)
+	web := f.guard(t, Policy{}, ChannelWeb)
+	cli := f.guard(t, Policy{}, ChannelCLI)
+	for _, c := range []struct {
+		path string
+		want string // a part of the refusal; "" when allowed
+	}{
+		{"HEAD", "a file named HEAD"},
+		{"trap/HEAD", "a file named HEAD"},
+		{"trap/head", "a file named HEAD"},
+		{"proj/.git/config", "programs to run"},
+		{"a/b/.claude/settings.json", "programs to run"},
+		{"sub/.mcp.json", "programs to run"},
+		{"sub/.CLAUDE/settings.json", "programs to run"},
+		{"sub/.git./config", "programs to run"},
+		{"sub/.gi\u200bt/config", "programs to run"},
+		{".envrc", "programs to run"},
+		{"docs/.vscode/tasks.json", "programs to run"},
+		{".idea/workspace.xml", "programs to run"},
+		{".husky/pre-commit", "programs to run"},
+		{"tools/.githooks/pre-commit", "programs to run"},
+		{".pre-commit-config.yaml", "programs to run"},
+		{".codex/config.toml", "programs to run"},
+		{".gemini/settings.json", "programs to run"},
+		{".copilot/config.json", "programs to run"},
+		{"docs/CLAUDE.md", "instructions to follow"},
+		{"CLAUDE.local.md", "instructions to follow"},
+		{"sub/AGENTS.md", "instructions to follow"},
+		{"GEMINI.md", "instructions to follow"},
+		{"bare/config", "which has a HEAD"},
+		{"bare/hooks/post-checkout", "which has a HEAD"},
+		{"lnk/config", "programs to run"},
+		{"docs/notes.md", ""},
+		{"trap/config", ""},
+		{"trap/objects/info/alternates", ""},
+		{"HEADLINES.md", ""},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			for _, tool := range []string{"Write", "Edit", "MultiEdit", "NotebookEdit"} {
+				key := "file_path"
+				if tool == "NotebookEdit" {
+					key = "notebook_path"
+				}
+				err := web.CheckCall(Call{Tool: tool, Input: mustJSON(map[string]any{key: filepath.Join(f.dir, c.path)}), Cwd: f.dir})
+				switch {
+				case c.want == "" && err != nil && tool != "MultiEdit" && tool != "NotebookEdit":
+					t.Errorf("%s %s refused: %v", tool, c.path, err)
+				case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+					t.Errorf("%s %s: err = %v, want it refused saying %q", tool, c.path, err, c.want)
+				}
+			}
+			if err := cli.CheckCall(Call{Tool: "Write", Input: mustJSON(map[string]any{"file_path": filepath.Join(f.dir, c.path)}), Cwd: f.dir}); err != nil {
+				t.Errorf("cli (allows everything): Write %s refused: %v", c.path, err)
+			}
+		})
+	}
+}
+
+// Issue 61, item 3: shell commands write no plant either: the arguments of the programs that
+// create or change files, output options, redirections; nor do they make a repository or change
+// git's configuration, or write names the guard cannot see.
+func TestGuardShellPlants(t *testing.T) {
+	f := plantFixture(t)
+	web := f.guard(t, Policy{}, ChannelWeb)
+	rules := f.guard(t, Policy{Channels: map[string]Rule{"web": {Allow: []string{
+		"Bash(cp:*)", "Bash(mv:*)", "Bash(ln:*)", "Bash(tee:*)", "Bash(git init:*)", "Bash(git clone:*)",
+		"Bash(git config:*)", "Bash(git mv:*)", "Bash(git worktree:*)", "Bash(tar:*)", "Bash(sort:*)", "Bash(sed:*)",
+	}}}}, ChannelWeb)
+	bash := f.guard(t, Policy{Channels: map[string]Rule{"web": {Allow: []string{"Bash"}}}}, ChannelWeb)
+	for _, c := range []struct {
+		g       Guard
+		command string
+		want    string // a part of the refusal; "" when allowed
+	}{
+		{web, "touch HEAD", "a file named HEAD"},
+		{web, "mkdir -p trap/refs trap/objects && touch trap/HEAD", "a file named HEAD"},
+		{web, "touch -c trap/Head", "a file named HEAD"},
+		{web, "mkdir -p proj/sub/.git", "programs to run"},
+		{web, "mkdir .vscode", "programs to run"},
+		{web, "touch docs/CLAUDE.md", "instructions to follow"},
+		{web, "touch bare/config", "which has a HEAD"},
+		{web, "mkdir bare/hooks", "which has a HEAD"},
+		{web, "touch lnk/config", "programs to run"},
+		{web, "touch docs/../.envrc", "programs to run"},
+		{rules, "cp README.md trap/HEAD", "a file named HEAD"},
+		{rules, "cp -t .claude README.md", "programs to run"},
+		{rules, "cp --target-directory=.claude README.md", "programs to run"},
+		{rules, "mv README.md .envrc", "programs to run"},
+		{rules, "ln -s README.md HEAD", "a file named HEAD"},
+		{rules, "tee -a trap/HEAD", "a file named HEAD"},
+		{rules, "git init", "makes a git repository"},
+		{rules, "git init --bare trap", "makes a git repository"},
+		{rules, "git clone https://example.com/x.git y", "makes a git repository"},
+		{rules, "git worktree add wt", "makes a git repository"},
+		{rules, "git config core.fsmonitor ./run.sh", "changes a repository's configuration"},
+		{rules, "git config --add core.hooksPath .", "changes a repository's configuration"},
+		{rules, "git mv README.md AGENTS.md", "instructions to follow"},
+		{rules, "tar xf a.tar", "extracts files"},
+		{rules, "tar -cf trap/HEAD docs", "a file named HEAD"},
+		{rules, "sort -o HEAD README.md", "a file named HEAD"},
+		{rules, "sed -i s/a/b/ bare/config", "which has a HEAD"},
+		{bash, "echo 'ref: refs/heads/main' > trap/HEAD", "a file named HEAD"},
+		{bash, "cd trap && touch config", "changing folders"},
+		{bash, "git -C trap mv a config", "changing folders"},
+		{bash, "echo HEAD | xargs touch", "xargs touch"},
+		{bash, "sh -c 'touch .git/hooks/pre-commit'", "programs to run"},
+		{bash, "touch ./H*", ""},
+		{web, "touch docs/new.md", ""},
+		{web, "mkdir -p trap/refs trap/objects", ""},
+		{web, "git add README.md", ""},
+		{rules, "cp README.md docs/", ""},
+		{rules, "git config --get user.name", ""},
+		{rules, "git config user.name", ""},
+		{rules, "tar tf a.tar", ""},
+		{rules, "sed -n 1p README.md", ""},
+		{web, "grep -o HEAD README.md", ""},
+		{bash, "echo ok > out.txt && grep -C 2 ok out.txt", ""},
+	} {
+		t.Run(c.command, func(t *testing.T) {
+			err := c.g.CheckCall(Call{Tool: "Bash", Input: mustJSON(map[string]any{"command": c.command}), Cwd: f.dir})
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.want != "" && err == nil:
+				t.Fatal("allowed")
+			case c.want != "" && !strings.Contains(err.Error(), c.want):
+				t.Errorf("reason %q, want it to say %q", err, c.want)
+			}
+		})
 	}
 }

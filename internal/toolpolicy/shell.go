@@ -31,6 +31,11 @@ type command struct {
 	inputs []string
 	// outputs are the files output redirections write (other than /dev/null).
 	outputs []string
+	// globs maps the text of each proven word that bash expands as a pattern (an unquoted *, ?
+	// or [) to the pattern: quoted and escaped characters escaped with \, $HOME and $PWD as
+	// homeRef and pwdRef, a leading unquoted ~ as written. A word with quoted wildcards only
+	// ("*.go") is no pattern.
+	globs map[string][]string
 	// unproven lists the words and constructs the parser cannot prove, as written.
 	unproven []string
 	// opaque is set when the line does something its simple commands do not show: an unproven
@@ -64,6 +69,7 @@ func parseCommand(s string) command {
 		c.opaque, c.why = true, c.err.Error()
 		return c
 	}
+	c.globs = map[string][]string{}
 	w := walker{c: &c, done: map[*syntax.Word]bool{}}
 	syntax.Walk(f, w.visit)
 	if len(c.unproven) > 0 {
@@ -214,8 +220,8 @@ func (w walker) redirect(r *syntax.Redirect) {
 // its text is then a best guess, with the parts the shell computes as written.
 func (w walker) word(word *syntax.Word) (string, bool) {
 	w.done[word] = true
-	var text, skeleton strings.Builder
-	proven := true
+	var text, skeleton, pattern strings.Builder
+	proven, glob := true, false
 	unproven := func(p syntax.Node) {
 		proven = false
 		text.WriteString(source(p))
@@ -225,11 +231,15 @@ func (w walker) word(word *syntax.Word) (string, bool) {
 		case *syntax.Lit:
 			text.WriteString(unescape(p.Value, ""))
 			skeleton.WriteString(p.Value)
+			lit, wild := globLiteral(p.Value)
+			pattern.WriteString(lit)
+			glob = glob || wild
 		case *syntax.SglQuoted:
 			if p.Dollar {
 				unproven(p)
 			} else {
 				text.WriteString(p.Value)
+				pattern.WriteString(globEscape(p.Value))
 			}
 			skeleton.WriteByte('q')
 		case *syntax.DblQuoted:
@@ -237,10 +247,13 @@ func (w walker) word(word *syntax.Word) (string, bool) {
 			for _, dp := range p.Parts {
 				switch d := dp.(type) {
 				case *syntax.Lit:
-					text.WriteString(unescape(d.Value, "$`\"\\\n"))
+					lit := unescape(d.Value, "$`\"\\\n")
+					text.WriteString(lit)
+					pattern.WriteString(globEscape(lit))
 				case *syntax.ParamExp:
 					if ref, ok := plainParam(d); ok {
 						text.WriteString(ref)
+						pattern.WriteString(ref)
 					} else {
 						unproven(d)
 					}
@@ -252,6 +265,7 @@ func (w walker) word(word *syntax.Word) (string, bool) {
 		case *syntax.ParamExp:
 			if ref, ok := plainParam(p); ok {
 				text.WriteString(ref)
+				pattern.WriteString(ref)
 			} else {
 				unproven(p)
 			}
@@ -268,6 +282,9 @@ func (w walker) word(word *syntax.Word) (string, bool) {
 	}
 	if !proven {
 		w.c.unproven = append(w.c.unproven, printed(word))
+	}
+	if proven && glob && !contains(w.c.globs[text.String()], pattern.String()) {
+		w.c.globs[text.String()] = append(w.c.globs[text.String()], pattern.String())
 	}
 	return text.String(), proven
 }
@@ -458,8 +475,10 @@ type shellPaths struct {
 	views [][]string
 	// words are the other proven words (for lists, parameter expansions' words).
 	words []string
-	// files are the files redirections read or write.
-	files []string
+	// files are the files redirections read or write; outputs those they write.
+	files, outputs []string
+	// globs are the patterns of the words bash expands as patterns (see command.globs).
+	globs map[string][]string
 	// unproven lists the words the guard cannot prove.
 	unproven []string
 	// err is set when the line, or a script it runs, does not parse or nests too deep: then
@@ -477,6 +496,8 @@ func pathViews(s string, depth int) shellPaths {
 	p := shellPaths{
 		words:    c.words,
 		files:    append(append([]string(nil), c.inputs...), c.outputs...),
+		outputs:  c.outputs,
+		globs:    c.globs,
 		unproven: c.unproven,
 	}
 	for _, seg := range c.segments {
@@ -502,6 +523,14 @@ func pathViews(s string, depth int) shellPaths {
 		p.views = append(p.views, n.views...)
 		p.words = append(p.words, n.words...)
 		p.files = append(p.files, n.files...)
+		p.outputs = append(p.outputs, n.outputs...)
+		for text, patterns := range n.globs {
+			for _, pat := range patterns {
+				if !contains(p.globs[text], pat) {
+					p.globs[text] = append(p.globs[text], pat)
+				}
+			}
+		}
 		p.unproven = append(p.unproven, n.unproven...)
 		if p.err == nil && n.err != nil {
 			p.err = fmt.Errorf("%s -c or eval: %w", v[0], n.err)
@@ -513,6 +542,12 @@ func pathViews(s string, depth int) shellPaths {
 // unwrap strips assignments and wrapper commands from the front of a simple command, takes the
 // base name of the program, and drops git's global options.
 func unwrap(words []string) []string {
+	v, _ := unwrapBy(words)
+	return v
+}
+
+// unwrapBy is unwrap that also returns the wrappers it stripped (their base names).
+func unwrapBy(words []string) (v []string, by []string) {
 	w := words
 	for len(w) > 0 {
 		if isAssignment(w[0]) {
@@ -524,6 +559,7 @@ func unwrap(words []string) []string {
 			break
 		}
 		name := path.Base(w[0])
+		by = append(by, name)
 		w = w[1:]
 		for len(w) > 0 && (strings.HasPrefix(w[0], "-") || isAssignment(w[0])) {
 			opt := w[0]
@@ -537,7 +573,7 @@ func unwrap(words []string) []string {
 		}
 	}
 	if len(w) == 0 {
-		return nil
+		return nil, by
 	}
 	out := append([]string{path.Base(w[0])}, w[1:]...)
 	if out[0] == "git" {
@@ -554,7 +590,7 @@ func unwrap(words []string) []string {
 		}
 		out = append([]string{"git"}, rest...)
 	}
-	return out
+	return out, by
 }
 
 // shellScript returns the script a shell runs with -c (also in an option cluster like -ec).
