@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/intentq/intentq/internal/toolpolicy"
 )
 
 // gitPrograms are the files of an existing repository (relative to its .git) through which git
@@ -90,7 +92,7 @@ func scanPlants(work string) ([]string, map[string]savedFile, error) {
 		if err != nil {
 			return err
 		}
-		if !isPlantTmp(d.Name()) {
+		if !toolpolicy.IsPlant(d.Name()) {
 			return nil
 		}
 		plants = append(plants, rel)

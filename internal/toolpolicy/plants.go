@@ -15,7 +15,8 @@ import (
 // direnv's .envrc, editor settings (.vscode tasks, .idea run configurations), hook folders
 // (.husky, .githooks) and pre-commit's config, the agent CLIs' project settings and MCP servers
 // (.claude, .mcp.json, .codex, .gemini, .copilot) and their instructions (CLAUDE.md,
-// CLAUDE.local.md, AGENTS.md, GEMINI.md). A path is a plant when any of its names is one, at any
+// CLAUDE.local.md, AGENTS.md, GEMINI.md), and, for a work folder of ~, the shells' start files
+// and git's own config. A path is a plant when any of its names is one, at any
 // depth (IsPlant).
 var PlantNames = []string{
 	"HEAD", ".git",
@@ -23,6 +24,9 @@ var PlantNames = []string{
 	".husky", ".githooks", ".pre-commit-config.yaml",
 	".claude", ".mcp.json", ".codex", ".gemini", ".copilot",
 	"CLAUDE.md", "CLAUDE.local.md", "AGENTS.md", "GEMINI.md",
+	// A work folder of ~: the shells' start files and git's own config run programs too.
+	".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zshenv", ".zprofile", ".gitconfig",
+	".devcontainer", ".cursor",
 }
 
 // IsPlant reports whether a path relative to a work folder (a single name too) is a plant or lies
