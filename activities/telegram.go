@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -44,6 +45,13 @@ type SendRequest struct {
 	// Buttons, when set, go under the last part as an inline keyboard, one row of buttons
 	// (an approval's card, issue 36).
 	Buttons []Button `json:"buttons,omitempty"`
+	// Card, when set, is the approval whose card the text is: the message that carries the
+	// buttons is recorded as that approval's card (CardOf), so a typed /allow or /deny counts
+	// only as a reply to it (issue 61).
+	Card string `json:"card,omitempty"`
+	// HTML: the text is in Telegram's HTML (parse_mode HTML) and goes as one message; its
+	// sender keeps it within Telegram's limit.
+	HTML bool `json:"html,omitempty"`
 }
 
 // Button is an inline keyboard button: its label and the opaque data a press sends back
@@ -74,6 +82,9 @@ func (t *Telegram) Send(ctx context.Context, req SendRequest) ([]int, error) {
 	}
 	bot := t.bot()
 	parts := SplitMessage(req.Text, TelegramMaxChars)
+	if req.HTML {
+		parts = []string{req.Text} // a cut could fall inside a tag; Telegram counts the text without them
+	}
 	var sent []int
 	if activity.IsActivity(ctx) && activity.HasHeartbeatDetails(ctx) {
 		_ = activity.GetHeartbeatDetails(ctx, &sent) // parts an earlier attempt already sent
@@ -90,13 +101,16 @@ func (t *Telegram) Send(ctx context.Context, req SendRequest) ([]int, error) {
 			// so it goes again, saying so, rather than being lost.
 			text = resentLabel + text
 		}
-		if utf8.RuneCountInString(text) > TelegramMaxChars {
+		if utf8.RuneCountInString(text) > TelegramMaxChars && !req.HTML {
 			if _, err := bot.Send(tgbotapi.NewMessage(chat, strings.TrimSpace(resentLabel))); err != nil {
 				return sent, fmt.Errorf("telegram send to chat %s (part %d of %d, repeat notice): %w", req.ChatID, i+1, len(parts), redactToken(err, t.Token))
 			}
 			text = parts[i]
 		}
 		msg := tgbotapi.NewMessage(chat, text)
+		if req.HTML {
+			msg.ParseMode = tgbotapi.ModeHTML
+		}
 		if i == 0 && req.ReplyTo != "" {
 			if id, err := strconv.Atoi(req.ReplyTo); err == nil {
 				msg.ReplyToMessageID = id
@@ -127,6 +141,11 @@ func (t *Telegram) Send(ctx context.Context, req SendRequest) ([]int, error) {
 		if req.Session != "" {
 			if err := t.writeSender(req.ChatID, m.MessageID, req.Session); err != nil {
 				return sent, temporal.NewNonRetryableApplicationError(fmt.Sprintf("telegram send to chat %s: part %d sent, but its session not recorded: %v", req.ChatID, i+1, err), ErrTypeTelegramRejected, err)
+			}
+		}
+		if req.Card != "" && i == len(parts)-1 {
+			if err := t.writeCard(req.ChatID, m.MessageID, req.Card); err != nil {
+				return sent, temporal.NewNonRetryableApplicationError(fmt.Sprintf("telegram send to chat %s: card sent, but not recorded as %s's: %v", req.ChatID, req.Card, err), ErrTypeTelegramRejected, err)
 			}
 		}
 		if err := writeSent(ledger, sent); err != nil {
@@ -175,6 +194,8 @@ type EditRequest struct {
 	ChatID    string `json:"chat_id"`
 	MessageID int    `json:"message_id"`
 	Text      string `json:"text"`
+	// HTML: Text is in Telegram's HTML (parse_mode HTML).
+	HTML bool `json:"html,omitempty"`
 }
 
 // TelegramEditName is the registered name of Telegram.Edit.
@@ -188,7 +209,11 @@ func (t *Telegram) Edit(ctx context.Context, req EditRequest) error {
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("telegram edit: chat %q is not a number", req.ChatID), ErrTypeTelegramRejected, err)
 	}
-	_, err = t.bot().Request(tgbotapi.NewEditMessageText(chat, req.MessageID, req.Text))
+	edit := tgbotapi.NewEditMessageText(chat, req.MessageID, req.Text)
+	if req.HTML {
+		edit.ParseMode = tgbotapi.ModeHTML
+	}
+	_, err = t.bot().Request(edit)
 	var apiErr *tgbotapi.Error
 	if errors.As(err, &apiErr) && strings.Contains(apiErr.Message, "message is not modified") {
 		return nil
@@ -318,6 +343,36 @@ func (t *Telegram) SenderOf(chat string, msg int) string {
 }
 
 func senderKey(chat string, msg int) string { return "sender/" + chat + "/" + strconv.Itoa(msg) }
+
+// writeCard records that message msg of chat is the card of approval (with SentDir).
+func (t *Telegram) writeCard(chat string, msg int, approval string) error {
+	path := keyFile(t.SentDir, cardKey(chat, msg))
+	if path == "" {
+		return nil
+	}
+	return private.WriteFile(path, []byte(approval))
+}
+
+// CardOf is the approval (its workflow ID) whose card message msg of chat is, as Send recorded
+// it (Card set); empty for any other message: one intentq did not send as a card, another
+// program's, or one whose record was pruned.
+func (t *Telegram) CardOf(chat string, msg int) string {
+	path := keyFile(t.SentDir, cardKey(chat, msg))
+	if path == "" {
+		return ""
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// SentDir is where the worker keeps the records of what it sent (Telegram.SentDir), in its
+// data_dir.
+func SentDir(dataDir string) string { return filepath.Join(dataDir, "sent") }
+
+func cardKey(chat string, msg int) string { return "card/" + chat + "/" + strconv.Itoa(msg) }
 
 // sentPath is the file that records the parts sent for key ("" without SentDir or key).
 func (t *Telegram) sentPath(key string) string { return keyFile(t.SentDir, key) }

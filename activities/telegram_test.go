@@ -90,3 +90,30 @@ func TestTelegramSendLabelsAPartWhoseAnswerWasLost(t *testing.T) {
 		}
 	}
 }
+
+// Issue 61: a card goes as one HTML message, and is recorded as its approval's card: CardOf names
+// the approval for that message and for no other.
+func TestTelegramSendRecordsTheCard(t *testing.T) {
+	bot := fakebot.New("1:card")
+	defer bot.Close()
+	tg := &Telegram{Token: "1:card", Endpoint: bot.Endpoint(), SentDir: t.TempDir()}
+	text := "🔐 <b>command</b>:\n<pre>" + strings.Repeat("&amp;", 1500) + "</pre>" // over 4,096 as sent, 1,500 as shown
+	ids, err := tg.Send(context.Background(), SendRequest{ChatID: "42", Text: text, HTML: true, Key: "approval/s/tok/card", Card: "approval/s/tok",
+		Buttons: []Button{{Text: "Deny", Data: "tok:d"}}})
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("sent %v: %v", ids, err)
+	}
+	if got := tg.CardOf("42", ids[0]); got != "approval/s/tok" {
+		t.Errorf("CardOf the card: %q", got)
+	}
+	other, err := tg.Send(context.Background(), SendRequest{ChatID: "42", Text: "an answer", Key: "intent/42/1/r", Session: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tg.CardOf("42", other[0]); got != "" {
+		t.Errorf("CardOf another message: %q", got)
+	}
+	if got := tg.CardOf("43", ids[0]); got != "" {
+		t.Errorf("CardOf the same ID in another chat: %q", got)
+	}
+}

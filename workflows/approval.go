@@ -12,7 +12,6 @@ package workflows
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -89,10 +88,19 @@ type ApprovalInput struct {
 	Chat string `json:"chat,omitempty"`
 	Tool string `json:"tool"`
 	// Action is what the tool will do as the agent gave it (the command, the path), for the
-	// card as the hook prepared it (redact.Shown); Said is the agent's own description of it,
-	// shown as such (a prompt injection writes it too).
+	// push and the memo; Said is the agent's own description of it, shown as such (a prompt
+	// injection writes it too).
 	Action string `json:"action"`
 	Said   string `json:"said,omitempty"`
+	// Fields are every field of the tool call but its description, the main one first, for the
+	// card (card.go); MoreFields counts those the hook could not carry (the card then takes no
+	// answer). An approval asked before issue 61 has none: its card shows Action.
+	Fields     []ApprovalField `json:"fields,omitempty"`
+	MoreFields int             `json:"more_fields,omitempty"`
+	// Grants are what "Allow for this session" gives, one line each as the CLI gets it;
+	// Withheld what the CLI offered beside them that the phone does not give, each with why.
+	Grants   []string `json:"grants,omitempty"`
+	Withheld []string `json:"withheld,omitempty"`
 	// Buttons are the answers the phone may give; none: the card says to answer at the terminal.
 	Buttons []ApprovalButton `json:"buttons,omitempty"`
 	// Wait is how long the hook waits for an answer; AskedAt when it asked.
@@ -105,10 +113,12 @@ type ApprovalInput struct {
 }
 
 // ApprovalAnswer is an answer from the phone: a press (Data, a button's data) or a typed answer
-// (Choice), with who gave it and where.
+// (Choice, and Card: the message it replies to, which must be this approval's card), with who
+// gave it and where.
 type ApprovalAnswer struct {
 	Data   string `json:"data,omitempty"`
 	Choice string `json:"choice,omitempty"`
+	Card   int    `json:"card,omitempty"`
 	UserID int64  `json:"user_id"`
 	User   string `json:"user,omitempty"`
 	Chat   string `json:"chat"`
@@ -172,24 +182,6 @@ func ButtonLabel(choice string) string {
 // ErrTypeUnknownAnswer marks an answer that is none of the card's.
 const ErrTypeUnknownAnswer = "UnknownAnswer"
 
-// maxCardAction bounds what the card shows of the action.
-const maxCardAction = 1500
-
-// CardText is the card's text while it waits.
-func (in ApprovalInput) CardText() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "🔐 %s asks to use %s:\n\n%s", in.Session, in.Tool, redact.Shown(in.Action, maxCardAction))
-	if in.Said != "" {
-		fmt.Fprintf(&b, "\n\n(the agent says: %s)", redact.Snippet(in.Said, 200))
-	}
-	if len(in.Buttons) == 0 {
-		b.WriteString("\n\nAnswer at the terminal: " + in.CLI + " asks there, and intentq cannot answer it.")
-	} else {
-		fmt.Fprintf(&b, "\n\nAnswer with a button, or reply /allow or /deny to this card. The terminal can answer too; the first answer counts.")
-	}
-	return b.String()
-}
-
 // approvalActivityOptions send and edit the card, and push.
 var approvalCardOptions = workflow.ActivityOptions{
 	StartToCloseTimeout: 30 * time.Second,
@@ -203,6 +195,10 @@ func ApprovalWorkflow(ctx workflow.Context, in ApprovalInput) (ApprovalResult, e
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID
 	log := workflow.GetLogger(ctx)
 	var result *ApprovalResult
+	// card is the message ID of the card once it is sent: a typed answer counts only as a reply
+	// to it (issue 61). A card that cannot show everything takes no answer (answerable).
+	card := 0
+	_, answerable := in.card()
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecide, func(ctx workflow.Context, a ApprovalAnswer) (ApprovalResult, error) {
 		if result != nil {
 			r := *result
@@ -219,11 +215,14 @@ func ApprovalWorkflow(ctx workflow.Context, in ApprovalInput) (ApprovalResult, e
 		result.Detail = result.Words()
 		return *result, nil
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, a ApprovalAnswer) error {
-		if len(in.Buttons) == 0 {
+		if len(in.Buttons) == 0 || !answerable {
 			return temporal.NewApplicationError("this card has no answers: answer at the terminal", ErrTypeUnknownAnswer)
 		}
 		if a.Chat != in.Chat {
 			return temporal.NewApplicationError("the card is in another chat", ErrTypeUnknownAnswer)
+		}
+		if a.Data == "" && (a.Card == 0 || a.Card != card) {
+			return temporal.NewApplicationError("that message is not this approval's card: reply to the card itself", ErrTypeUnknownAnswer)
 		}
 		for _, b := range in.Buttons {
 			if a.Data != "" && b.Data == a.Data || a.Data == "" && b.Choice == a.Choice {
@@ -235,12 +234,14 @@ func ApprovalWorkflow(ctx workflow.Context, in ApprovalInput) (ApprovalResult, e
 		return ApprovalResult{}, err
 	}
 
-	card := 0
 	if in.Chat != "" {
 		var sent []int
-		req := activities.SendRequest{ChatID: in.Chat, Text: in.CardText(), Key: id + "/card", Session: in.Session}
+		req := activities.SendRequest{ChatID: in.Chat, Text: in.CardText(), HTML: true, Key: id + "/card", Session: in.Session, Card: id}
 		for _, b := range in.Buttons {
 			req.Buttons = append(req.Buttons, activities.Button{Text: ButtonLabel(b.Choice), Data: b.Data})
+		}
+		if !answerable {
+			req.Buttons = nil
 		}
 		if err := workflow.ExecuteActivity(withTelegram(ctx, approvalCardOptions), activities.TelegramSendName, req).Get(ctx, &sent); err != nil {
 			log.Warn("approval card not sent", "approval", id, "session", in.Session, "error", err)
@@ -253,7 +254,7 @@ func ApprovalWorkflow(ctx workflow.Context, in ApprovalInput) (ApprovalResult, e
 			return
 		}
 		p := activities.Push{Session: in.Session, Title: title, Priority: 4, Tags: []string{"lock"},
-			Message: fmt.Sprintf("%s: %s. Answer on the card in Telegram, or at the terminal.", in.Tool, redact.Snippet(redact.Shown(in.Action, 200), 120))}
+			Message: fmt.Sprintf("%s: %s. Answer on the card in Telegram, or at the terminal.", in.Tool, redact.Snippet(redact.Reveal(in.Action, 160), 200))}
 		if err := workflow.ExecuteActivity(withNtfyOptions(ctx), activities.NtfyPublishName, p).Get(ctx, nil); err != nil {
 			log.Warn("approval push not sent", "approval", id, "session", in.Session, "error", err)
 		}
@@ -292,13 +293,8 @@ func ApprovalWorkflow(ctx workflow.Context, in ApprovalInput) (ApprovalResult, e
 	}
 	log.Info("approval ended", "approval", id, "session", in.Session, "outcome", result.Outcome, "choice", result.Choice, "via", result.Via)
 	if card != 0 {
-		text := in.CardText()
-		if i := strings.LastIndex(text, "\n\n"); i > 0 {
-			text = text[:i]
-		}
-		text += "\n\n" + cardMark(*result) + " " + result.Words() + " (" + result.At.UTC().Format("15:04:05") + " UTC)."
 		err := workflow.ExecuteActivity(withTelegram(ctx, approvalCardOptions), activities.TelegramEditName,
-			activities.EditRequest{ChatID: in.Chat, MessageID: card, Text: text}).Get(ctx, nil)
+			activities.EditRequest{ChatID: in.Chat, MessageID: card, Text: in.endedCardText(*result), HTML: true}).Get(ctx, nil)
 		if err != nil && !errors.Is(err, workflow.ErrCanceled) {
 			log.Warn("approval card not edited", "approval", id, "session", in.Session, "error", err)
 		}

@@ -115,3 +115,157 @@ func Shown(s string, max int) string {
 func hiding(r rune) bool {
 	return unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029'
 }
+
+// Reveal is the form of s for an approval's card (issue 61), where what is not seen is approved
+// all the same: secrets masked, invalid UTF-8 repaired, and nothing left that could hide or fake
+// a part of it. Control, bidi, zero-width and other invisible characters and the blanks that are
+// not a plain space are written out as their code point ([U+202E]); a run of more than
+// MaxBlankRun spaces and tabs becomes "[1,600 blanks]", more than two empty lines in a row
+// "[40 empty lines]"; a text longer than limit characters (as shown) keeps its head and its tail,
+// with "[… 1,234 of 3,000 characters not shown …]" between them.
+func Reveal(s string, limit int) string {
+	shown, _ := RevealCut(s, 0, 0, limit)
+	return shown
+}
+
+// RevealCut is Reveal of a text whose middle was already left out (it was too long to carry):
+// left characters were taken out at rune offset at of s. The mark between head and tail counts
+// them too. It reports whether anything is not shown.
+func RevealCut(s string, at, left, limit int) (string, bool) {
+	if limit < 1 {
+		return "", s != "" || left > 0
+	}
+	runes := []rune(s)
+	at = min(max(at, 0), len(runes))
+	var toks []shownToken
+	if left > 0 {
+		toks = append(revealTokens(string(runes[:at])), shownToken{src: left, gap: true})
+		toks = append(toks, revealTokens(string(runes[at:]))...)
+	} else {
+		toks = revealTokens(s)
+	}
+	width, total := 0, 0
+	for _, t := range toks {
+		width += Chars(t.text)
+		total += t.src
+	}
+	if width <= limit && left <= 0 {
+		var b strings.Builder
+		for _, t := range toks {
+			b.WriteString(t.text)
+		}
+		return b.String(), false
+	}
+	// The head takes two thirds of what can be shown, the tail the rest; neither crosses the gap.
+	mark := func(hidden int) string {
+		return fmt.Sprintf("\n[… %s of %s characters not shown …]\n", Count(hidden), Count(total))
+	}
+	room := max(limit-Chars(mark(total)), 2)
+	headRoom := room * 2 / 3
+	tailRoom := room - headRoom
+	head, headSrc, w := 0, 0, 0
+	for head < len(toks) && !toks[head].gap && w+Chars(toks[head].text) <= headRoom {
+		w += Chars(toks[head].text)
+		headSrc += toks[head].src
+		head++
+	}
+	tail, tailSrc := len(toks), 0
+	w = 0
+	for tail > head && !toks[tail-1].gap && w+Chars(toks[tail-1].text) <= tailRoom {
+		tail--
+		w += Chars(toks[tail].text)
+		tailSrc += toks[tail].src
+	}
+	var b strings.Builder
+	for _, t := range toks[:head] {
+		b.WriteString(t.text)
+	}
+	b.WriteString(mark(total - headSrc - tailSrc))
+	for _, t := range toks[tail:] {
+		b.WriteString(t.text)
+	}
+	return b.String(), true
+}
+
+// MaxBlankRun is the longest run of spaces and tabs Reveal shows as it is.
+const MaxBlankRun = 8
+
+// shownToken is one piece of a revealed text: what is shown, and how many characters of the
+// text it stands for (a gap: characters left out before, shown as none).
+type shownToken struct {
+	text string
+	src  int
+	gap  bool
+}
+
+// revealTokens is s made visible (Reveal), piece by piece: one token per character shown as it
+// is, one per character written out, one per collapsed run.
+func revealTokens(s string) []shownToken {
+	runes := []rune(Secrets(strings.ToValidUTF8(s, string(utf8.RuneError))))
+	var toks []shownToken
+	for i := 0; i < len(runes); {
+		r := runes[i]
+		switch {
+		case r == ' ' || r == '\t':
+			j := i
+			for j < len(runes) && (runes[j] == ' ' || runes[j] == '\t') {
+				j++
+			}
+			if j-i > MaxBlankRun {
+				toks = append(toks, shownToken{text: "[" + Count(j-i) + " blanks]", src: j - i})
+			} else {
+				for _, b := range runes[i:j] {
+					toks = append(toks, shownToken{text: string(b), src: 1})
+				}
+			}
+			i = j
+		case r == '\n':
+			// Lines holding only blanks count as empty.
+			j, lines, last := i, 0, i
+			for j < len(runes) && (runes[j] == '\n' || runes[j] == ' ' || runes[j] == '\t') {
+				if runes[j] == '\n' {
+					lines++
+					last = j
+				}
+				j++
+			}
+			if lines > 3 {
+				toks = append(toks, shownToken{text: "\n[" + Count(lines-1) + " empty lines]\n", src: last + 1 - i})
+				i = last + 1
+			} else {
+				toks = append(toks, shownToken{text: "\n", src: 1})
+				i++
+			}
+		case unicode.IsControl(r) || hiding(r) || invisible(r):
+			toks = append(toks, shownToken{text: fmt.Sprintf("[U+%04X]", r), src: 1})
+			i++
+		default:
+			toks = append(toks, shownToken{text: string(r), src: 1})
+			i++
+		}
+	}
+	return toks
+}
+
+// invisible reports the characters that show as blank or nothing though they are not a space
+// (shells do not split words at them): the Unicode spaces other than U+0020, the Hangul
+// fillers, the Braille blank.
+func invisible(r rune) bool {
+	switch r {
+	case '\u115F', '\u1160', '\u3164', '\uFFA0', '\u2800':
+		return true
+	}
+	return r != ' ' && unicode.Is(unicode.Zs, r)
+}
+
+// Count writes n with thousands separators (1,600).
+func Count(n int) string {
+	if n < 0 {
+		return "-" + Count(-n)
+	}
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

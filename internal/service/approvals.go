@@ -1,9 +1,11 @@
 package service
 
 // Approvals from the phone (issue 36): a press of a card's button, or /allow and /deny sent as
-// a reply to the card, decides the approval the card belongs to (workflows.UpdateDecide). The
-// card's data names only its approval's random token; the approval is found among the sessions'
-// approvals with that token, this chat's sessions first.
+// a reply to the card, decides the approval the card belongs to (workflows.UpdateDecide). A
+// button's data names only its approval's random token; the approval is found among the
+// sessions' approvals with that token, this chat's sessions first. A typed answer names the
+// message it replies to: intentq's record of the cards it sent tells whose card it is, and
+// nothing else does (issue 61).
 
 import (
 	"context"
@@ -20,6 +22,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
+	"github.com/intentq/intentq/activities"
 	"github.com/intentq/intentq/internal/doors/telegram"
 	"github.com/intentq/intentq/workflows"
 )
@@ -38,8 +41,10 @@ func (c control) Press(ctx context.Context, p telegram.Press) string {
 	return c.decide(ctx, chat, m[1], workflows.ApprovalAnswer{Data: p.Data, UserID: p.UserID, User: p.User, Chat: chat, Via: "button"})
 }
 
-// answerCard answers /allow (/allow session) and /deny sent as a reply to a card: the card's
-// own button of that choice is pressed.
+// answerCard answers /allow (/allow session) and /deny sent as a reply to a card. Only the ID of
+// the message it replies to counts, and only when intentq sent that message as an approval's card
+// (cardOf): a look-alike posted by someone else, whatever its text and buttons say, answers
+// nothing (issue 61). The approval itself checks the message is its card.
 func (c control) answerCard(ctx context.Context, chat string, cmd telegram.Command) string {
 	choice := workflows.ChoiceDeny
 	if cmd.Name == "allow" {
@@ -48,15 +53,20 @@ func (c control) answerCard(ctx context.Context, chat string, cmd telegram.Comma
 			choice = workflows.ChoiceAllowSession
 		}
 	}
-	data, ok := cmd.ReplyButtons[workflows.ButtonLabel(choice)]
-	m := pressDataRE.FindStringSubmatch(data)
-	switch {
-	case len(cmd.ReplyButtons) == 0:
-		return "Reply /" + cmd.Name + " to the approval card you answer."
-	case !ok || m == nil:
-		return "That card does not offer " + strings.ToLower(workflows.ButtonLabel(choice)) + "."
+	if cmd.ReplyTo == 0 {
+		return "Reply /" + cmd.Name + " to the approval card you answer (or press its button)."
 	}
-	return c.decide(ctx, chat, m[1], workflows.ApprovalAnswer{Data: data, UserID: cmd.UserID, User: cmd.User, Chat: chat, Via: "typed"})
+	id := c.cardOf(chat, cmd.ReplyTo)
+	if !strings.HasPrefix(id, workflows.ApprovalIDPrefix) {
+		return "Nothing was answered: that message is not an approval card of intentq. Reply /" + cmd.Name + " to intentq's own card (🔐), or press its button."
+	}
+	return c.decideID(ctx, id, workflows.ApprovalAnswer{Choice: choice, Card: cmd.ReplyTo, UserID: cmd.UserID, User: cmd.User, Chat: chat, Via: "typed"})
+}
+
+// cardOf names the approval whose card intentq sent as message msg of chat, from the record the
+// Telegram activities keep in data_dir; "" for any other message.
+func (c control) cardOf(chat string, msg int) string {
+	return (&activities.Telegram{SentDir: activities.SentDir(c.cfg.DataDir)}).CardOf(chat, msg)
 }
 
 // decide gives the approval with token the answer, and says what came of it.
@@ -65,44 +75,62 @@ func (c control) decide(ctx context.Context, chat, token string, a workflows.App
 	defer cancel()
 	for _, session := range c.sessionsOf(chat) {
 		id := workflows.ApprovalWorkflowID(session, token)
-		desc, err := c.client.DescribeWorkflowExecution(ctx, id, "")
-		var notFound *serviceerror.NotFound
-		switch {
-		case errors.As(err, &notFound):
-			continue
-		case err != nil:
-			c.log.Warn("approval: describe", zap.String("approval", id), zap.Error(err))
-			return "Could not reach intentq right now; answer at the terminal, or press again in a minute."
+		if text, found := c.decideIfFound(ctx, id, a); found {
+			return text
 		}
-		if desc.WorkflowExecutionInfo.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-			h, err := c.client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.UpdateDecide,
-				Args: []any{a}, WaitForStage: client.WorkflowUpdateStageCompleted})
-			var res workflows.ApprovalResult
-			if err == nil {
-				err = h.Get(ctx, &res)
-			}
-			var appErr *temporal.ApplicationError
-			switch {
-			case err == nil && res.Already:
-				return "Already answered: " + res.Words() + "."
-			case err == nil:
-				c.log.Info("approval answered from the phone", zap.String("approval", id), zap.String("choice", res.Choice),
-					zap.Int64("user", a.UserID), zap.String("via", a.Via))
-				return res.Words() + "."
-			case errors.As(err, &appErr) && appErr.Type() == workflows.ErrTypeUnknownAnswer:
-				return "Not taken: " + appErr.Message() + "."
-			case !errors.As(err, &notFound):
-				c.log.Warn("approval: decide", zap.String("approval", id), zap.Error(err))
-				return "Could not reach intentq right now; answer at the terminal, or press again in a minute."
-			}
-		}
-		var res workflows.ApprovalResult
-		if err := c.client.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
-			return "This approval has ended; nothing changed."
-		}
-		return "Already answered: " + res.Words() + "."
 	}
 	return "This card is not one of intentq's approvals here; nothing changed."
+}
+
+// decideID gives the approval id the answer, and says what came of it.
+func (c control) decideID(ctx context.Context, id string, a workflows.ApprovalAnswer) string {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if text, found := c.decideIfFound(ctx, id, a); found {
+		return text
+	}
+	return "This card's approval is gone; nothing changed. Answer at the terminal."
+}
+
+// decideIfFound gives the approval id the answer if there is one (found), and says what came
+// of it.
+func (c control) decideIfFound(ctx context.Context, id string, a workflows.ApprovalAnswer) (string, bool) {
+	desc, err := c.client.DescribeWorkflowExecution(ctx, id, "")
+	var notFound *serviceerror.NotFound
+	switch {
+	case errors.As(err, &notFound):
+		return "", false
+	case err != nil:
+		c.log.Warn("approval: describe", zap.String("approval", id), zap.Error(err))
+		return "Could not reach intentq right now; answer at the terminal, or press again in a minute.", true
+	}
+	if desc.WorkflowExecutionInfo.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		h, err := c.client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.UpdateDecide,
+			Args: []any{a}, WaitForStage: client.WorkflowUpdateStageCompleted})
+		var res workflows.ApprovalResult
+		if err == nil {
+			err = h.Get(ctx, &res)
+		}
+		var appErr *temporal.ApplicationError
+		switch {
+		case err == nil && res.Already:
+			return "Already answered: " + res.Words() + ".", true
+		case err == nil:
+			c.log.Info("approval answered from the phone", zap.String("approval", id), zap.String("choice", res.Choice),
+				zap.Int64("user", a.UserID), zap.String("via", a.Via))
+			return res.Words() + ".", true
+		case errors.As(err, &appErr) && appErr.Type() == workflows.ErrTypeUnknownAnswer:
+			return "Not taken: " + appErr.Message() + ".", true
+		case !errors.As(err, &notFound):
+			c.log.Warn("approval: decide", zap.String("approval", id), zap.Error(err))
+			return "Could not reach intentq right now; answer at the terminal, or press again in a minute.", true
+		}
+	}
+	var res workflows.ApprovalResult
+	if err := c.client.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
+		return "This approval has ended; nothing changed.", true
+	}
+	return "Already answered: " + res.Words() + ".", true
 }
 
 // sessionsOf are the sessions whose approvals a card in chat may belong to: the chat's own

@@ -26,9 +26,6 @@ type Command struct {
 	UserID    int64
 	// User names the sender (for an approval's record).
 	User string
-	// ReplyButtons are the inline buttons of the message the command answers (an approval's
-	// card), label to data: /allow and /deny press them.
-	ReplyButtons map[string]string
 }
 
 // Press is a press of an inline button (a callback query) from an allowed sender in an allowed
@@ -86,18 +83,10 @@ func command(m *tgbotapi.Message) (*Command, bool) {
 	if m.From != nil {
 		c.User = sender(m.From).String()
 	}
+	// Only the ID of the message it replies to: what that message shows or carries (its text, its
+	// buttons) is its sender's to choose, and decides nothing (issue 61).
 	if r := m.ReplyToMessage; r != nil {
 		c.ReplyTo = r.MessageID
-		if r.ReplyMarkup != nil {
-			c.ReplyButtons = map[string]string{}
-			for _, row := range r.ReplyMarkup.InlineKeyboard {
-				for _, b := range row {
-					if b.CallbackData != nil {
-						c.ReplyButtons[b.Text] = *b.CallbackData
-					}
-				}
-			}
-		}
 	}
 	return c, true
 }

@@ -31,13 +31,18 @@
 //
 // Update ids start at FirstUpdateID, not at 1, as real ones are large numbers.
 //
+// A text sent or edited with parse_mode HTML is parsed as Telegram does: a tag
+// it does not know, a tag left open or closed out of order, a bare '<' or '&'
+// is refused with 400 "can't parse entities", the 4,096-character limit
+// counts the text without its tags, and the message comes back with its text
+// as the chat shows it (SentMessage.Text and Edit.Text keep the parameter as
+// sent).
+//
 // Not emulated: the real server's 3-second minimum wait for repeated short
 // polls with the same offset, webhooks, allowed_updates filtering, expiry of
 // updates after 24 hours, "chat not found" and "message to be replied not
-// found" errors, and parsing markup out of sent texts (a sent message comes
-// back with its text as sent). sendMessage rejects, as Telegram does, only
-// the commonest markup mistakes: unescaped reserved characters in MarkdownV2,
-// unclosed entities in Markdown, unknown tags in HTML.
+// found" errors, the entities of parsed markup, and Markdown parse modes (a
+// text sent with one comes back as sent).
 package fakebot
 
 import (
@@ -1158,7 +1163,10 @@ func (s *Server) sendMessage(w http.ResponseWriter, p url.Values) {
 		writeError(w, http.StatusBadRequest, "Bad Request: chat not found")
 		return
 	}
-	text := p.Get("text")
+	text, ok := shownText(w, p)
+	if !ok {
+		return
+	}
 	if strings.TrimSpace(text) == "" {
 		writeError(w, http.StatusBadRequest, "Bad Request: message text is empty")
 		return
@@ -1236,11 +1244,26 @@ func (s *Server) sendMessage(w http.ResponseWriter, p url.Values) {
 		params[k] = append([]string(nil), v...)
 	}
 	s.sent = append(s.sent, SentMessage{
-		MessageID: id, ChatID: chatID, Text: text, ReplyTo: replyTo,
+		MessageID: id, ChatID: chatID, Text: p.Get("text"), ReplyTo: replyTo,
 		Params: params, At: now,
 	})
 	s.notifyLocked()
 	writeRawResult(w, raw)
+}
+
+// shownText is the text parameter as the chat shows it: with parse_mode HTML, its tags taken out
+// and its entities decoded, or Telegram's 400 for markup it cannot parse (answered on w, false).
+func shownText(w http.ResponseWriter, p url.Values) (string, bool) {
+	text := p.Get("text")
+	if !strings.EqualFold(p.Get("parse_mode"), "HTML") {
+		return text, true
+	}
+	shown, err := parseHTML(text)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "Bad Request: "+err.Error())
+		return "", false
+	}
+	return shown, true
 }
 
 // Reaction is a reaction the bot set with setMessageReaction.
@@ -1431,7 +1454,10 @@ func (s *Server) Edits() []Edit {
 func (s *Server) editMessageText(w http.ResponseWriter, p url.Values) {
 	chatID, _ := strconv.ParseInt(p.Get("chat_id"), 10, 64)
 	msgID, _ := strconv.Atoi(p.Get("message_id"))
-	text := p.Get("text")
+	text, ok := shownText(w, p)
+	if !ok {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	raw, ok := s.messages[[2]int64{chatID, int64(msgID)}]
@@ -1463,7 +1489,7 @@ func (s *Server) editMessageText(w http.ResponseWriter, p url.Values) {
 	edited, _ := json.Marshal(msg)
 	s.messages[[2]int64{chatID, int64(msgID)}] = edited
 	_, buttons := msg["reply_markup"]
-	s.edits = append(s.edits, Edit{ChatID: chatID, MessageID: msgID, Text: text, Buttons: buttons, At: time.Now()})
+	s.edits = append(s.edits, Edit{ChatID: chatID, MessageID: msgID, Text: p.Get("text"), Buttons: buttons, At: time.Now()})
 	s.notifyLocked()
 	writeRawResult(w, edited)
 }

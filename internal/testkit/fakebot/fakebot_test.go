@@ -866,3 +866,38 @@ func TestInlineKeyboardPressAnswerAndEdit(t *testing.T) {
 		t.Errorf("edits: %+v", e)
 	}
 }
+
+// Issue 61: a text in parse_mode HTML comes back as the chat shows it; markup Telegram cannot
+// parse is refused as Telegram refuses it, and the limit counts the text without its tags.
+func TestHTMLParseMode(t *testing.T) {
+	srv, bot := start(t)
+	msg := tgbotapi.NewMessage(42, "<b>a &lt;U+202E&gt;</b> &amp; <pre>x &#39;y&#39;</pre>")
+	msg.ParseMode = tgbotapi.ModeHTML
+	m, err := bot.Send(msg)
+	if err != nil || m.Text != "a <U+202E> & x 'y'" {
+		t.Fatalf("sent: %q %v", m.Text, err)
+	}
+	if got := srv.Sent()[0].Text; got != msg.Text {
+		t.Errorf("SentMessage.Text %q, want the parameter as sent", got)
+	}
+	for _, bad := range []string{"<x>a</x>", "<b>a", "<b><i>a</b></i>", "a < b", "a & b", "&nbsp;"} {
+		msg := tgbotapi.NewMessage(42, bad)
+		msg.ParseMode = tgbotapi.ModeHTML
+		if _, err := bot.Send(msg); apiError(t, err).Code != 400 || !strings.Contains(err.Error(), "can't parse entities") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+	long := tgbotapi.NewMessage(42, "<pre>"+strings.Repeat("&amp;", 4000)+"</pre>")
+	long.ParseMode = tgbotapi.ModeHTML
+	if _, err := bot.Send(long); err != nil {
+		t.Errorf("4,000 characters as shown, 24,011 as sent: %v", err)
+	}
+	edit := tgbotapi.NewEditMessageText(42, m.MessageID, "<i>a</i>")
+	edit.ParseMode = tgbotapi.ModeHTML
+	if _, err := bot.Request(edit); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bot.Request(edit); err == nil || !strings.Contains(err.Error(), "not modified") {
+		t.Errorf("the same edit again: %v", err)
+	}
+}

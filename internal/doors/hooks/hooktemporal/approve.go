@@ -117,7 +117,8 @@ func Approve(ctx context.Context, stdin io.Reader, stdout io.Writer, s ApprovalS
 		}
 		return nil
 	}
-	req, sessionRules, err := approvalInput(s, in, now)
+	home, _ := os.UserHomeDir()
+	req, sessionRules, err := approvalInput(s, in, now, home)
 	if err != nil {
 		log.Warn("permission hook", zap.Error(err))
 		return nil
@@ -189,10 +190,12 @@ func Approve(ctx context.Context, stdin io.Reader, stdout io.Writer, s ApprovalS
 	}
 }
 
-// approvalInput is the approval for a permission request: what the card shows, its buttons
-// (opaque random data), and the rules "allow for this session" hands the CLI (Claude Code's
-// own suggestions of lasting rules, scoped to the session; never a mode change).
-func approvalInput(s ApprovalSettings, in hooks.PermissionInput, now time.Time) (workflows.ApprovalInput, []map[string]any, error) {
+// approvalInput is the approval for a permission request: what the card shows (every field of
+// the call), its buttons (opaque random data), and the rules "allow for this session" hands the
+// CLI: Claude Code's own suggestions of lasting rules as far as they go no wider than the
+// request, scoped to the session (sessionGrants); never a mode change. home is the person's
+// home folder, never given as a folder.
+func approvalInput(s ApprovalSettings, in hooks.PermissionInput, now time.Time, home string) (workflows.ApprovalInput, []map[string]any, error) {
 	token, err := randomID(12)
 	if err != nil {
 		return workflows.ApprovalInput{}, nil, err
@@ -200,18 +203,11 @@ func approvalInput(s ApprovalSettings, in hooks.PermissionInput, now time.Time) 
 	req := workflows.ApprovalInput{Session: s.Session, CLI: s.CLI, Chat: s.Chat, Tool: in.ToolName, Wait: s.Wait, AskedAt: now,
 		Push: s.Push, RemindEvery: s.RemindEvery}
 	req.Action, req.Said = describe(in.ToolName, in.ToolInput)
+	req.Action, req.Said = clip(req.Action, maxCarried), clip(req.Said, maxCarried)
+	req.Fields, _, req.MoreFields = fieldsOf(in.ToolInput)
 	var rules []map[string]any
 	if s.CLI == "claude" {
-		for _, sug := range in.PermissionSuggestions {
-			if t, _ := sug["type"].(string); t == "addRules" || t == "addDirectories" {
-				rule := map[string]any{}
-				for k, v := range sug {
-					rule[k] = v
-				}
-				rule["destination"] = "session"
-				rules = append(rules, rule)
-			}
-		}
+		rules, req.Grants, req.Withheld = sessionGrants(in.ToolName, in.ToolInput, in.CWD, home, in.PermissionSuggestions)
 	}
 	choices := []string{workflows.ChoiceAllow}
 	if len(rules) > 0 {
@@ -228,9 +224,10 @@ func approvalInput(s ApprovalSettings, in hooks.PermissionInput, now time.Time) 
 	return req, rules, nil
 }
 
-// describe is what a tool call will do, as the agent gave it: the command of a shell tool, the
-// path of a file tool, else the tool's whole input; and the agent's own description of it
-// (Bash's description, Codex's justification), which the card shows apart.
+// describe is what a tool call will do, as the agent gave it, in short for the push and the
+// memo (the card shows every field: fieldsOf): the command of a shell tool, the path of a file
+// tool, else the tool's whole input; and the agent's own description of it (Bash's
+// description), which the card shows apart.
 func describe(tool string, input json.RawMessage) (action, said string) {
 	var fields map[string]any
 	if json.Unmarshal(input, &fields) != nil {
@@ -295,7 +292,7 @@ type TemporalApprover struct {
 
 // Start starts the approval workflow.
 func (t TemporalApprover) Start(ctx context.Context, id string, in workflows.ApprovalInput) error {
-	memo := workflows.ApprovalMemo{Session: in.Session, Chat: in.Chat, Tool: in.Tool, Action: redact.Snippet(redact.Shown(in.Action, 200), 80), AskedAt: in.AskedAt}
+	memo := workflows.ApprovalMemo{Session: in.Session, Chat: in.Chat, Tool: in.Tool, Action: redact.Snippet(redact.Reveal(in.Action, 120), 160), AskedAt: in.AskedAt}
 	_, err := t.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: t.TaskQueue,
 		WorkflowExecutionTimeout: in.Wait + time.Hour, Memo: map[string]any{workflows.MemoKey: memo}}, workflows.ApprovalWorkflowName, in)
 	if err != nil {
