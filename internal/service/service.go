@@ -124,9 +124,16 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger, opts ...
 	// system workers start before intentq's, so the size is set before the server starts (set
 	// later, the SDK's default of 10,000 held every pending intent of a big backlog in memory).
 	worker.SetStickyWorkflowCacheSize(cfg.Temporal.WorkflowCache)
-	// The access token: created at the first start (0600), refused when others may read it.
-	if s.token, err = trust.EnsureToken(trust.TokenPath(cfg.DataDir)); err != nil {
+	// The access token: created at the first start (0600), refused when others may read it,
+	// made anew (and said so) when a crash or a disk error left it empty or damaged.
+	var renewal *trust.TokenRenewal
+	if s.token, renewal, err = trust.EnsureTokenNoting(trust.TokenPath(cfg.DataDir)); err != nil {
 		return nil, err
+	}
+	if renewal != nil {
+		logger.Warn("the access token was empty or damaged (a write that never reached the disk); a new one replaces it: "+
+			"restart the clients holding the old one (starter mcp, a second worker using it as api_key_file), and log the browser in again (starter ui)",
+			zap.String("path", renewal.Path), zap.String("found", renewal.Found))
 	}
 	codec, err := codecHandler(cfg)
 	if err != nil {
@@ -197,7 +204,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *zap.Logger, opts ...
 	// One worker serves a host's typing sessions (their workflow tasks, panes and hook desk):
 	// a second one naming the same host serves only the shared task queue (issue 38).
 	var hostErr error
-	s.hostLock, hostErr = instance.AcquireHost(instance.HostKey{Address: cfg.TemporalAddress(), Namespace: cfg.Temporal.Namespace, TaskQueue: cfg.Temporal.TaskQueue, Host: cfg.Host})
+	s.hostLock, hostErr = instance.AcquireHost(cfg.DataDir, instance.HostKey{Address: cfg.TemporalAddress(), Namespace: cfg.Temporal.Namespace, TaskQueue: cfg.Temporal.TaskQueue, Host: cfg.Host})
 	if hostErr != nil {
 		var inUse *instance.HostInUseError
 		if !errors.As(hostErr, &inUse) {

@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -38,6 +39,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/intentq/intentq/internal/base/private"
 	"github.com/intentq/intentq/internal/base/trust"
 )
 
@@ -127,26 +129,28 @@ func NewKey() (id, line string, err error) {
 
 // AppendKey adds a new key to the keyring file at path (created 0600 in a 0700 folder), where
 // it becomes the key that encrypts; the older keys still decrypt. It returns the new key's id.
+// The keyring is rewritten whole and durably (private.WriteSecret): a crash or a disk error
+// leaves the old keyring or the new one, never a half-written line that would make every key
+// unreadable. A keyring that is a link is written where it points.
 func AppendKey(path string) (string, error) {
 	id, line, err := NewKey()
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return "", fmt.Errorf("key file folder: %w", err)
+	if target, err := filepath.EvalSymlinks(path); err == nil {
+		path = target
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return "", fmt.Errorf("open key file: %w", err)
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("read key file: %w", err)
 	}
-	defer f.Close()
-	if err := f.Chmod(0o600); err != nil {
-		return "", fmt.Errorf("key file mode: %w", err)
+	if len(old) > 0 && old[len(old)-1] != '\n' {
+		old = append(old, '\n')
 	}
-	if _, err := fmt.Fprintln(f, line); err != nil {
-		return "", fmt.Errorf("write key file: %w", err)
+	if err := private.WriteSecret(path, append(old, line+"\n"...)); err != nil {
+		return "", fmt.Errorf("key file: %w", err)
 	}
-	return id, f.Close()
+	return id, nil
 }
 
 func newAEAD(key []byte) (cipher.AEAD, error) {

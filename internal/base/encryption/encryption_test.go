@@ -3,10 +3,12 @@ package encryption
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +16,8 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/intentq/intentq/internal/testkit/diskfault"
 )
 
 func keyring(t *testing.T, lines ...string) *Keyring {
@@ -217,5 +221,43 @@ func TestKeyringFileMustBePrivate(t *testing.T) {
 	}
 	if _, err := LoadKeyring(path); err == nil || !strings.Contains(err.Error(), "chmod 600 "+path) {
 		t.Fatalf("LoadKeyring of a 0644 file: %v", err)
+	}
+}
+
+// Issue 61: a keyring whose new line was cut by a crash or a full disk made every key unreadable
+// (the line does not parse, and the keyring with it). A writer that dies in the middle of
+// AppendKey leaves the old keyring whole; the next AppendKey works.
+func TestAppendKeyThatDiesLeavesTheKeyringWhole(t *testing.T) {
+	if path := os.Getenv("ENCRYPTION_APPEND_UNDER_LIMIT"); path != "" {
+		info, err := os.Stat(path)
+		if err == nil {
+			err = diskfault.LimitWrites(uint64(info.Size())+10, true)
+		}
+		if err == nil {
+			_, err = AppendKey(path)
+		}
+		println("AppendKey did not die at its write:", fmt.Sprint(err))
+		os.Exit(2)
+	}
+	path := filepath.Join(t.TempDir(), "encryption.keys")
+	first, err := AppendKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestAppendKeyThatDiesLeavesTheKeyringWhole$")
+	cmd.Env = append(os.Environ(), "ENCRYPTION_APPEND_UNDER_LIMIT="+path)
+	if out, err := cmd.CombinedOutput(); !diskfault.Killed(err) {
+		t.Fatalf("the writer did not die at its write: %v\n%s", err, out)
+	}
+	k, err := LoadKeyring(path)
+	if err != nil || k.Current() != first {
+		t.Fatalf("after a crash in AppendKey: %v, %v; want the old keyring whole", k, err)
+	}
+	second, err := AppendKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, err := LoadKeyring(path); err != nil || k.Current() != second || k.keys[first] == nil {
+		t.Fatalf("the next AppendKey: %v, %v", k, err)
 	}
 }

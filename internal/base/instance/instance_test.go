@@ -63,22 +63,24 @@ func TestDeadWorkerHoldsNothing(t *testing.T) {
 // Issue 38: one worker per host and deployment serves the host's sessions; another deployment
 // or another host name is another key.
 func TestOneWorkerServesAHost(t *testing.T) {
-	t.Setenv("TMPDIR", t.TempDir())
+	t.Setenv("XDG_RUNTIME_DIR", privateTemp(t))
+	dataDir := t.TempDir()
 	k := HostKey{Address: "127.0.0.1:7233", Namespace: "default", TaskQueue: "intentq", Host: "laptop"}
-	first, err := AcquireHost(k)
+	first, err := AcquireHost(dataDir, k)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer first.Release()
 	var inUse *HostInUseError
-	if _, err := AcquireHost(k); !errors.As(err, &inUse) || inUse.Holder.PID != os.Getpid() || !strings.Contains(err.Error(), "laptop") {
+	// Another worker: another data_dir, the same runtime folder.
+	if _, err := AcquireHost(t.TempDir(), k); !errors.As(err, &inUse) || inUse.Holder.PID != os.Getpid() || !strings.Contains(err.Error(), "laptop") {
 		t.Fatalf("a second worker for the same host: %v, want HostInUseError", err)
 	}
 	for _, other := range []HostKey{
 		{Address: k.Address, Namespace: k.Namespace, TaskQueue: k.TaskQueue, Host: "server"},
 		{Address: "127.0.0.1:17233", Namespace: k.Namespace, TaskQueue: k.TaskQueue, Host: k.Host},
 	} {
-		l, err := AcquireHost(other)
+		l, err := AcquireHost(dataDir, other)
 		if err != nil {
 			t.Fatalf("%+v: %v", other, err)
 		}

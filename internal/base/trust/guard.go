@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -71,6 +72,11 @@ type Guard struct {
 	// AnyHost skips the Host check: a listener meant for other machines (ingest.allow_remote),
 	// whose callers name it by any address. The credential is still required.
 	AnyHost bool
+	// PeerUID finds the local user at the far end of a request's connection (nil:
+	// LookupPeerUID): the cookie counts only from a connection of this process's own user,
+	// since the browser sends it to every port of 127.0.0.1, other users' servers included.
+	// Serve with ConnContext to look it up once per connection.
+	PeerUID PeerUIDFunc
 }
 
 // originAllowed reports whether origin is absent, the listener's own, or one of g.Origins.
@@ -126,13 +132,14 @@ func (g Guard) Wrap(next http.Handler) http.Handler {
 	})
 }
 
-// Authorized reports whether r carries the token, as a bearer header or as the login cookie.
+// Authorized reports whether r carries the token, as a bearer header or as the login cookie; the
+// cookie only on a connection of this process's own local user (where that can be told).
 func (g Guard) Authorized(r *http.Request) bool {
 	if TokenEqual(BearerToken(r.Header.Get("Authorization")), g.Token) {
 		return true
 	}
 	if g.Cookie {
-		if c, err := r.Cookie(CookieName); err == nil && TokenEqual(c.Value, g.Token) {
+		if c, err := r.Cookie(CookieName); err == nil && TokenEqual(c.Value, g.Token) && PeerIsUser(r, os.Getuid(), g.PeerUID) {
 			return true
 		}
 	}

@@ -94,6 +94,8 @@ func Listen(opts Options) (*Server, error) {
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
 		ErrorLog:          zap.NewStdLog(logger),
+		// The codec's login cookie counts only on connections of this user's (trust.Guard).
+		ConnContext: trust.ConnContext,
 	}
 	go func() {
 		err := s.http.Serve(l)

@@ -22,7 +22,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -41,6 +40,8 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/intentq/intentq/internal/base/instance"
+	"github.com/intentq/intentq/internal/base/private"
 	"github.com/intentq/intentq/internal/base/tclient"
 	"github.com/intentq/intentq/internal/base/trust"
 	"github.com/intentq/intentq/internal/platform/embedded/sqliteplugin"
@@ -53,7 +54,8 @@ const clusterName = "active"
 
 // Options configures the embedded server.
 type Options struct {
-	// DataDir holds the SQLite database and the internode certificates (TLSDir); it is
+	// DataDir holds the SQLite database and the internode certificates (TLSDir), and the
+	// claims on internal ports when this user has no private runtime folder (freePorts); it is
 	// created when missing.
 	DataDir string
 	// IP is the address the gRPC frontend binds to (loopback by default). The Web UI always
@@ -202,10 +204,12 @@ var defaultUITimeouts = uiTimeouts{readHeader: 10 * time.Second, read: 30 * time
 // uiMaxHeaderBytes bounds a request's headers (the UI's own cookies and queries are a few KB).
 const uiMaxHeaderBytes = 64 << 10
 
-// newUIServer is the Web UI's http.Server: handler behind the limits of t.
+// newUIServer is the Web UI's http.Server: handler behind the limits of t, each connection's
+// local user looked up once (trust.ConnContext: a login session counts only on its user's
+// connections).
 func newUIServer(handler http.Handler, logger *zap.Logger, t uiTimeouts) *http.Server {
 	return &http.Server{Handler: handler, ReadHeaderTimeout: t.readHeader, ReadTimeout: t.read, WriteTimeout: t.write,
-		IdleTimeout: t.idle, MaxHeaderBytes: uiMaxHeaderBytes, ErrorLog: zap.NewStdLog(logger)}
+		IdleTimeout: t.idle, MaxHeaderBytes: uiMaxHeaderBytes, ErrorLog: zap.NewStdLog(logger), ConnContext: trust.ConnContext}
 }
 
 // addSearchAttributes registers the search attributes an existing namespace lacks (a data_dir
@@ -372,7 +376,7 @@ const VisibilityConns = VisibilityWriters + 1
 // serverOptions are the server's options and its internal services' addresses; release lets go
 // of the claim on their ports once the server has bound them (freePorts).
 func serverOptions(opts Options, dbs stores) (_ []temporal.ServerOption, _ map[string]string, release func(), err error) {
-	ports, release, err := freePorts(4)
+	ports, release, err := freePorts(opts.DataDir, 4)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("embedded temporal: pick internal ports: %w", err)
 	}
@@ -476,8 +480,14 @@ func checkFree(addr, key string) error {
 // it only by a program that binds it on purpose. Each pick is also claimed, until release, by a
 // lock file of this user's (claimPort): another intentq server starting on this machine at the
 // same moment (a second worker, parallel tests) finds the port free too, and without the claim
-// both bound it and one exited ("address already in use").
-func freePorts(n int) (ports []int, release func(), err error) {
+// both bound it and one exited ("address already in use"). The claims live in this user's lock
+// folder (instance.LockDir: a private runtime folder, else dataDir), never in a shared one.
+func freePorts(dataDir string, n int) (ports []int, release func(), err error) {
+	dir, err := portsDir(dataDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer dir.Close()
 	var listeners []net.Listener
 	var claims []*os.File
 	release = func() {
@@ -501,7 +511,12 @@ func freePorts(n int) (ports []int, release func(), err error) {
 			continue
 		}
 		port := l.Addr().(*net.TCPAddr).Port
-		claim, ok := claimPort(port)
+		claim, ok, err := claimPort(dir, port)
+		if err != nil {
+			_ = l.Close()
+			release()
+			return nil, nil, err
+		}
 		if !ok {
 			_ = l.Close()
 			continue
@@ -516,24 +531,34 @@ func freePorts(n int) (ports []int, release func(), err error) {
 	return ports, release, nil
 }
 
-// claimPort takes this user's lock on port (a file under the temporary directory, flock'd; the
-// kernel lets go of it when the process ends). ok is false when another process holds it; a
-// lock that cannot be made at all (a read-only temporary directory) claims nothing and does
-// not refuse the port.
-func claimPort(port int) (_ *os.File, ok bool) {
-	dir := filepath.Join(os.TempDir(), fmt.Sprintf("intentq-ports-%d", os.Getuid()))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, true
-	}
-	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o600)
+// portsDir is the folder of the port claims: "ports" in this user's lock folder, opened by
+// descriptor and checked to be this user's own (0700).
+func portsDir(dataDir string) (*os.File, error) {
+	locks, err := instance.LockDir(dataDir)
 	if err != nil {
-		return nil, true
+		return nil, fmt.Errorf("port claims: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	defer locks.Close()
+	dir, err := private.OpenDirAt(locks, "ports")
+	if err != nil {
+		return nil, fmt.Errorf("port claims: %w", err)
+	}
+	return dir, nil
+}
+
+// claimPort takes this process's lock on port: a file in dir, flock'd (the kernel lets go of it
+// when the process ends), opened without following a link. ok is false when another process
+// holds it.
+func claimPort(dir *os.File, port int) (_ *os.File, ok bool, err error) {
+	f, ok, err := instance.TryLock(dir, strconv.Itoa(port))
+	if err != nil {
+		return nil, false, fmt.Errorf("claim port %d: %w", port, err)
+	}
+	if !ok {
 		_ = f.Close()
-		return nil, false
+		return nil, false, nil
 	}
-	return f, true
+	return f, true, nil
 }
 
 // internalPortsFrom is the lowest port freePorts picks.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html"
 	"net/http"
@@ -19,7 +20,9 @@ import (
 // gets a session of its own in return, never the token. Browsers send a 127.0.0.1 cookie to every
 // port of the host, so any local HTTP server the browser visits reads it: a session ID opens
 // this Web UI only (not the gRPC frontend, the hook desk, ingest or the ingest codec, which know
-// only the token), until it expires or the person logs out.
+// only the token), until it expires or the person logs out; and it opens it only on connections
+// of the local user who logged in (issue 61: another user's server got the cookie and replayed
+// it), where the system can tell (trust.PeerUID: Linux).
 const (
 	// UISessionLifetime is how long a login lasts at most, however busy: then `starter ui` (or
 	// the worker's ready line) logs in again.
@@ -51,17 +54,32 @@ type uiSessions struct {
 	now            func() time.Time
 }
 
-// uiSession is one login: when it began and when it last made a request.
-type uiSession struct{ created, seen time.Time }
+// uiSession is one login: when it began, when it last made a request, and whose it is.
+type uiSession struct {
+	created, seen time.Time
+	user          localUser
+}
+
+// localUser is the local user at the far end of a connection, when it can be told.
+type localUser struct {
+	uid   int
+	known bool
+}
+
+// owns reports whether a request from u may use a session that user opened: the same uid, or
+// a session whose user could not be told (the rule before users were told apart).
+func (user localUser) owns(u localUser) bool {
+	return !user.known || (u.known && u.uid == user.uid)
+}
 
 func newUISessions() *uiSessions {
 	return &uiSessions{live: map[[sha256.Size]byte]*uiSession{}, lifetime: UISessionLifetime, idle: UISessionIdle,
 		max: MaxUISessions, now: time.Now}
 }
 
-// mint starts a session and returns its ID. Expired sessions go first; when the store is still
-// full, the least recently used session ends.
-func (s *uiSessions) mint() (string, error) {
+// mint starts a session of user's and returns its ID. Expired sessions go first; when the store
+// is still full, the least recently used session ends.
+func (s *uiSessions) mint(user localUser) (string, error) {
 	buf := make([]byte, sessionIDBytes)
 	if _, err := rand.Read(buf); err != nil {
 		return "", fmt.Errorf("web UI session: %w", err)
@@ -85,30 +103,34 @@ func (s *uiSessions) mint() (string, error) {
 		}
 		delete(s.live, oldest)
 	}
-	s.live[sha256.Sum256([]byte(id))] = &uiSession{created: now, seen: now}
+	s.live[sha256.Sum256([]byte(id))] = &uiSession{created: now, seen: now, user: user}
 	return id, nil
 }
 
-// valid reports whether id is a live session, and counts the request as its latest use. An
-// expired session is deleted.
-func (s *uiSessions) valid(id string) bool {
+// valid reports whether id is a live session that a request from u may use, and counts the
+// request as its latest use; foreign: id is live, but another local user's (the request is not
+// counted). An expired session is deleted.
+func (s *uiSessions) valid(id string, u localUser) (ok, foreign bool) {
 	if id == "" {
-		return false
+		return false, false
 	}
 	key := sha256.Sum256([]byte(id))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v, ok := s.live[key]
-	if !ok {
-		return false
+	v, live := s.live[key]
+	if !live {
+		return false, false
 	}
 	now := s.now()
 	if s.expired(v, now) {
 		delete(s.live, key)
-		return false
+		return false, false
+	}
+	if !v.user.owns(u) {
+		return false, true
 	}
 	v.seen = now
-	return true
+	return true, false
 }
 
 // revoke ends the session id (nothing when it is not live).
@@ -135,14 +157,32 @@ func (s *uiSessions) expired(v *uiSession, now time.Time) bool {
 // uiGuard is the Web UI listener's boundary: trust.Guard's Host and Origin allowlist, then a
 // credential, which is a login session's cookie (the browser) or the access token as a bearer
 // header (a program; a browser never sends that header on its own). The access token is never
-// a cookie, and a session ID is never a bearer token. A request refused for want of a credential
-// gets its connection closed, so that none is held open without one.
+// a cookie, and a session ID is never a bearer token. A session's cookie counts only on a
+// connection of the local user who logged in (browsers send it to every port of 127.0.0.1,
+// other users' servers included). A request refused for want of a credential gets its
+// connection closed, so that none is held open without one.
 type uiGuard struct {
 	port     int
 	token    string
 	sessions *uiSessions
 	// open are paths served without a credential (still behind the Host check): health checks.
 	open []string
+	// peerUID finds the local user of a request's connection (nil: trust.LookupPeerUID).
+	peerUID trust.PeerUIDFunc
+}
+
+// user is the local user at the far end of r's connection; err when this system can tell
+// users apart but not this connection's.
+func (g *uiGuard) user(r *http.Request) (localUser, error) {
+	uid, err := trust.PeerUID(r, g.peerUID)
+	switch {
+	case err == nil:
+		return localUser{uid: uid, known: true}, nil
+	case errors.Is(err, trust.ErrPeerUnknown):
+		return localUser{}, nil
+	default:
+		return localUser{}, err
+	}
 }
 
 // Wrap returns next behind the guard. Requests reach next without the session cookie (the
@@ -169,7 +209,16 @@ func (g *uiGuard) Wrap(next http.Handler) http.Handler {
 			return
 		}
 		r = withoutCookies(r, name, trust.CookieName)
-		if g.sessions.valid(id) {
+		var user localUser
+		if id != "" {
+			user, _ = g.user(r) // not told: matches only a session whose user was not told either
+		}
+		ok, foreign := g.sessions.valid(id, user)
+		if foreign && !trust.TokenEqual(trust.BearerToken(r.Header.Get("Authorization")), g.token) {
+			refuse(w, "forbidden: this Web UI login belongs to another local user's browser: log in from your own (`starter ui`)", http.StatusForbidden)
+			return
+		}
+		if ok {
 			// The browser sends the cookie on its own: an unsafe method must come from this
 			// origin (Origin checked above, or a same-origin Referer).
 			if unsafeMethod(r.Method) && r.Header.Get("Origin") == "" && !refererAllowed(r, g.port) {
@@ -196,7 +245,12 @@ func (g *uiGuard) login(w http.ResponseWriter, r *http.Request, old string) {
 		refuse(w, "unauthorized: wrong token", http.StatusUnauthorized)
 		return
 	}
-	id, err := g.sessions.mint()
+	user, err := g.user(r)
+	if err != nil {
+		refuse(w, "forbidden: cannot tell which local user this connection belongs to: "+err.Error(), http.StatusForbidden)
+		return
+	}
+	id, err := g.sessions.mint(user)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return

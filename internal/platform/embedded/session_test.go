@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/intentq/intentq/internal/base/trust"
+	"github.com/intentq/intentq/internal/testkit/otheruser"
 )
 
 const (
@@ -328,4 +330,124 @@ func TestUIListenerClosesIdleConnections(t *testing.T) {
 
 func isReset(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "connection reset")
+}
+
+// Issue 61, finding 7: browsers send 127.0.0.1's cookies to every port, and another local user's
+// server got the Web UI's session cookie; replayed from that user's connection, it listed
+// workflows and decrypted through the UI's codec. A session counts only on connections of the
+// local user who logged in: another user's replay is refused (403, the session still the
+// person's), the person's own connection is served, the token as a bearer header still opens the
+// UI from anyone, and where users cannot be told apart the session keeps its old rule.
+func TestUISessionOnlyForTheUserWhoLoggedIn(t *testing.T) {
+	const own, other = "127.0.0.1:40000", "127.0.0.1:40001"
+	users := func(err error) trust.PeerUIDFunc {
+		return func(_, remote net.Addr) (int, error) {
+			if err != nil {
+				return 0, err
+			}
+			if remote != nil && remote.String() == other {
+				return 65534, nil
+			}
+			return os.Getuid(), nil
+		}
+	}
+	from := func(h http.Handler, remote string, c *http.Cookie, headers map[string]string) *http.Response {
+		r := httptest.NewRequest(http.MethodGet, "/api/v1/namespaces/default/workflows", nil)
+		r.Host, r.RemoteAddr = uiHost(), remote
+		for k, v := range headers {
+			r.Header.Set(k, v)
+		}
+		if c != nil {
+			r.AddCookie(c)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Result()
+	}
+	loginFrom := func(h http.Handler, remote string) *http.Cookie {
+		r := httptest.NewRequest(http.MethodGet, "/?token="+sessionTestToken, nil)
+		r.Host, r.RemoteAddr = uiHost(), remote
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != http.StatusOK || len(w.Result().Cookies()) != 1 {
+			t.Fatalf("login from %s: %d", remote, w.Code)
+		}
+		return w.Result().Cookies()[0]
+	}
+
+	g := sessionGuard(newFakeClock().sessions())
+	g.peerUID = users(nil)
+	h := g.Wrap(recorder(&seen{}))
+	c := loginFrom(h, own)
+	if resp := from(h, other, c, nil); resp.StatusCode != http.StatusForbidden || resp.Header.Get("Connection") != "close" {
+		t.Errorf("another user's replay of the cookie: %d, want 403 and the connection closed", resp.StatusCode)
+	}
+	if resp := from(h, own, c, nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("the person's own connection after the replay: %d, want 200", resp.StatusCode)
+	}
+	if resp := from(h, other, c, bearer(sessionTestToken)); resp.StatusCode != http.StatusOK {
+		t.Errorf("the token as a bearer header from another user: %d, want 200 (it is the credential)", resp.StatusCode)
+	}
+	theirs := loginFrom(h, other)
+	if resp := from(h, own, theirs, nil); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a session another user opened, used from this user's connection: %d, want 403", resp.StatusCode)
+	}
+
+	notFound := sessionGuard(newFakeClock().sessions())
+	notFound.peerUID = users(errors.New("no socket"))
+	if resp := serve(t, notFound.Wrap(recorder(&seen{})), http.MethodGet, "/?token="+sessionTestToken, nil, nil); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a login whose user this system cannot find: %d, want 403", resp.StatusCode)
+	}
+
+	unknown := sessionGuard(newFakeClock().sessions())
+	unknown.peerUID = users(trust.ErrPeerUnknown)
+	hu := unknown.Wrap(recorder(&seen{}))
+	cu := loginFrom(hu, own)
+	if resp := from(hu, other, cu, nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("where users cannot be told apart: %d, want 200 (the old rule)", resp.StatusCode)
+	}
+}
+
+// The same through the Web UI's real listener, as root: a process of another local user
+// (uid 65534) that replays the person's session cookie gets 403; the person's own connection
+// is served.
+func TestUISessionReplayedByAnotherUserIsRefused(t *testing.T) {
+	if _, err := os.Stat("/proc/net/tcp"); err != nil {
+		t.Skip("no /proc/net/tcp: the peer's user cannot be told on this system")
+	}
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	g := &uiGuard{port: port, token: sessionTestToken, sessions: newUISessions(), open: []string{"/healthz"}}
+	srv := newUIServer(g.Wrap(recorder(&seen{})), zap.NewNop(), defaultUITimeouts)
+	go func() { _ = srv.Serve(l) }()
+	defer srv.Close()
+	addr := l.Addr().String()
+
+	resp, err := http.Get("http://" + addr + "/?token=" + sessionTestToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	cookies := resp.Cookies()
+	if resp.StatusCode != http.StatusOK || len(cookies) != 1 {
+		t.Fatalf("login: %d %v", resp.StatusCode, cookies)
+	}
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/api/v1/namespaces", nil)
+	req.AddCookie(cookies[0])
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the person's own connection: %d, want 200", resp.StatusCode)
+	}
+	answer := otheruser.Request(t, addr, "GET /api/v1/namespaces HTTP/1.1\r\nHost: "+addr+"\r\nCookie: "+
+		cookies[0].Name+"="+cookies[0].Value+"\r\nConnection: close\r\n\r\n")
+	if !strings.HasPrefix(answer, "HTTP/1.1 403") {
+		line, _, _ := strings.Cut(answer, "\r\n")
+		t.Fatalf("another user's replay of the session cookie: %q, want 403", line)
+	}
 }

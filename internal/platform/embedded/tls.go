@@ -153,7 +153,9 @@ func (f internodeTLS) create(now time.Time) error {
 		{f.Cert, "CERTIFICATE", nodeDER},
 		{f.CA, "CERTIFICATE", caDER},
 	} {
-		if err := private.WriteFile(w.path, pem.EncodeToMemory(&pem.Block{Type: w.kind, Bytes: w.der})); err != nil {
+		// Durable, folder included: a crash leaves a whole old or new file, never an empty key
+		// (a pair that does not match is made anew at the next start: usable).
+		if err := private.WriteSecret(w.path, pem.EncodeToMemory(&pem.Block{Type: w.kind, Bytes: w.der})); err != nil {
 			return err
 		}
 	}
