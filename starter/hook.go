@@ -143,12 +143,6 @@ func approver(cfg *config.Config) func(context.Context) (hooktemporal.Approver, 
 	}
 }
 
-// hookSettings resolves the hook's agent (INTENTQ_AGENT_ID, else tmux @agent_id of $TMUX_PANE)
-// and session (--session, else the agent's session, else the default one).
-func hookSettings(ctx context.Context, cfg *config.Config, session string, logger *zap.Logger) hooks.Settings {
-	return hooks.SettingsFor(cfg, session, hooks.EnvAgent(ctx), true, logger)
-}
-
 // inItsPane reports whether pane, where a hook or an MCP server runs, is the pane session's
 // tmux target names now. Codex's shared daemon runs with another TUI's environment: there the
 // pane says nothing (true).

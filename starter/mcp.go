@@ -34,45 +34,90 @@ func newMCP() *cobra.Command {
 		Long: "mcp is started by the agent CLI (starter setup registers it with Claude Code). Its reply tool sends\n" +
 			"the answer to the person on Telegram as a reply and closes the intent, exactly once however often it\n" +
 			"is called. The tools act for one session only: --session, else the agent's own (INTENTQ_AGENT_ID or\n" +
-			"the tmux pane's @agent_id naming a session), else the default session; reply and react reach only\n" +
-			"the chats that session serves within telegram.allowed_chat_ids, the intent tools only its intents,\n" +
-			"inbox_read only the agent's own inbox. Logs go to stderr; stdout carries the protocol.",
+			"the tmux pane's @agent_id naming a session), else the session whose tmux target is the pane it runs\n" +
+			"in (the one its agent was bound to there first). Never the default session: a server that cannot tell its\n" +
+			"session refuses every tool that reads or changes a session's messages, and says why. reply and react\n" +
+			"reach only the chats that session serves within telegram.allowed_chat_ids, the intent tools only its\n" +
+			"intents, inbox_read only the agent's own inbox. Logs go to stderr; stdout carries the protocol.",
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, logger, err := load(cmd)
 			if err != nil {
 				return err
 			}
-			agent := hooks.EnvAgent(cmd.Context())
 			if _, ok := cfg.Sessions[session]; session != "" && !ok {
 				return usage(cmd, fmt.Errorf("--session %s: no such session in the config", session))
 			}
-			// The session: --session, else the agent's own (INTENTQ_AGENT_ID or the pane's
-			// @agent_id naming a session), else the default session. The tools act only on its
-			// chats (within telegram.allowed_chat_ids) and intents, and on the agent's own inbox.
-			s := hookSettings(cmd.Context(), cfg, session, logger)
-			settings := mcp.Settings{Session: s.Session, Agent: agent, Config: cfg}
-			if session == "" && agent == "" {
-				// An agent started by hand: the session its hooks bind it to (by the first
-				// message intentq types into it), asked at each call, else the default one.
-				def := s.Session
-				// Under Codex's shared daemon the environment is another TUI's: no pane counts.
-				pane := hooks.PaneOfEnv(hooks.SharedDaemon())
-				settings.Session, settings.Bound = "", func() string {
-					if bound := hooks.PaneAgent(cfg.DataDir, pane); bound != "" && inItsPane(cmd.Context(), cfg, bound, pane) {
-						return bound
-					}
-					return def
-				}
-			}
+			// Under Codex's shared daemon the environment is another TUI's: no pane counts.
+			pane := hooks.PaneOfEnv(hooks.SharedDaemon())
+			settings := mcpSettings(cfg, session, hooks.EnvAgent(cmd.Context()), pane, func(bound string) bool {
+				return inItsPane(cmd.Context(), cfg, bound, pane)
+			})
 			b := &lazyBackend{cfg: cfg, logger: logger}
 			defer b.close()
 			srv := mcp.NewServer(b, settings, version)
 			return srv.Run(cmd.Context(), &sdk.StdioTransport{})
 		},
 	}
-	cmd.Flags().StringVar(&session, "session", "", "the intentq session this agent serves (default: the agent's own, else the default session)")
+	cmd.Flags().StringVar(&session, "session", "", "the intentq session this agent serves (default: the agent's own, else the one whose tmux pane it runs in; never the default session)")
 	return cmd
+}
+
+// mcpSettings say whom `starter mcp` serves: the session --session names, else the one its agent
+// (INTENTQ_AGENT_ID or the pane's @agent_id) names, else, asked at each call, the session of the
+// tmux pane it runs in (inItsPane: the session's tmux target is that pane now): the one the
+// agent there was bound to (an agent started by hand, bound by the first message intentq types
+// into it), else the one session of this host whose pane it is. Never the default session
+// (issue 61): setup registers `starter mcp` for every agent of the person's, in any project and
+// pane, so a server that cannot tell its session acts for none, and its tools say why.
+func mcpSettings(cfg *config.Config, session, agent string, pane hooks.Pane, inItsPane func(session string) bool) mcp.Settings {
+	settings := mcp.Settings{Session: session, Agent: agent, Config: cfg}
+	if session != "" {
+		return settings
+	}
+	if _, ok := cfg.Sessions[agent]; ok && agent != "" {
+		settings.Session = agent
+		return settings
+	}
+	if agent != "" {
+		why := fmt.Errorf("its agent %q (INTENTQ_AGENT_ID, or the tmux pane's @agent_id) names no session in the config, and --session names none", agent)
+		settings.Bound = func() (string, error) { return "", why }
+		return settings
+	}
+	var mu sync.Mutex
+	last := "" // the session found last, asked first
+	settings.Bound = func() (string, error) {
+		switch {
+		case pane.Shared:
+			return "", errors.New("it runs in Codex's shared daemon, which serves every Codex window with the first one's environment, and --session names no session")
+		case pane.ID == "":
+			return "", errors.New("it was started with no --session and no INTENTQ_AGENT_ID, outside tmux")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if last != "" && inItsPane(last) {
+			return last, nil
+		}
+		if bound := hooks.PaneAgent(cfg.DataDir, pane); bound != "" && inItsPane(bound) {
+			last = bound
+			return bound, nil
+		}
+		var here []string
+		for _, name := range cfg.SessionNames() {
+			if s := cfg.Sessions[name]; cfg.Local(name) && !s.Human && s.Mode != config.ModeHeadless && inItsPane(name) {
+				here = append(here, name)
+			}
+		}
+		switch len(here) {
+		case 0:
+			return "", fmt.Errorf("it was started with no --session and no INTENTQ_AGENT_ID or @agent_id, in tmux pane %s, which is no session's tmux target", pane.ID)
+		case 1:
+			last = here[0]
+			return last, nil
+		}
+		return "", fmt.Errorf("it was started with no --session and no INTENTQ_AGENT_ID or @agent_id, in tmux pane %s, which is the tmux target of %d sessions (%s)", pane.ID, len(here), strings.Join(here, ", "))
+	}
+	return settings
 }
 
 // lazyBackend dials Temporal on first use, and again after a failure, so the MCP server starts

@@ -675,7 +675,8 @@ func TestDoctorNotifyOutlivesTheWorker(t *testing.T) {
 // The MCP server, driven by the official SDK's client over stdio: tools listed with schemas;
 // reply sends once (a repeated call answers with the same message IDs) and closes the intent;
 // a long answer is split at 4096; bad arguments, an unknown or closed intent and a Telegram 400
-// are tool errors, never a crashed server.
+// are tool errors, never a crashed server. One that cannot tell its session reads and closes
+// nothing (issue 61): all four messages are still pending after it tried.
 func TestMCPServerOverStdio(t *testing.T) {
 	t.Parallel() // end to end: waits on real time; every test has its own home, tmux server and ports
 	if testing.Short() {
@@ -699,7 +700,7 @@ func TestMCPServerOverStdio(t *testing.T) {
 		starterRun(t, env, 0, "record", "--chat", "42", "--msg", id, "--text", "question "+id)
 	}
 
-	cmd := exec.Command(filepath.Join(bin, "starter"), "mcp")
+	cmd := exec.Command(filepath.Join(bin, "starter"), "mcp", "--session", "secretary")
 	cmd.Env = env
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -749,6 +750,29 @@ func TestMCPServerOverStdio(t *testing.T) {
 		}
 		return strings.Join(parts, " ")
 	}
+
+	// Issue 61: a server that cannot tell its session (no --session, no agent, outside tmux: the
+	// person's agent in another project) reads and closes nothing, and its tools say why.
+	other := exec.Command(filepath.Join(bin, "starter"), "mcp")
+	other.Env = env
+	stranger, err := sdk.NewClient(&sdk.Implementation{Name: "another agent", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: other}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{{"pending", map[string]any{}}, {"close", map[string]any{"intent": "42/10"}}} {
+		res, err := stranger.CallTool(ctx, &sdk.CallToolParams{Name: c.tool, Arguments: c.args})
+		if err != nil {
+			t.Fatalf("%s: protocol error %v", c.tool, err)
+		}
+		if got := text(res); !res.IsError || !strings.Contains(got, "cannot tell which intentq session") || !strings.Contains(got, "outside tmux") ||
+			!strings.Contains(got, "--session") || strings.Contains(got, "question") {
+			t.Errorf("%s from a server with no session: error=%v %q", c.tool, res.IsError, got)
+		}
+	}
+	stranger.Close()
 
 	// The list is read from visibility, which is eventually consistent: all four show soon.
 	res, pending := call("pending", map[string]any{})

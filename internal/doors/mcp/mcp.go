@@ -67,16 +67,20 @@ type Settings struct {
 	// Config says which chats the session serves (sessions.<name>.chats, the default session)
 	// and which chats are allowed at all (telegram.allowed_chat_ids); nil: no chat.
 	Config *config.Config
-	// Bound, when Session is empty, is asked at each call for the session the agent was bound
-	// to since the server started: an agent started by hand names none in its environment, and
-	// its hooks bind it by the first message intentq types into it (issue 37).
-	Bound func() string
+	// Bound, when Session is empty, is asked at each call for the session of the tmux pane the
+	// agent runs in: an agent started by hand names none in its environment, and its hooks bind
+	// it by the first message intentq types into it (issue 37). With none, why says why the
+	// server cannot tell its session; the tools refuse with that reason (issue 61).
+	Bound func() (session string, why error)
+
+	// unknown is why Bound named no session.
+	unknown error
 }
 
 // resolved is s with its session: Session, else the agent's binding (Bound).
 func (s Settings) resolved() Settings {
 	if s.Session == "" && s.Bound != nil {
-		s.Session = s.Bound()
+		s.Session, s.unknown = s.Bound()
 	}
 	return s
 }
@@ -172,7 +176,7 @@ func NewServer(b Backend, s Settings, version string) *sdk.Server {
 		func(ctx context.Context, _ *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, PendingList, error) {
 			s := s.resolved()
 			if s.Session == "" {
-				return nil, PendingList{}, errNoSession
+				return nil, PendingList{}, s.noSession()
 			}
 			list, err := b.Pending(ctx, s.Session)
 			if list == nil {
@@ -362,15 +366,27 @@ func replyToIntent(ctx context.Context, b Backend, s Settings, id, text string) 
 	return ReplyResult{Intent: id, MessageIDs: rec.MessageIDs, Closed: true, Repeated: rec.Repeated}, nil
 }
 
-// errNoSession refuses every chat and intent when the server could not tell its session.
-var errNoSession = errors.New("refused: this MCP server serves no intentq session (start it with --session NAME or INTENTQ_AGENT_ID set to a session, or mark a session default)")
+// errNoSession is why a server with no Session and no Bound cannot tell its session.
+var errNoSession = errors.New("it was started with no --session and no agent that names a session")
+
+// noSession refuses every chat and intent when the server cannot tell its session (issue 61):
+// it never falls back to the default session, since every agent of the person's may run
+// `starter mcp`. It says why, and what to do.
+func (s Settings) noSession() error {
+	why := s.unknown
+	if why == nil {
+		why = errNoSession
+	}
+	return fmt.Errorf("refused, nothing was read, sent or changed: this MCP server cannot tell which intentq session it serves: %w. "+
+		"Start the agent with `starter run-agent SESSION`, or register this server as `starter mcp --session SESSION`", why)
+}
 
 // servesChat refuses a chat the session does not serve: not a Telegram chat ID, outside
 // telegram.allowed_chat_ids (when that list is set), or mapped to another session (a chat
 // that no session lists is the default session's).
 func (s Settings) servesChat(chatID string) error {
 	if s.Session == "" || s.Config == nil {
-		return errNoSession
+		return s.noSession()
 	}
 	id, err := strconv.ParseInt(chatID, 10, 64)
 	if err != nil || strconv.FormatInt(id, 10) != chatID {
@@ -390,7 +406,7 @@ func (s Settings) servesChat(chatID string) error {
 // session belongs to its chat's session).
 func (s Settings) ownsIntent(ctx context.Context, b Backend, id string) error {
 	if s.Session == "" {
-		return errNoSession
+		return s.noSession()
 	}
 	owner, err := b.IntentSession(ctx, id)
 	if err != nil {

@@ -442,9 +442,14 @@ func TestToolsActForTheSessionTheAgentWasBoundTo(t *testing.T) {
 	b := &stubBackend{oldest: "intent/42/5", sessions: map[string]string{"intent/77/1": "ops"}}
 	bound := ""
 	s := secretary()
-	s.Session, s.Bound = "", func() string { return bound }
+	s.Session, s.Bound = "", func() (string, error) {
+		if bound == "" {
+			return "", errors.New("no agent in tmux pane %9 is bound to a session yet")
+		}
+		return bound, nil
+	}
 	cs := connect(t, b, s)
-	if isErr, text := call(t, cs, "react", map[string]any{"chat_id": "42", "message_id": "7", "emoji": "👍"}); !isErr || !strings.Contains(text, "serves no intentq session") {
+	if isErr, text := call(t, cs, "react", map[string]any{"chat_id": "42", "message_id": "7", "emoji": "👍"}); !isErr || !strings.Contains(text, "cannot tell which intentq session") || !strings.Contains(text, "pane %9") {
 		t.Fatalf("before the binding: error=%v %q", isErr, text)
 	}
 	bound = "secretary"
@@ -453,5 +458,47 @@ func TestToolsActForTheSessionTheAgentWasBoundTo(t *testing.T) {
 	}
 	if isErr, text := call(t, cs, "close", map[string]any{"intent": "intent/77/1"}); !isErr || !strings.Contains(text, "another session") {
 		t.Fatalf("bound to secretary, ops's intent: error=%v %q", isErr, text)
+	}
+}
+
+// Issue 61: a server that cannot tell its session (no --session, no agent naming one, no
+// binding) acts for none, the default session neither: every session tool is a tool error that
+// says why and what to do, and nothing is read, sent or closed.
+func TestToolsRefuseWhenTheSessionIsUnknown(t *testing.T) {
+	freshLedgers()
+	why := errors.New("it runs outside tmux, with no --session and no INTENTQ_AGENT_ID")
+	for name, c := range map[string]struct {
+		s   Settings
+		why string
+	}{
+		"no session":            {Settings{Config: scoped()}, errNoSession.Error()},
+		"bound to none":         {Settings{Config: scoped(), Bound: func() (string, error) { return "", why }}, why.Error()},
+		"bound to none, no why": {Settings{Config: scoped(), Bound: func() (string, error) { return "", nil }}, errNoSession.Error()},
+		"an agent, bound none":  {Settings{Config: scoped(), Agent: "helper", Bound: func() (string, error) { return "", why }}, why.Error()},
+	} {
+		b := &stubBackend{oldest: "intent/42/5"}
+		cs := connect(t, b, c.s)
+		for _, tc := range []struct {
+			tool string
+			args map[string]any
+		}{
+			{"pending", map[string]any{}},
+			{"reply", map[string]any{"chat_id": "42", "text": "x"}},
+			{"reply", map[string]any{"chat_id": "42", "reply_to": "5", "text": "x"}},
+			{"reply", map[string]any{"chat_id": "", "intent": "42/5", "text": "x"}},
+			{"react", map[string]any{"chat_id": "42", "message_id": "5", "emoji": "👍"}},
+			{"close", map[string]any{"intent": "42/5"}},
+			{"link", map[string]any{"intent": "42/5", "job": "j"}},
+			{"ignore", map[string]any{"intent": "42/5", "reason": "x"}},
+		} {
+			isErr, text := call(t, cs, tc.tool, tc.args)
+			if !isErr || !strings.Contains(text, "cannot tell which intentq session") || !strings.Contains(text, c.why) ||
+				!strings.Contains(text, "starter mcp --session SESSION") || !strings.Contains(text, "starter run-agent") {
+				t.Errorf("%s: %s %v: error=%v %q, want a refusal that says why (%q) and what to do", name, tc.tool, tc.args, isErr, text, c.why)
+			}
+		}
+		if len(b.pending) != 0 || len(b.replied) != 0 || b.unlinked != 0 || len(b.reacted) != 0 || len(b.changed) != 0 {
+			t.Errorf("%s: a refused call reached the backend: pending %v, replied %v, unlinked %d, reacted %v, changed %v", name, b.pending, b.replied, b.unlinked, b.reacted, b.changed)
+		}
 	}
 }
