@@ -39,7 +39,9 @@ func newSetup() *cobra.Command {
 			"in their files. --service --remove undoes it. --dry-run prints what would change.\n\n" +
 			"--cli codex installs the same hooks into Codex's hooks.json ($CODEX_HOME, else ~/.codex; or\n" +
 			"--codex-home), registers the MCP server in its config.toml, and records there the hooks' trust as\n" +
-			"Codex's own review does, so that Codex does not ask for it at its next start.\n\n" +
+			"Codex's own review does, so that Codex does not ask for it at its next start: only for the exact\n" +
+			"commands it writes. A hook that looks like intentq's but is not one of them (another program, a\n" +
+			"shell line) is left as it is, untrusted, and named.\n\n" +
 			"--cli gemini installs them into Gemini CLI's settings.json ($GEMINI_CLI_HOME/.gemini, else\n" +
 			"~/.gemini; or --gemini-home) under its event names, registers the MCP server there (mcpServers), and\n" +
 			"writes policies/intentq.toml, which lets the session-scoped MCP tools run without a confirmation.\n\n" +
@@ -332,23 +334,35 @@ func hookCommand(starter, arg string) string {
 // (hookProgram: back at the starter when intentq-hook is gone) and reports whether it changed
 // one; others stay as they are.
 func retarget(group map[string]any, starter string) bool {
-	to := hookProgram(starter)
 	changed := false
 	list, _ := group["hooks"].([]any)
 	for _, e := range list {
 		entry, _ := e.(map[string]any)
 		cmd, _ := entry["command"].(string)
 		prog, rest := intentqhooks.CommandProgram(cmd)
-		if !intentqhooks.IsIntentqHook(cmd) || !filepath.IsAbs(prog) || prog == to {
+		if !intentqhooks.IsIntentqHook(cmd) {
 			continue
 		}
-		if _, err := os.Stat(prog); err == nil && prog != starter && prog != filepath.Join(filepath.Dir(starter), intentqhooks.Binary) {
-			continue
+		if to := movedProgram(prog, starter); to != prog {
+			entry["command"] = shellQuote(to) + rest
+			changed = true
 		}
-		entry["command"] = shellQuote(to) + rest
-		changed = true
 	}
 	return changed
+}
+
+// movedProgram is the program to run in place of prog, an intentq hook's: the hook program beside
+// starter now (hookProgram) when prog is an absolute path a setup wrote from this starter's
+// folder or one that is gone (a starter that moved); prog otherwise.
+func movedProgram(prog, starter string) string {
+	to := hookProgram(starter)
+	if !filepath.IsAbs(prog) || prog == to {
+		return prog
+	}
+	if _, err := os.Stat(prog); err == nil && prog != starter && prog != filepath.Join(filepath.Dir(starter), intentqhooks.Binary) {
+		return prog
+	}
+	return to
 }
 
 // wholeServer is the permission rule that allows every tool of the intentq MCP server: setup
@@ -468,13 +482,8 @@ func updateJSONFile(out io.Writer, path, what string, dryRun bool, change func(m
 	return nil
 }
 
-// shellQuote quotes a path for the command line Claude Code runs through a shell.
-func shellQuote(s string) string {
-	if !strings.ContainsAny(s, " '\"$`\\!*?[]{}()<>|&;#~") {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+// shellQuote quotes a path for the command line an agent CLI runs through a shell (hooks.ShellWord).
+func shellQuote(s string) string { return intentqhooks.ShellWord(s) }
 
 // lineDiff is a line diff of a and b: lines only in a with "-", only in b with "+", both with
 // two spaces (longest common subsequence; settings files are small).

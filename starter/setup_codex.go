@@ -26,11 +26,12 @@ import (
 // codexHome is Codex's folder (hooks.CodexHome).
 func codexHome(dir string) (string, error) { return intentqhooks.CodexHome(dir) }
 
-// setupCodex installs intentq's hooks into home/hooks.json (every other hook stays; an event that
-// already runs `starter hook <arg>` is left alone, only given --cli codex if it lacks it), and
-// registers `starter mcp` as the MCP server "intentq" and records the trust of intentq's hooks
-// in home/config.toml, as Codex's own review would (hooks.state.<key>.trusted_hash): Codex then
-// runs them without asking at its next start.
+// setupCodex installs intentq's hooks into home/hooks.json (mergeCodexHooks: every other hook
+// stays), and registers `starter mcp` as the MCP server "intentq" and records the trust of
+// intentq's hooks in home/config.toml, as Codex's own review would
+// (hooks.state.<key>.trusted_hash): Codex then runs them without asking at its next start. Trust
+// is recorded only for the exact commands setup writes (issue 61): a hook that looks like
+// intentq's but is not one of them stays for Codex to review, and setup says so.
 func setupCodex(out io.Writer, home, starter string, dryRun bool) error {
 	hooksPath := filepath.Join(home, "hooks.json")
 	var hooksDoc map[string]any
@@ -41,12 +42,16 @@ func setupCodex(out io.Writer, home, starter string, dryRun bool) error {
 	if err != nil {
 		return err
 	}
-	trusts, untrusted := intentqhooks.CodexTrusts(hooksPath, hooksDoc)
+	trusts, untrusted, foreign := intentqhooks.CodexTrustsOf(hooksPath, hooksDoc, hookProgram(starter))
 	if err := updateCodexConfig(out, filepath.Join(home, "config.toml"), starter, trusts, dryRun); err != nil {
 		return err
 	}
 	for _, u := range untrusted {
 		fmt.Fprintf(out, "the hook %q has settings setup does not know how Codex hashes: Codex asks you to review it at its next start\n", u)
+	}
+	for _, f := range foreign {
+		fmt.Fprintf(out, "setup found a %s hook in %s that it did not write: %q. It is not intentq's and not trusted: Codex asks you to review it\n"+
+			"at its next start. Remove it unless you wrote it (%s).\n", f.Event, hooksPath, f.Command, codexHookFor(starter, f.Event))
 	}
 	if dryRun {
 		return nil
@@ -58,9 +63,77 @@ func setupCodex(out io.Writer, home, starter string, dryRun bool) error {
 	return nil
 }
 
-// mergeCodexHooks adds intentq's hooks to a hooks.json document.
+// mergeCodexHooks adds intentq's hooks to a hooks.json document: for each of Codex's events the
+// command setup writes (hooks.CodexHookCommand with the hook program beside starter). A hook that
+// runs it stays as it is; one an older setup wrote is brought to it (a starter that moved, no
+// --cli codex, Codex's PermissionRequest at `hook notification`, with its timeout). Every other
+// hook stays as it is, a look-alike of intentq's too (`sh -c '...; starter hook stop'`, another
+// program's `hook stop`): intentq's own is added beside it, and only intentq's is trusted.
 func mergeCodexHooks(doc map[string]any, starter string) (bool, error) {
-	return mergeCLIHooks(doc, intentqhooks.CodexEvents, intentqhooks.CodexFlag, starter, intentqhooks.TimeoutFor)
+	hooks, err := objectAt(doc, "hooks")
+	if err != nil {
+		return false, err
+	}
+	changed := false
+	for _, h := range intentqhooks.CodexEvents {
+		want := intentqhooks.CodexHookCommand(hookProgram(starter), h.Arg)
+		groups, _ := hooks[h.Name].([]any)
+		found := false
+		for _, g := range groups {
+			group, _ := g.(map[string]any)
+			list, _ := group["hooks"].([]any)
+			for _, e := range list {
+				entry, _ := e.(map[string]any)
+				cmd, _ := entry["command"].(string)
+				upgraded, repointed := olderCodexHook(cmd, starter, h.Arg)
+				if upgraded != want {
+					continue // not a hook setup wrote: left as it is
+				}
+				found = true
+				if cmd != want {
+					entry["command"] = want
+					changed = true
+				}
+				if repointed {
+					entry["timeout"] = intentqhooks.TimeoutFor(h.Arg)
+				}
+			}
+		}
+		if !found {
+			entry := map[string]any{"type": "command", "command": want, "timeout": intentqhooks.TimeoutFor(h.Arg)}
+			hooks[h.Name] = append(groups, map[string]any{"hooks": []any{entry}})
+			changed = true
+		}
+	}
+	doc["hooks"] = hooks
+	return changed, nil
+}
+
+// olderCodexHook is cmd as setup writes it now for Codex's hook of arg, when cmd is a hook a setup
+// wrote: the same program (or one that moved: movedProgram) running `hook <arg>`, with --cli codex
+// or without; for PermissionRequest, `hook notification` as an older setup wrote it (repointed).
+// Any other command comes back as it is.
+func olderCodexHook(cmd, starter, arg string) (upgraded string, repointed bool) {
+	prog, rest := intentqhooks.CommandProgram(cmd)
+	prog = movedProgram(prog, starter)
+	flag := " " + intentqhooks.CodexFlag
+	switch {
+	case rest == " hook "+arg+flag, rest == " hook "+arg:
+		return intentqhooks.CodexHookCommand(prog, arg), false
+	case arg == intentqhooks.EventPermissionRequest && (rest == " hook "+intentqhooks.EventNotification+flag || rest == " hook "+intentqhooks.EventNotification):
+		return intentqhooks.CodexHookCommand(prog, arg), true
+	}
+	return cmd, false
+}
+
+// codexHookFor says which command setup writes for Codex's event (a hooks.json event name).
+func codexHookFor(starter, event string) string {
+	for _, h := range intentqhooks.CodexEvents {
+		if h.Name == event {
+			return fmt.Sprintf("intentq's own is %q", intentqhooks.CodexHookCommand(hookProgram(starter), h.Arg))
+		}
+	}
+	return "intentq writes no " + event + " hook"
 }
 
 // updateCodexConfig sets, in Codex's config.toml, mcp_servers.intentq (command: starter, args:

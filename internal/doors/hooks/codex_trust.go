@@ -81,9 +81,48 @@ type CodexTrust struct {
 	Event, Command string
 }
 
-// CodexTrusts are the trusts of intentq's hooks in a hooks.json document at path; unknown names
-// the commands whose hash cannot be computed here (settings this does not know).
+// CodexTrusts are the trusts of every hook in a hooks.json document at path that runs `hook
+// <event>` (IsIntentqHook), whatever its program: what doctor checks Codex trusts. unknown names
+// the commands whose hash cannot be computed here (settings this does not know). Setup records
+// trust only through CodexTrustsOf.
 func CodexTrusts(path string, doc map[string]any) (trusts []CodexTrust, unknown []string) {
+	trusts, unknown, _ = codexTrusts(path, doc, func(_, cmd string) bool { return IsIntentqHook(cmd) })
+	return trusts, unknown
+}
+
+// CodexTrustsOf are the trusts `starter setup --cli codex` records (issue 61): only for the hooks
+// whose command is exactly the one it writes for their event with program (CodexHookCommand),
+// never for another hook whatever its command contains (`sh -c '...; starter hook stop'`,
+// another program's `... hook stop --cli codex`, intentq's command under another event). unknown
+// names those of them whose hash cannot be computed here; foreign are the other hooks that look
+// like intentq's (Event and Command set, no Hash): setup did not write them and trusts none.
+func CodexTrustsOf(path string, doc map[string]any, program string) (trusts []CodexTrust, unknown []string, foreign []CodexTrust) {
+	return codexTrusts(path, doc, func(event, cmd string) bool {
+		i := slices.IndexFunc(CodexEvents, func(e ClaudeEvent) bool { return e.Name == event })
+		return i >= 0 && cmd == CodexHookCommand(program, CodexEvents[i].Arg)
+	})
+}
+
+// CodexHookCommand is the command line `starter setup --cli codex` writes for intentq's hook of
+// event arg, run by program (intentq-hook, else the starter): the program as one shell word,
+// then `hook <arg> --cli codex`.
+func CodexHookCommand(program, arg string) string {
+	return ShellWord(program) + " hook " + arg + " " + CodexFlag
+}
+
+// ShellWord is s as one word of a shell command line, as setup writes a hook's program: as it is
+// when it holds nothing a shell reads, else in single quotes (CommandProgram reads it back).
+func ShellWord(s string) string {
+	if !strings.ContainsAny(s, " '\"$`\\!*?[]{}()<>|&;#~") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// codexTrusts walks the command hooks of a hooks.json document that look like intentq's
+// (looksLikeIntentq): the trusts of those ours(event, command) accepts, the commands of those
+// whose hash cannot be computed, and the others.
+func codexTrusts(path string, doc map[string]any, ours func(event, cmd string) bool) (trusts []CodexTrust, unknown []string, foreign []CodexTrust) {
 	hooks, _ := doc["hooks"].(map[string]any)
 	events := make([]string, 0, len(hooks))
 	for name := range hooks {
@@ -98,19 +137,30 @@ func CodexTrusts(path string, doc map[string]any) (trusts []CodexTrust, unknown 
 			for hi, e := range list {
 				entry, _ := e.(map[string]any)
 				cmd, _ := entry["command"].(string)
-				if !IsIntentqHook(cmd) {
+				key := fmt.Sprintf("%s:%s:%d:%d", path, SnakeCase(event), gi, hi)
+				switch {
+				case !looksLikeIntentq(cmd):
 					continue // not ours to trust
+				case !ours(event, cmd):
+					foreign = append(foreign, CodexTrust{Key: key, Event: event, Command: cmd})
+					continue
 				}
 				hash, ok := CodexHookHash(event, group, entry)
 				if !ok {
 					unknown = append(unknown, cmd)
 					continue
 				}
-				trusts = append(trusts, CodexTrust{Key: fmt.Sprintf("%s:%s:%d:%d", path, SnakeCase(event), gi, hi), Hash: hash, Event: event, Command: cmd})
+				trusts = append(trusts, CodexTrust{Key: key, Hash: hash, Event: event, Command: cmd})
 			}
 		}
 	}
-	return trusts, unknown
+	return trusts, unknown, foreign
+}
+
+// looksLikeIntentq: a command that runs `hook <event>` as words (IsIntentqHook) or holds it
+// anywhere (inside a quoted `sh -c '... hook stop'`).
+func looksLikeIntentq(cmd string) bool {
+	return IsIntentqHook(cmd) || slices.ContainsFunc(Events(), func(e string) bool { return strings.Contains(cmd, "hook "+e) })
 }
 
 // CodexHookHash is the trusted_hash Codex (0.169.0; codex-rs hooks discovery, command_hook_hash
