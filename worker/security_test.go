@@ -408,7 +408,9 @@ func TestSecurityAttacks(t *testing.T) {
 	})
 
 	t.Run("MCP reply to a chat outside the allowlist", func(t *testing.T) {
-		cmd := exec.Command(filepath.Join(binaries(t), "starter"), "mcp")
+		// A server that knows its session (without one it refuses every tool anyway, issue 61):
+		// what stops it here is the chat allowlist.
+		cmd := exec.Command(filepath.Join(binaries(t), "starter"), "mcp", "--session", "secretary")
 		cmd.Env = w.env
 		session, err := sdk.NewClient(&sdk.Implementation{Name: "attacker", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
 		if err != nil {
@@ -438,6 +440,12 @@ func TestSecurityAttacks(t *testing.T) {
 	// Issue 33: headless runs are confined by the kernel; git runs no program a run planted.
 	t.Run("web run plants a git fsmonitor, telegram run meets it", func(t *testing.T) {
 		w.playFsmonitorPlant(t)
+	})
+
+	// Issue 61: as root, a run has no capabilities, cannot change its mounts, and sees none of
+	// the person's secrets.
+	t.Run("a run of a worker running as root changes no mount and reads no secret", func(t *testing.T) {
+		w.playRootConfinement(t)
 	})
 
 	// Issue 33: the guard's matrix (commands bash reads otherwise than a hand-written parser

@@ -81,13 +81,25 @@ type CodexTrust struct {
 	Event, Command string
 }
 
-// CodexTrusts are the trusts of every hook in a hooks.json document at path that runs `hook
-// <event>` (IsIntentqHook), whatever its program: what doctor checks Codex trusts. unknown names
-// the commands whose hash cannot be computed here (settings this does not know). Setup records
-// trust only through CodexTrustsOf.
-func CodexTrusts(path string, doc map[string]any) (trusts []CodexTrust, unknown []string) {
-	trusts, unknown, _ = codexTrusts(path, doc, func(_, cmd string) bool { return IsIntentqHook(cmd) })
-	return trusts, unknown
+// CodexTrustsShaped are the trusts of the hooks whose command has exactly the shape setup writes
+// for their event (CodexHookCommand with one absolute program named starter or intentq-hook),
+// whichever install wrote it, and the look-alikes beside them (a shell line that ends in `starter
+// hook stop`, a program of another name): doctor checks the trust of the first and names the
+// others, never asking the person to trust them.
+func CodexTrustsShaped(path string, doc map[string]any) (trusts []CodexTrust, unknown []string, foreign []CodexTrust) {
+	return codexTrusts(path, doc, func(event, cmd string) bool {
+		program, rest := CommandProgram(cmd)
+		if !filepath.IsAbs(program) || filepath.Base(program) != Binary && filepath.Base(program) != "starter" {
+			return false
+		}
+		// The program as one word, quoted or not (older setups quoted every path), then exactly
+		// the arguments setup writes.
+		if word := strings.TrimSuffix(cmd, rest); word != ShellWord(program) && word != "'"+strings.ReplaceAll(program, "'", `'\''`)+"'" {
+			return false
+		}
+		i := slices.IndexFunc(CodexEvents, func(e ClaudeEvent) bool { return e.Name == event })
+		return i >= 0 && rest == " hook "+CodexEvents[i].Arg+" "+CodexFlag
+	})
 }
 
 // CodexTrustsOf are the trusts `starter setup --cli codex` records (issue 61): only for the hooks

@@ -78,7 +78,15 @@ func CodexHooks(home string) Result {
 	if err != nil {
 		return Result{Name: name, Detail: err.Error(), Hint: "fix config.toml (Codex does not start with it either)"}
 	}
-	trusts, unknown := hooks.CodexTrusts(path, doc)
+	trusts, unknown, foreign := hooks.CodexTrustsShaped(path, doc)
+	if len(foreign) > 0 {
+		var cmds []string
+		for _, f := range foreign {
+			cmds = append(cmds, fmt.Sprintf("%s: %q", f.Event, f.Command))
+		}
+		return Result{Name: name, Detail: fmt.Sprintf("%s has hooks that look like intentq's but are not what setup writes: %s", path, strings.Join(cmds, "; ")),
+			Hint: "do not trust them in Codex's dialog: remove them from hooks.json unless you wrote them, then run " + fix}
+	}
 	var untrusted []string
 	for _, tr := range trusts {
 		if state[tr.Key] != tr.Hash {
