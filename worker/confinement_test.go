@@ -34,6 +34,19 @@ func plantScript(project string) fakeanthropic.Script {
 		{ToolName: "Bash", ToolInput: map[string]any{"command": "git status", "description": "status"}},
 	}
 	telegram := []fakeanthropic.Turn{{ToolName: "Bash", ToolInput: map[string]any{"command": "git status", "description": "status"}}}
+	probe := func(prompt string) []fakeanthropic.Turn {
+		// The prompt names the paths to try: PROBE_DATA=... PROBE_PERSON=... PROBE_TMUX=...
+		var pairs []string
+		for _, f := range strings.Fields(prompt) {
+			if k, v, ok := strings.Cut(f, "="); ok && strings.HasPrefix(k, "PROBE_") {
+				pairs = append(pairs, "$"+k, v)
+			}
+		}
+		return []fakeanthropic.Turn{
+			{ToolName: "Write", ToolInput: map[string]any{"file_path": filepath.Join(project, "probe.sh"), "content": strings.NewReplacer(pairs...).Replace(confinementProbe)}},
+			{ToolName: "Bash", ToolInput: map[string]any{"command": "sh probe.sh", "description": "probe"}},
+		}
+	}
 	return func(r fakeanthropic.Request) fakeanthropic.Turn {
 		if len(r.Messages) == 0 {
 			return fakeanthropic.Turn{Text: "OK."}
@@ -44,6 +57,8 @@ func plantScript(project string) fakeanthropic.Script {
 			steps = web
 		case strings.Contains(first, "check the repository"):
 			steps = telegram
+		case strings.Contains(first, "probe the confinement"):
+			steps = probe(first)
 		default:
 			return fakeanthropic.Turn{Text: "OK."}
 		}
@@ -59,6 +74,18 @@ func plantScript(project string) fakeanthropic.Script {
 		return fakeanthropic.Turn{Text: "done"}
 	}
 }
+
+// confinementProbe is what a run of the cli channel (every tool allowed) runs as a script, so
+// that the guard cannot see it and only the kernel stands in its way: its capabilities, an unmount
+// of the tmpfs over data_dir and a remount of /, then every secret of the person's it can name
+// ($PROBE_DATA, $PROBE_PERSON and $PROBE_TMUX are replaced by the paths the prompt names).
+const confinementProbe = `grep -E '^(CapEff|CapBnd):' /proc/self/status
+for d in "$PROBE_DATA" /tmp /; do umount -l "$d" 2>/dev/null && echo "UNMOUNTED $d"; done
+mount -o remount,rw / 2>/dev/null && echo REMOUNTED
+cat "$PROBE_DATA/access.token" "$PROBE_PERSON/.bash_history" "$PROBE_PERSON/.claude.json" 2>/dev/null
+ls -A "$PROBE_TMUX" "$PROBE_TMUX"/tmux-* 2>/dev/null | sed 's/^/TMUX-SEEN:/'
+echo PROBE-DONE
+`
 
 // headlessEnv configures the security worker's headless session "batch": the real Claude Code
 // against the stand-in api, in a work folder the person set (shared by the channels, the harder
@@ -114,6 +141,59 @@ func (w *securityWorker) playFsmonitorPlant(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(w.project, "PWNED")); err == nil {
 		t.Fatal("the planted fsmonitor ran")
+	}
+}
+
+// playRootConfinement (issue 61, findings 1 and 5): a headless run of the cli channel (every
+// tool allowed, so only the kernel confines it) of the worker the tests run as root: no
+// capability, no unmount or remount, and none of the person's secrets: the access token under
+// data_dir, the shell history and Claude Code's own file in the home, the tmux server's sockets.
+// Before, as root, the run unmounted the tmpfs over data_dir and read the token.
+func (w *securityWorker) playRootConfinement(t *testing.T) {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Fatal("this attack is about a worker that runs as root: run the tests as root (CI does)")
+	}
+	var tmux string
+	for _, kv := range w.env {
+		if v, ok := strings.CutPrefix(kv, "TMUX_TMPDIR="); ok {
+			tmux = v
+		}
+	}
+	if tmux == "" {
+		t.Fatal("the worker's environment names no TMUX_TMPDIR: the test would prove nothing about its sockets")
+	}
+	const history = "HISTORY-SECRET-61"
+	if err := os.WriteFile(filepath.Join(w.home, ".bash_history"), []byte(history+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(w.home, ".claude.json"), []byte(`{"primaryApiKey":"CLAUDE-JSON-SECRET"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The paths to try ride in the prompt (the stand-in model writes them into the script).
+	prompt := fmt.Sprintf("probe the confinement PROBE_DATA=%s PROBE_PERSON=%s PROBE_TMUX=%s", filepath.Join(w.home, ".intentq"), w.home, tmux)
+	out, code := run(t, filepath.Join(w.bin, "starter"), w.env, prompt, "prompt", "--session", "batch", "--channel", "cli", "--wait", "-")
+	if code != 0 {
+		t.Fatalf("the cli run: exit %d\n%s", code, out)
+	}
+	var result string
+	for _, r := range w.api.Requests() {
+		if said := r.SinceAssistant(); strings.Contains(said, "PROBE-DONE") {
+			result = said
+		}
+	}
+	if result == "" {
+		t.Fatalf("the probe never ran: the attack was not played\n%s", out)
+	}
+	for _, want := range []string{"CapEff:\t0000000000000000", "CapBnd:\t0000000000000000"} {
+		if !strings.Contains(result, want) {
+			t.Errorf("the run keeps capabilities (want %q):\n%s", want, result)
+		}
+	}
+	for _, bad := range []string{"UNMOUNTED", "REMOUNTED", w.token, history, "CLAUDE-JSON-SECRET", "TMUX-SEEN:"} {
+		if strings.Contains(result, bad) {
+			t.Errorf("the run got %q:\n%s", bad, result)
+		}
 	}
 }
 
