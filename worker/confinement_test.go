@@ -83,7 +83,7 @@ const confinementProbe = `grep -E '^(CapEff|CapBnd):' /proc/self/status
 for d in "$PROBE_DATA" /tmp /; do umount -l "$d" 2>/dev/null && echo "UNMOUNTED $d"; done
 mount -o remount,rw / 2>/dev/null && echo REMOUNTED
 cat "$PROBE_DATA/access.token" "$PROBE_PERSON/.bash_history" "$PROBE_PERSON/.claude.json" 2>/dev/null
-ls -A "$PROBE_TMUX" "$PROBE_TMUX"/tmux-* 2>/dev/null | sed 's/^/TMUX-SEEN:/'
+for f in "$PROBE_TMUX"/tmux-*/*; do [ -e "$f" ] && echo "TMUX-SEEN:$f"; done
 echo PROBE-DONE
 `
 
@@ -95,6 +95,9 @@ func headlessEnv(t *testing.T, api *fakeanthropic.Server, claude, project string
 	return []string{
 		"INTENTQ_SESSIONS_BATCH_MODE=headless", "INTENTQ_SESSIONS_BATCH_CLI=claude",
 		"INTENTQ_CLIS_CLAUDE_COMMAND=" + claude, "INTENTQ_POLICIES_SESSIONS_BATCH_DIR=" + project,
+		// The cli channel pre-approves Write and any shell command (Claude Code's print mode
+		// refuses a tool no rule names): the confinement probe runs a script the guard cannot read.
+		"INTENTQ_POLICIES_CHANNELS_CLI_ALLOW=Write,Bash", "INTENTQ_POLICIES_CHANNELS_CLI_DENY=*",
 		"ANTHROPIC_BASE_URL=" + api.URL(), "ANTHROPIC_API_KEY=sk-ant-security-0123456789abcdefghij",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 	}
@@ -144,8 +147,9 @@ func (w *securityWorker) playFsmonitorPlant(t *testing.T) {
 	}
 }
 
-// playRootConfinement (issue 61, findings 1 and 5): a headless run of the cli channel (every
-// tool allowed, so only the kernel confines it) of the worker the tests run as root: no
+// playRootConfinement (issue 61, findings 1 and 5): a headless run of the cli channel (Write and
+// every shell command allowed: it runs a script the guard cannot read, so only the kernel
+// confines it) of the worker the tests run as root: no
 // capability, no unmount or remount, and none of the person's secrets: the access token under
 // data_dir, the shell history and Claude Code's own file in the home, the tmux server's sockets.
 // Before, as root, the run unmounted the tmpfs over data_dir and read the token.
@@ -163,6 +167,9 @@ func (w *securityWorker) playRootConfinement(t *testing.T) {
 	if tmux == "" {
 		t.Fatal("the worker's environment names no TMUX_TMPDIR: the test would prove nothing about its sockets")
 	}
+	if socks, _ := filepath.Glob(filepath.Join(tmux, "tmux-*", "*")); len(socks) == 0 {
+		t.Fatalf("no tmux socket under %s on the host: the test would prove nothing about them", tmux)
+	}
 	const history = "HISTORY-SECRET-61"
 	if err := os.WriteFile(filepath.Join(w.home, ".bash_history"), []byte(history+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -174,7 +181,13 @@ func (w *securityWorker) playRootConfinement(t *testing.T) {
 	prompt := fmt.Sprintf("probe the confinement PROBE_DATA=%s PROBE_PERSON=%s PROBE_TMUX=%s", filepath.Join(w.home, ".intentq"), w.home, tmux)
 	out, code := run(t, filepath.Join(w.bin, "starter"), w.env, prompt, "prompt", "--session", "batch", "--channel", "cli", "--wait", "-")
 	if code != 0 {
-		t.Fatalf("the cli run: exit %d\n%s", code, out)
+		var said []string
+		for _, r := range w.api.Requests() {
+			if len(r.Messages) > 0 && strings.Contains(r.Messages[0].Text(), "probe the confinement") {
+				said = append(said, r.SinceAssistant())
+			}
+		}
+		t.Fatalf("the cli run: exit %d\n%s\nthe model was told:\n%s", code, out, strings.Join(said, "\n---\n"))
 	}
 	var result string
 	for _, r := range w.api.Requests() {
@@ -185,7 +198,8 @@ func (w *securityWorker) playRootConfinement(t *testing.T) {
 	if result == "" {
 		t.Fatalf("the probe never ran: the attack was not played\n%s", out)
 	}
-	for _, want := range []string{"CapEff:\t0000000000000000", "CapBnd:\t0000000000000000"} {
+	// The tool result is JSON: a tab is written \t.
+	for _, want := range []string{`CapEff:\t0000000000000000`, `CapBnd:\t0000000000000000`} {
 		if !strings.Contains(result, want) {
 			t.Errorf("the run keeps capabilities (want %q):\n%s", want, result)
 		}
