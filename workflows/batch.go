@@ -75,10 +75,17 @@ func (s *session) deliverBatch(ctx workflow.Context) {
 	// Commits that came while the pane was read (or the worker was away) are applied before
 	// anything is typed: what a hook printed leaves the queue first.
 	s.settleOffers(ctx)
+	if s.stopping {
+		// The person's /stop looks at the screen: nothing is typed until it has ended, then the
+		// pane is looked at again (sessionStopHoldsTyping).
+		s.holdForStop(ctx)
+		return
+	}
 	batch := s.nextBatch(ctx)
 	if len(batch) == 0 {
 		return
 	}
+	s.typings++
 	phase, reset := PhaseNudge, false
 	if err == nil {
 		// Escalation follows the reminder the agent has had longest.

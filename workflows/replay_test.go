@@ -92,7 +92,12 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 		// backlog): they replay across version 11's rule (results-after-backlog).
 		"testdata/session_v10.json", "testdata/session_reminders_v10.json", "testdata/session_taken_back_v10.json",
 		"testdata/session_approval_v10.json", "testdata/session_inbox_v10.json",
-		// Current: sessions and intents started at SessionVersion (11) and IntentVersion (5), no
+		// Started at SessionVersion 11 (the build before a /stop held the typing while it looked
+		// and running update handlers finished before continue-as-new): they replay across
+		// version 12's rules (stop-holds-typing, handlers-finish-before-continue-as-new).
+		"testdata/session_v11.json", "testdata/session_reminders_v11.json", "testdata/session_taken_back_v11.json",
+		"testdata/session_approval_v11.json", "testdata/session_inbox_v11.json",
+		// Current: sessions and intents started at SessionVersion (12) and IntentVersion (5), no
 		// markers.
 		"testdata/intent_reminded.json", "testdata/session_reminders.json",
 		"testdata/intent_delivered_closed.json", "testdata/session.json",

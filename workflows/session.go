@@ -135,7 +135,7 @@ const ErrTypeUnknownKind = "UnknownKind"
 // version marker. A run started before (Version below it) continues as new at its next quiet
 // point after a worker's configure signal, so every open session reaches the current version
 // within one worker start (docs/design.md, "Changes to running workflows").
-const SessionVersion = 11
+const SessionVersion = 12
 
 // SessionFloor is the oldest session run this code replays: every rule of an older version has
 // gone with its branch (docs/design.md). `starter doctor` names any open run below it.
@@ -251,6 +251,21 @@ const sessionQuickStepsLocal = 10
 // were told at once.
 const sessionResultsAfterBacklog = 11
 
+// sessionStopHoldsTyping (SessionVersion 12, change ID stop-holds-typing): while the person's
+// /stop looks at the screen, the session types nothing and offers nothing to its desk, and the
+// stop key is pressed only if the turn the stop was asked for still runs: the agent's hooks say
+// it works, in the same turn (its state and Since unchanged), and nothing was typed meanwhile. A
+// second /stop while one is under way presses nothing. Before, the stop checked once at its
+// start: on a loaded machine its look took seconds, the turn ended meanwhile, the session typed
+// the next message, and the key interrupted the turn that message had just started (issue 60).
+const sessionStopHoldsTyping = 12
+
+// sessionHandlersFinish (SessionVersion 12, change ID handlers-finish-before-continue-as-new):
+// the session continues as new only once its running update handlers (a /stop pressing its key)
+// have finished, and takes what arrived meanwhile into the next run's input. Before, an update in
+// flight at continue-as-new was dropped, its caller never answered (issue 60).
+const sessionHandlersFinish = 12
+
 // sessionTypingHoldsRepeats (SessionVersion 3, change ID typing-holds-repeats): a request for
 // what the typed block in flight carries (its intent's wait timed out meanwhile) waits for the
 // block and is answered by it; before, it was queued, and a hook could take and print it while
@@ -313,6 +328,8 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	s.clearsUnsubmitted = follows(ctx, s.Version, sessionClearsUnsubmitted, "clear-unsubmitted")
 	s.quickStepsLocal = follows(ctx, s.Version, sessionQuickStepsLocal, "quick-steps-local")
 	s.resultsAfterBacklog = follows(ctx, s.Version, sessionResultsAfterBacklog, "results-after-backlog")
+	s.stopHoldsTyping = follows(ctx, s.Version, sessionStopHoldsTyping, "stop-holds-typing")
+	s.handlersFinish = follows(ctx, s.Version, sessionHandlersFinish, "handlers-finish-before-continue-as-new")
 	if s.inboxAtDesk {
 		workflow.Go(ctx, s.followInbox)
 	}
@@ -438,6 +455,15 @@ type session struct {
 	heldReqs            []DeliveryRequest
 	heldResults         []DeliveryResult
 	heldSince           time.Time
+	// stopHoldsTyping: nothing is typed or offered while a /stop is under way, and its key goes
+	// only to the turn it was asked for (sessionStopHoldsTyping); stopping: a stop is under way;
+	// typings counts the blocks this run began to type.
+	stopHoldsTyping bool
+	stopping        bool
+	typings         int
+	// handlersFinish: running update handlers finish before the run continues as new
+	// (sessionHandlersFinish).
+	handlersFinish bool
 	// busyWhy is why the delivery at the head waits (the view's WaitsFor).
 	busyWhy string
 	// workingPushesWait: reminder pushes of what the agent works on wait
@@ -552,7 +578,8 @@ func (s *session) mayContinueAsNew(ctx workflow.Context) bool {
 
 // continueAsNew hands the session's state to a new run. Every signal that arrived meanwhile is
 // taken first (and the commits among them settled), also the pushes and alerts the desks have
-// not picked up: the new run's input is fixed here, and what is left unread would be lost.
+// not picked up, and the running update handlers finish (sessionHandlersFinish): the new run's
+// input is fixed here, and what is left unread or unanswered would be lost.
 func (s *session) continueAsNew(ctx workflow.Context) error {
 	for {
 		took := s.drain(ctx)
@@ -567,6 +594,14 @@ func (s *session) continueAsNew(ctx workflow.Context) error {
 		}
 		if len(s.heldReqs) > 0 {
 			s.tellHeld(ctx) // not carried: the next run starts with none
+			continue
+		}
+		if s.handlersFinish && !workflow.AllHandlersFinished(ctx) {
+			// An update under way (a /stop pressing its key) is answered by this run; what
+			// arrived meanwhile is taken, as above, before the next run's input is fixed.
+			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+				return err
+			}
 			continue
 		}
 		// The next run takes its host's task queue (a session from before hosts, or started on

@@ -62,13 +62,20 @@ type sessionHarness struct {
 	// captureFails, when it says so for the time since the start, fails a capture as a worker
 	// that died in it would (retried after the activity's back-off).
 	captureFails func(since time.Duration) bool
+	// readPane is the capture activity (slowLooks puts a mock in front of it); nextLookTakes is
+	// how long the next capture takes (a loaded machine), once.
+	readPane      func(context.Context, activities.CaptureRequest) (string, error)
+	nextLookTakes time.Duration
+	// promptsReceipted: the agent's UserPromptSubmit hook reports each typed message as the
+	// pane takes it (its receipt names the intent), and a turn begins.
+	promptsReceipted bool
 }
 
 func newSessionHarness(t *testing.T) *sessionHarness {
 	h := &sessionHarness{results: map[string]DeliveryResult{}, resultAt: map[string]time.Time{}}
 	h.env = h.NewTestWorkflowEnvironment()
 	h.start = h.env.Now()
-	h.env.RegisterActivityWithOptions(func(ctx context.Context, req activities.CaptureRequest) (string, error) {
+	h.readPane = func(ctx context.Context, req activities.CaptureRequest) (string, error) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.captures++
@@ -94,7 +101,8 @@ func newSessionHarness(t *testing.T) *sessionHarness {
 			return h.afterEnter, nil // the screen after Enter stays
 		}
 		return "> \n  ? for shortcuts", nil
-	}, activity.RegisterOptions{Name: activities.TmuxCaptureName})
+	}
+	h.env.RegisterActivityWithOptions(h.readPane, activity.RegisterOptions{Name: activities.TmuxCaptureName})
 	h.env.RegisterActivityWithOptions(func(ctx context.Context, req activities.AppendRequest) (int64, error) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -147,6 +155,9 @@ func newSessionHarness(t *testing.T) *sessionHarness {
 		if h.env.Now().Sub(h.start) < h.paneGoneTill {
 			return activities.InjectResult{}, temporal.NewNonRetryableApplicationError("tmux target gone:0 not found", activities.ErrTypeTmuxTargetMissing, nil)
 		}
+		if id, ok := ReceiptOf(req.Text); ok && h.promptsReceipted {
+			defer h.env.SignalWorkflow(SignalHookWords, said(AgentEvent{Event: EventUserPromptSubmit, At: h.env.Now(), Receipt: []string{id}}))
+		}
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.events = append(h.events, "typed "+req.Text)
@@ -189,6 +200,18 @@ func newSessionHarness(t *testing.T) *sessionHarness {
 	registerSignalAll(h.env, nil, keep)
 	registerDesk(h.env, func() *modelDesk { return h.desk })
 	return h
+}
+
+// slowLooks puts a mock in front of the capture activity: a capture takes nextLookTakes (zero
+// unless a test set it for the next one), on the workflow's clock.
+func (h *sessionHarness) slowLooks() {
+	h.env.OnActivity(activities.TmuxCaptureName, mock.Anything, mock.Anything).AfterFn(func() time.Duration {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		d := h.nextLookTakes
+		h.nextLookTakes = 0
+		return d
+	}).Return(h.readPane)
 }
 
 func (h *sessionHarness) send(at time.Duration, signal string, arg any) {

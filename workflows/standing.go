@@ -159,8 +159,8 @@ var deskPublishOptions = workflow.ActivityOptions{
 // An offer that stands while more has arrived is taken back and made again with it (when no
 // hook took it meanwhile).
 func (s *session) standOffer(ctx workflow.Context) {
-	if s.deskOff {
-		return
+	if s.deskOff || s.stopping {
+		return // no desk; or the person's /stop looks at the screen (sessionStopHoldsTyping)
 	}
 	msgs := s.Offerable()
 	if len(msgs) == 0 || (s.Standing != nil && len(msgs) == len(s.Standing.IDs) && !s.staleStanding) {

@@ -2,7 +2,9 @@ package workflows
 
 // The phone's /stop (issue 36): the agent's running turn is interrupted with the CLI's own stop
 // key, pressed once, only while its hooks say it works and its screen shows no dialog and no
-// draft, never while intentq types; the screen confirms it (the CLI's busy marker gone).
+// draft, never while intentq types; the screen confirms it (the CLI's busy marker gone). While
+// the stop looks, nothing is typed or offered, and the key goes only to the turn the stop was
+// asked for (issue 60, sessionStopHoldsTyping): never to one intentq's typing started.
 
 import (
 	"strings"
@@ -35,6 +37,18 @@ func (s *session) stopTurn(ctx workflow.Context) (StopResult, error) {
 		return StopResult{Why: "its hooks have not reported yet, so intentq cannot tell whether it works"}, nil
 	case s.Agent.State != AgentWorking:
 		return StopResult{Why: "its agent is not working (" + s.Agent.State + ")"}, nil
+	case s.stopHoldsTyping && s.stopping:
+		return StopResult{Why: "a /stop is under way already; its answer follows"}, nil
+	}
+	since, typings := s.Agent.Since, s.typings
+	if s.stopHoldsTyping {
+		// Nothing is typed or offered until this stop has ended, whichever way it ends; the
+		// main loop then looks at the pane again.
+		s.stopping = true
+		defer func() {
+			s.stopping = false
+			s.wakeCh.SendAsync(true)
+		}()
 	}
 	ctx = workflow.WithActivityOptions(ctx, tmuxActivityOptions)
 	lines := s.Config.Busy.OrDefault().BusyLines
@@ -45,6 +59,11 @@ func (s *session) stopTurn(ctx workflow.Context) (StopResult, error) {
 	if pattern, blocked := Blocked(pane, s.Config.DialogPatterns, s.Config.InputPrompt, s.Config.InputPlaceholders...); blocked {
 		// A key would answer the dialog or touch the person's draft.
 		return StopResult{Why: pattern + " is on its screen; answer it at the terminal"}, nil
+	}
+	if s.stopHoldsTyping {
+		if why := s.turnWentOn(since, typings); why != "" {
+			return StopResult{Why: why}, nil
+		}
 	}
 	if err := s.pressKeys(ctx, s.Config.StopKeys); err != nil {
 		return StopResult{Why: "the stop key could not be pressed (" + ShortCause(err) + ")"}, nil
@@ -68,4 +87,27 @@ func (s *session) stopTurn(ctx workflow.Context) (StopResult, error) {
 		}
 	}
 	return StopResult{Why: "pressed " + keys + ", but it still looks busy; look at the terminal"}, nil
+}
+
+// turnWentOn says why the turn a stop was asked for (the agent working since since, this run
+// having begun typings typings) is not the one that runs now, or "" when it is: the screen took
+// seconds to read, and meanwhile intentq typed, or the turn ended, or ended and went on (a Stop
+// hook handed the agent messages, or a new prompt began one).
+func (s *session) turnWentOn(since time.Time, typings int) string {
+	switch {
+	case s.typings != typings || s.Ledger.typing != "" || len(s.Ledger.block) > 0:
+		return "its turn ended and intentq typed your next message meanwhile; nothing was pressed"
+	case s.Agent.State != AgentWorking:
+		return "its agent is not working any more (" + s.Agent.State + "); nothing was pressed"
+	case !s.Agent.Since.Equal(since):
+		return "its turn ended and a new one began meanwhile; nothing was pressed (send /stop again to stop that one)"
+	}
+	return ""
+}
+
+// holdForStop waits, reading what arrives, until the /stop under way has ended.
+func (s *session) holdForStop(ctx workflow.Context) {
+	for s.stopping && ctx.Err() == nil {
+		s.waitForSignal(ctx, nil)
+	}
 }
