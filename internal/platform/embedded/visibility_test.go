@@ -40,7 +40,9 @@ func listed(t *testing.T, c client.Client, query, id string) {
 // openDB opens a SQLite file of the data directory.
 func openDB(t *testing.T, path string) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("sqlite", path)
+	// The server writes the same files (at its start too): wait for its lock rather than fail
+	// with SQLITE_BUSY on a loaded machine.
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(60000)")
 	if err != nil {
 		t.Fatal(err)
 	}
