@@ -124,8 +124,25 @@ func (s Sandbox) Wrap(command string, args []string, extra ...string) (string, [
 		}
 		out = append(out, m.op, m.src, m.dst)
 	}
-	out = append(out, "--chdir", s.Work, "--", command)
+	out = append(out, "--chdir", s.Work, "--", resolved(command))
 	return s.Program, append(out, args...)
+}
+
+// resolved is the file a program runs (found on PATH when not a path), every link on the way
+// followed, or the program as given when it cannot be found: inside the sandbox a link's folder
+// may be shown without the folders its relative target names (a node_modules/.bin link under a
+// hidden /tmp or home, reached through a linked folder), so the run starts the file itself.
+func resolved(program string) string {
+	p, err := exec.LookPath(program)
+	if err != nil {
+		return program
+	}
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		if abs, err := filepath.Abs(real); err == nil {
+			return abs
+		}
+	}
+	return program
 }
 
 // depth is the number of elements of a clean absolute path ("/" has none).
@@ -258,6 +275,12 @@ func programFoldersDepth(program string, interpreters int) []string {
 	}
 	for hops := 0; hops < 40; hops++ {
 		add(filepath.Dir(p))
+		// A linked folder on the way (a checkout's .tools linked elsewhere): the link's relative
+		// target is read from its real folder.
+		if dir, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil && dir != filepath.Dir(p) {
+			add(dir)
+			p = filepath.Join(dir, filepath.Base(p))
+		}
 		fi, err := os.Lstat(p)
 		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
 			break

@@ -367,3 +367,36 @@ func TestSandboxStartsAProgramLinkedUnderAHiddenFolder(t *testing.T) {
 		t.Fatalf("the linked program did not run in the sandbox: %v\n%s", err, out)
 	}
 }
+
+// The same program reached through a linked folder (a checkout whose .tools is a link into
+// another checkout, under a hidden home): the run starts the file itself.
+func TestSandboxStartsAProgramThroughALinkedFolder(t *testing.T) {
+	bw := bwrapOrFail(t)
+	base, err := os.MkdirTemp("", "intentq-sandbox-linkdir-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	real := filepath.Join(base, "elsewhere", "node_modules")
+	for _, d := range []string{filepath.Join(real, "tool", "bin"), filepath.Join(real, ".bin"), filepath.Join(base, "home", "checkout"), filepath.Join(base, "work")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(real, "tool", "bin", "tool.sh"), []byte("#!/bin/sh\necho started\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../tool/bin/tool.sh", filepath.Join(real, ".bin", "tool")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, filepath.Join(base, "home", "checkout", "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	named := filepath.Join(base, "home", "checkout", "node_modules", ".bin", "tool")
+	sb := Sandbox{Program: bw.program, NoNestedUserns: bw.noNestedUserns, Work: filepath.Join(base, "work"), Home: filepath.Join(base, "work"),
+		PersonHome: filepath.Join(base, "home"), Hide: []string{filepath.Join(base, "elsewhere")}, Programs: programFolders(named)}
+	prog, args := sb.Wrap(named, nil)
+	if out, err := exec.Command(prog, args...).CombinedOutput(); err != nil || string(out) != "started\n" {
+		t.Fatalf("the program reached through a linked folder did not start: %v\n%s", err, out)
+	}
+}
