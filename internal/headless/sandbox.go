@@ -251,8 +251,8 @@ func unprivileged(status string) error {
 }
 
 // programFolders are the folders a run needs to see to start program (found on PATH when not
-// a path): the folder it is named in, the folder of every link on the way to the file (a
-// node_modules/.bin link into its package), the package folder when the file lies in
+// a path), each by its real place: the folder it is named in, the folder of every link on the
+// way to the file (a node_modules/.bin link into its package), the package folder when the file lies in
 // node_modules, and the same for a script's interpreter (`#!/usr/bin/env node`). The sandbox
 // hides /tmp and the home, where such programs are often installed.
 func programFolders(program string) []string {
@@ -274,13 +274,12 @@ func programFoldersDepth(program string, interpreters int) []string {
 		}
 	}
 	for hops := 0; hops < 40; hops++ {
-		add(filepath.Dir(p))
-		// A linked folder on the way (a checkout's .tools linked elsewhere): the link's relative
-		// target is read from its real folder.
-		if dir, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil && dir != filepath.Dir(p) {
-			add(dir)
+		// Each folder by its real place: bwrap cannot make a mount point through a link on the
+		// read-only root, and a link's relative target is read from its real folder.
+		if dir, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
 			p = filepath.Join(dir, filepath.Base(p))
 		}
+		add(filepath.Dir(p))
 		fi, err := os.Lstat(p)
 		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
 			break

@@ -371,8 +371,21 @@ func TestSandboxStartsAProgramLinkedUnderAHiddenFolder(t *testing.T) {
 // The same program reached through a linked folder (a checkout whose .tools is a link into
 // another checkout, under a hidden home): the run starts the file itself.
 func TestSandboxStartsAProgramThroughALinkedFolder(t *testing.T) {
+	for _, tc := range []struct {
+		name, parent string
+		hideHome     bool
+	}{
+		{"under a hidden home", os.TempDir(), true},
+		// On the read-only root: bwrap cannot make a mount point through the link there.
+		{"on the read-only root", "/var/tmp", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) { startThroughLinkedFolder(t, tc.parent, tc.hideHome) })
+	}
+}
+
+func startThroughLinkedFolder(t *testing.T, parent string, hideHome bool) {
 	bw := bwrapOrFail(t)
-	base, err := os.MkdirTemp("", "intentq-sandbox-linkdir-")
+	base, err := os.MkdirTemp(parent, "intentq-sandbox-linkdir-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +407,10 @@ func TestSandboxStartsAProgramThroughALinkedFolder(t *testing.T) {
 	}
 	named := filepath.Join(base, "home", "checkout", "node_modules", ".bin", "tool")
 	sb := Sandbox{Program: bw.program, NoNestedUserns: bw.noNestedUserns, Work: filepath.Join(base, "work"), Home: filepath.Join(base, "work"),
-		PersonHome: filepath.Join(base, "home"), Hide: []string{filepath.Join(base, "elsewhere")}, Programs: programFolders(named)}
+		Hide: []string{filepath.Join(base, "elsewhere")}, Programs: programFolders(named)}
+	if hideHome {
+		sb.PersonHome = filepath.Join(base, "home")
+	}
 	prog, args := sb.Wrap(named, nil)
 	if out, err := exec.Command(prog, args...).CombinedOutput(); err != nil || string(out) != "started\n" {
 		t.Fatalf("the program reached through a linked folder did not start: %v\n%s", err, out)
