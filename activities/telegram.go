@@ -321,43 +321,37 @@ func sendingWas(ledger string) int {
 
 // writeSender records that message msg of chat speaks for session (with SentDir).
 func (t *Telegram) writeSender(chat string, msg int, session string) error {
-	path := keyFile(t.SentDir, senderKey(chat, msg))
-	if path == "" {
-		return nil
-	}
-	return private.WriteFile(path, []byte(session))
+	return t.writeRecord(senderKey(chat, msg), session)
 }
 
 // SenderOf is the session that sent message msg of chat, as Send recorded it (Session set);
 // empty when none did (or the record was pruned).
-func (t *Telegram) SenderOf(chat string, msg int) string {
-	path := keyFile(t.SentDir, senderKey(chat, msg))
-	if path == "" {
-		return ""
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
-}
+func (t *Telegram) SenderOf(chat string, msg int) string { return t.readRecord(senderKey(chat, msg)) }
 
 func senderKey(chat string, msg int) string { return "sender/" + chat + "/" + strconv.Itoa(msg) }
 
 // writeCard records that message msg of chat is the card of approval (with SentDir).
 func (t *Telegram) writeCard(chat string, msg int, approval string) error {
-	path := keyFile(t.SentDir, cardKey(chat, msg))
-	if path == "" {
-		return nil
-	}
-	return private.WriteFile(path, []byte(approval))
+	return t.writeRecord(cardKey(chat, msg), approval)
 }
 
 // CardOf is the approval (its workflow ID) whose card message msg of chat is, as Send recorded
 // it (Card set); empty for any other message: one intentq did not send as a card, another
 // program's, or one whose record was pruned.
-func (t *Telegram) CardOf(chat string, msg int) string {
-	path := keyFile(t.SentDir, cardKey(chat, msg))
+func (t *Telegram) CardOf(chat string, msg int) string { return t.readRecord(cardKey(chat, msg)) }
+
+// writeRecord keeps value under key in SentDir (nothing without a SentDir).
+func (t *Telegram) writeRecord(key, value string) error {
+	path := keyFile(t.SentDir, key)
+	if path == "" {
+		return nil
+	}
+	return private.WriteFile(path, []byte(value))
+}
+
+// readRecord is what writeRecord kept under key, or "".
+func (t *Telegram) readRecord(key string) string {
+	path := keyFile(t.SentDir, key)
 	if path == "" {
 		return ""
 	}
