@@ -6,9 +6,8 @@
 // beside it at the first such call. What it does not answer itself it hands whole, input and
 // all, to `starter hook`, which takes its place (exec) with what is left of the hook's time: the
 // permission hook, a config it cannot read, no desk here (no worker on this machine), an agent
-// its CLI session's binding names (the starter checks the pane), any other command line but
-// --version (or version), which names its own build. setup installs it when it sits beside the
-// starter (`make build` puts both in bin/).
+// its CLI session's binding names (the starter checks the pane), any other command line. setup
+// installs it when it sits beside the starter (`make build` puts both in bin/).
 package main
 
 import (
@@ -32,7 +31,6 @@ import (
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/base/private"
 	"github.com/intentq/intentq/internal/base/trust"
-	"github.com/intentq/intentq/internal/base/version"
 	"github.com/intentq/intentq/internal/doors/hookdesk/desksocket"
 	"github.com/intentq/intentq/internal/doors/hooks"
 )
@@ -49,10 +47,6 @@ func main() {
 // run answers one hook and returns the exit code (0 unless the starter it handed over to says
 // otherwise: a hook never wedges its agent).
 func run(ctx context.Context, began time.Time, args []string, stdin io.Reader, stdout io.Writer) int {
-	if version.Asked(args) {
-		fmt.Fprintln(stdout, version.Line("intentq-hook"))
-		return 0
-	}
 	logger := hooks.Logger()
 	starter, err := starterPath()
 	if err != nil {

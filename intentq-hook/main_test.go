@@ -1,14 +1,9 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"slices"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/intentq/intentq/internal/base/version"
 	"github.com/intentq/intentq/internal/doors/hooks"
 )
 
@@ -37,20 +32,6 @@ func TestParseTakesOnlyAHooksCommandLine(t *testing.T) {
 	} {
 		if _, _, ok := parse(args); ok {
 			t.Errorf("%q taken as a hook it answers", args)
-		}
-	}
-}
-
-// --version and the version command are intentq-hook's own: it names its build, with no
-// starter beside it and nothing read from its input.
-func TestVersion(t *testing.T) {
-	for _, arg := range []string{"--version", "version"} {
-		var out bytes.Buffer
-		if code := run(context.Background(), time.Now(), []string{arg}, strings.NewReader("not read"), &out); code != 0 {
-			t.Errorf("%s: exit %d", arg, code)
-		}
-		if got, want := out.String(), version.Line("intentq-hook")+"\n"; got != want {
-			t.Errorf("%s printed %q, want %q", arg, got, want)
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/intentq/intentq/activities"
-	"github.com/intentq/intentq/internal/base/version"
 	"github.com/intentq/intentq/internal/platform/doctor"
 )
 
@@ -16,21 +15,19 @@ func newDoctor() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "check config, Temporal, the namespace, a worker on the task queue, the Web UI and ingest",
-		Long: "doctor names its own build (the version line), then prints one line per check with ok,\n" +
-			"WARN (a setup step not done yet), FAIL or -- (not checked) and a hint, and exits 1 when a\n" +
-			"check fails (0 with warnings only). It runs a probe workflow, so it proves that a worker\n" +
-			"really executes tasks; the worker's identity names its version. With --notify (the watchdog timer\n" +
+		Long: "doctor prints one line per check with ok, WARN (a setup step not done yet), FAIL or -- (not\n" +
+			"checked) and a hint, and exits 1 when a check fails (0 with warnings only). It runs a probe\n" +
+			"workflow, so it proves that a worker really executes tasks. With --notify (the watchdog timer\n" +
 			"of `starter setup --service` runs it every 5 minutes) it pushes to ntfy once when checks turn\n" +
 			"FAIL and once when they recover, never once per run (state in data_dir/doctor).",
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			// The report's first line names the build that checked.
-			report := doctor.Report{{Name: "version", OK: true, Detail: version.Line("starter")}}
+			var report doctor.Report
 			cfg, logger, err := load(cmd)
 			if err != nil {
-				report = append(report, doctor.ConfigFailed(err)...)
+				report = doctor.ConfigFailed(err)
 			} else {
-				report = append(report, doctor.Run(cmd.Context(), cfg, logger)...)
+				report = doctor.Run(cmd.Context(), cfg, logger)
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {

@@ -15,7 +15,6 @@ import (
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/base/logging"
 	"github.com/intentq/intentq/internal/base/private"
-	"github.com/intentq/intentq/internal/base/version"
 )
 
 // exitError carries a specific exit code out of a command.
@@ -52,13 +51,10 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	config.RegisterFlags(root.PersistentFlags())
-	// --version (and the version command) name the build: intentq starter 0.5.0 (commit ..., go...).
-	root.Version = version.Get().Version
-	root.SetVersionTemplate(version.Line("starter") + "\n")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &exitError{code: 2, err: fmt.Errorf("%w\n%s", err, cmd.UsageString())}
 	})
-	root.AddCommand(newDoctor(), newRecord(), newPending(), newShow(), newClose(), newLink(), newIgnore(), newRemindNow(), newHistory(), newInbox(), newHook(), newPatchPlugin(), newRunAgent(), newPrompt(), newSessionsCmd(), newCost(), newCancel(), newSessionShow(), newWatch(), newSetup(), newMCP(), newReply(), newKeygen(), newUI(), newApprovals(), newVersion())
+	root.AddCommand(newDoctor(), newRecord(), newPending(), newShow(), newClose(), newLink(), newIgnore(), newRemindNow(), newHistory(), newInbox(), newHook(), newPatchPlugin(), newRunAgent(), newPrompt(), newSessionsCmd(), newCost(), newCancel(), newSessionShow(), newWatch(), newSetup(), newMCP(), newReply(), newKeygen(), newUI(), newApprovals())
 	return root
 }
 
@@ -107,22 +103,4 @@ func load(cmd *cobra.Command) (*config.Config, *zap.Logger, error) {
 		return nil, nil, err
 	}
 	return cfg, logger, nil
-}
-
-func newVersion() *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "version",
-		Short: "the starter's release, commit and Go version (as --version)",
-		Args:  args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), version.Get())
-			}
-			_, err := fmt.Fprintln(cmd.OutOrStdout(), version.Line("starter"))
-			return err
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print version, commit and go as JSON")
-	return cmd
 }

@@ -17,12 +17,14 @@ import (
 	"github.com/intentq/intentq/activities"
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/base/tclient"
-	"github.com/intentq/intentq/internal/base/version"
 	"github.com/intentq/intentq/internal/doors/hooks"
 	"github.com/intentq/intentq/internal/doors/mcp"
 	"github.com/intentq/intentq/internal/intent"
 	"github.com/intentq/intentq/workflows"
 )
+
+// version is what `starter mcp` reports to its client.
+const version = "1"
 
 func newMCP() *cobra.Command {
 	var session string
@@ -53,7 +55,7 @@ func newMCP() *cobra.Command {
 			})
 			b := &lazyBackend{cfg: cfg, logger: logger}
 			defer b.close()
-			srv := mcp.NewServer(b, settings, version.Get().Version) // the build, as its client is told
+			srv := mcp.NewServer(b, settings, version)
 			return srv.Run(cmd.Context(), &sdk.StdioTransport{})
 		},
 	}

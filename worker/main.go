@@ -16,7 +16,6 @@ import (
 	"github.com/intentq/intentq/config"
 	"github.com/intentq/intentq/internal/base/logging"
 	"github.com/intentq/intentq/internal/base/private"
-	"github.com/intentq/intentq/internal/base/version"
 	"github.com/intentq/intentq/internal/platform/gomaxprocs"
 	"github.com/intentq/intentq/internal/platform/niceness"
 	"github.com/intentq/intentq/internal/service"
@@ -33,16 +32,11 @@ func run() error {
 	private.Umask()
 	fs := pflag.NewFlagSet("worker", pflag.ContinueOnError)
 	config.RegisterFlags(fs)
-	showVersion := fs.Bool("version", false, "print the version and exit (also: worker version)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if err == pflag.ErrHelp {
 			return nil
 		}
 		return err
-	}
-	if *showVersion || version.Asked(fs.Args()) {
-		fmt.Println(version.Line("worker"))
-		return nil
 	}
 	cfg, err := config.Load(fs)
 	if err != nil {
@@ -71,7 +65,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	logger.Info("ready", readyFields(svc.Fields(), version.Get(), time.Since(started), procs)...)
+	logger.Info("ready", append(svc.Fields(), zap.Duration("startup", time.Since(started)), zap.Int("gomaxprocs", procs))...)
 
 	<-ctx.Done()
 	stop()
@@ -81,11 +75,4 @@ func run() error {
 	svc.Stop(shutdownCtx)
 	logger.Info("stopped")
 	return nil
-}
-
-// readyFields are the ready line's fields: the service's addresses, the build's version and
-// commit, how long the start took and the Go processors.
-func readyFields(service []zap.Field, v version.Info, startup time.Duration, procs int) []zap.Field {
-	return append(service, zap.String("version", v.Version), zap.String("commit", v.Commit),
-		zap.Duration("startup", startup), zap.Int("gomaxprocs", procs))
 }

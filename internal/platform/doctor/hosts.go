@@ -14,13 +14,12 @@ import (
 
 	"github.com/intentq/intentq/activities"
 	"github.com/intentq/intentq/config"
-	"github.com/intentq/intentq/internal/base/version"
 	"github.com/intentq/intentq/workflows"
 )
 
 // HostPollers are the machines whose workers polled a host's session task queue within
-// activities.PollerFreshness (a worker's identity is intentq@<machine>/<pid> (<version>)),
-// and the identities.
+// activities.PollerFreshness (a worker's identity is intentq@<machine>/<pid>), and the
+// identities.
 func HostPollers(ctx context.Context, c client.Client, queue string) (machines, identities []string, err error) {
 	if identities, err = activities.FreshPollers(ctx, c, queue, enumspb.TASK_QUEUE_TYPE_WORKFLOW); err != nil {
 		return nil, nil, err
@@ -33,12 +32,8 @@ func HostPollers(ctx context.Context, c client.Client, queue string) (machines, 
 	return machines, identities, nil
 }
 
-// WorkerIdentity is this process's identity as a worker: intentq@<machine>/<pid> (<version>).
-// The version is what doctor, `starter session show` and the Web UI's pollers name of the
-// worker that serves a queue.
-func WorkerIdentity() string {
-	return fmt.Sprintf("intentq@%s/%d (%s)", ThisMachine(), os.Getpid(), version.Get().Version)
-}
+// WorkerIdentity is this process's identity as a worker: intentq@<machine>/<pid>.
+func WorkerIdentity() string { return fmt.Sprintf("intentq@%s/%d", ThisMachine(), os.Getpid()) }
 
 // ThisMachine is this machine's name as worker identities carry it.
 func ThisMachine() string {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/intentq/intentq/config"
-	"github.com/intentq/intentq/internal/base/version"
 	"github.com/intentq/intentq/internal/doors/hooks"
 	"github.com/intentq/intentq/internal/platform/doctor"
 	"github.com/intentq/intentq/internal/testkit/fakebot"
@@ -125,22 +124,18 @@ func peersTmuxSession(t *testing.T, name, shell string) {
 	t.Cleanup(func() { _ = exec.Command("tmux", "kill-server").Run() })
 }
 
-// A worker identity names its machine (intentq@<machine>/<pid> (<version>), or without the
-// version from a build before 0.5.0); another program's identity is its own machine.
+// A worker identity names its machine (intentq@<machine>/<pid>); another program's identity
+// is its own machine.
 func TestMachineOfAWorkerIdentity(t *testing.T) {
 	for identity, want := range map[string]string{
-		"intentq@laptop/4242 (0.5.0)": "laptop",
-		"intentq@laptop/4242":         "laptop",
-		"intentq@build.example/1":     "build.example",
-		"1234@other-sdk-worker":       "1234@other-sdk-worker",
-		"intentq@no-pid-at-all":       "no-pid-at-all",
+		"intentq@laptop/4242":     "laptop",
+		"intentq@build.example/1": "build.example",
+		"1234@other-sdk-worker":   "1234@other-sdk-worker",
+		"intentq@no-pid-at-all":   "no-pid-at-all",
 	} {
 		if got := doctor.Machine(identity); got != want {
 			t.Errorf("Machine(%q) = %q, want %q", identity, got, want)
 		}
-	}
-	if id := doctor.WorkerIdentity(); doctor.Machine(id) != doctor.ThisMachine() || !strings.HasSuffix(id, " ("+version.Get().Version+")") {
-		t.Errorf("WorkerIdentity() = %q: its machine is %q, want %q; its version %q at the end", id, doctor.Machine(id), doctor.ThisMachine(), version.Get().Version)
 	}
 }
 
