@@ -10,20 +10,10 @@ BIN     ?= bin
 # ms of CPU (issue 38).
 HOOK_CGO := 0
 ARGS    ?=
-# The release this tree builds (the VERSION file; else the tag git describes; else 0.5.0-dev) and
-# its commit, set in every binary (worker --version, the ready line, starter doctor).
-VERSION ?= $(shell cat VERSION 2>/dev/null || git describe --tags 2>/dev/null | sed 's/^v//')
-VERSION := $(or $(VERSION),0.5.0-dev)
-COMMIT  ?= $(shell c=$$(git rev-parse --short=7 HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null && echo $$c || echo $$c-dirty; })
-VERSION_PKG := github.com/intentq/intentq/internal/base/version
-LDFLAGS := -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)
-# GoReleaser, pinned in a module of its own (tools/go.mod: its dependencies stay out of the
-# worker's build).
-GORELEASER = $(GO) tool -modfile=tools/go.mod goreleaser
 # Packages whose tests do not link the Temporal server: the race detector is affordable there.
 RACE_PKGS := ./config/... ./workflows/... ./activities/... ./internal/policy/... ./internal/agentcli/... ./internal/session/... ./internal/redact/... ./internal/doors/... ./internal/base/logging/... ./internal/base/tclient/... ./internal/platform/watchdog/... ./internal/testkit/fakebot/... ./internal/testkit/fakentfy/...
 
-.PHONY: run build test vet bench clean peers release release-linux release-check
+.PHONY: run build test vet bench clean peers
 
 ## run: the worker with the embedded Temporal server and Web UI (http://127.0.0.1:8233)
 run: build
@@ -31,9 +21,9 @@ run: build
 
 ## build: bin/worker, bin/starter and bin/intentq-hook (the agents' hooks, without the Temporal SDK)
 build:
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/worker ./worker
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/starter ./starter
-	CGO_ENABLED=$(HOOK_CGO) $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/intentq-hook ./intentq-hook
+	$(GO) build -o $(BIN)/worker ./worker
+	$(GO) build -o $(BIN)/starter ./starter
+	CGO_ENABLED=$(HOOK_CGO) $(GO) build -o $(BIN)/intentq-hook ./intentq-hook
 
 ## peers: the real programs the tests run against (tmux, PostgreSQL, bun, Claude Code, Codex),
 ## installed where missing (scripts/install-peers; idempotent)
@@ -66,27 +56,5 @@ bench: peers
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 90m $$($(GO) list ./... | grep -v /bench)
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count=1 -timeout 20m ./bench/
 
-## release: a snapshot of every release artifact in dist/ (.goreleaser.yaml): the tar.gz archives
-## for linux and darwin, amd64 and arm64, the Debian packages and the checksums. The container
-## image needs Docker with buildx and its base image: RELEASE_SKIP= (empty) builds it too.
-# GoReleaser's own limit is 1 h; every target's cold build on a busy 2-core machine took longer.
-RELEASE_SKIP ?= docker
-RELEASE_TIMEOUT ?= 3h
-release:
-	$(GORELEASER) release --snapshot --clean --timeout $(RELEASE_TIMEOUT) $(if $(RELEASE_SKIP),--skip=$(RELEASE_SKIP))
-
-## release-linux: the same for linux/amd64 only (dist/intentq_<version>_linux_amd64.tar.gz and
-## its Debian package), what CI unpacks and tests (scripts/test-archive). GoReleaser's release
-## has no single-target switch: the config goes in on stdin with its goos and goarch lines narrowed.
-release-linux:
-	@config=$$(sed -e 's/^\(    goos: &goos\) .*/\1 [linux]/' -e 's/^\(    goarch: &goarch\) .*/\1 [amd64]/' .goreleaser.yaml); \
-	printf '%s\n' "$$config" | grep -qx '    goos: &goos \[linux\]' && printf '%s\n' "$$config" | grep -qx '    goarch: &goarch \[amd64\]' \
-	  || { echo "release-linux: .goreleaser.yaml has no 'goos: &goos' and 'goarch: &goarch' lines to narrow" >&2; exit 1; }; \
-	printf '%s\n' "$$config" | $(GORELEASER) release --snapshot --clean --timeout $(RELEASE_TIMEOUT) --config - --skip=docker
-
-## release-check: GoReleaser's check of .goreleaser.yaml
-release-check:
-	$(GORELEASER) check
-
 clean:
-	rm -rf $(BIN) dist
+	rm -rf $(BIN)
