@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// Issue 61, finding 3: a web run planted a git repository's HEAD, config (core.fsmonitor) and
+// A web run once planted a git repository's HEAD, config (core.fsmonitor) and
 // objects/refs in a shared work folder, and the person's own `git status` there ran the command
 // outside any sandbox. After the run, every plant it made is moved aside (at any depth, whatever
 // CLI made it), an existing repository's config and hooks are put back as they were, and what

@@ -222,7 +222,7 @@ func TestHoldsConversation(t *testing.T) {
 	}
 }
 
-// Issue 61, finding 1 and 5: whoever runs the worker (root, as in a container or the project's
+// Whoever runs the worker (root, as in a container or the project's
 // Dockerfile, and a normal user), a run has no capabilities, cannot change its mounts (unmount
 // the tmpfs over data_dir, remount / writable, start a user namespace of its own), and sees
 // nothing of the person's home but its CLI's login: not data_dir's token, not the tmux server's

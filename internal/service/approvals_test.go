@@ -58,20 +58,7 @@ func TestApprovalAtTheDoor(t *testing.T) {
 	if len(buttons) != 3 || buttons["Allow for this session"] == "" {
 		t.Fatalf("buttons: %v", buttons)
 	}
-	answer := func(id string) string {
-		t.Helper()
-		var got string
-		waitUntil(t, "the answer to press "+id, 30*time.Second, func() bool {
-			for _, a := range bot.CallbackAnswers() {
-				if a.ID == id {
-					got = a.Text
-					return true
-				}
-			}
-			return false
-		})
-		return got
-	}
+	answer := func(id string) string { t.Helper(); return answerPress(t, bot, id) }
 	// /pending lists the approval that waits (visibility: asked again until it shows), /status
 	// says the agent waits for it.
 	msg := 100
