@@ -594,13 +594,31 @@ func TestVisibleControls(t *testing.T) {
 func TestTmuxInjectFinishesTypingWhenCancelled(t *testing.T) {
 	srv := newTmuxServer(t)
 	out := srv.reader("reader", "")
-	tm := &Tmux{Socket: srv.socket, EnterDelay: 500 * time.Millisecond, TypedDir: t.TempDir()}
+	tm := &Tmux{Socket: srv.socket, EnterDelay: 3 * time.Second, TypedDir: t.TempDir()}
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(100*time.Millisecond, cancel) // during the Enter delay
+	defer cancel()
+	// The cancel comes once the pane shows the text (the tty echoes it), so during the Enter
+	// delay, however slow the machine: a timer could fire before the typing began.
+	cancelled := make(chan struct{})
+	go func() {
+		defer close(cancelled)
+		for ctx.Err() == nil {
+			out, _ := exec.Command("tmux", "-L", srv.socket, "capture-pane", "-p", "-t", "reader").Output()
+			if strings.Contains(string(out), "whole line") {
+				cancel()
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
 	req := InjectRequest{Target: "reader", Text: "whole line", Key: "secretary/r#1/try-1"}
 	if err := discard(tm.Inject(ctx, req)); err != nil {
 		t.Fatalf("cancelled during the typing: %v", err)
 	}
+	if ctx.Err() == nil {
+		t.Fatal("the typing ended before the pane showed its text: nothing was cancelled")
+	}
+	<-cancelled
 	if err := discard(tm.Inject(context.Background(), req)); err != nil {
 		t.Fatal(err)
 	}
