@@ -57,6 +57,12 @@ type Ledger struct {
 	// Withdrawn are the intents the person took back (ignored, cancelled) before they reached
 	// the agent, newest last (at most recentDelivered): nothing hands them over afterwards.
 	Withdrawn []string `json:"withdrawn,omitempty"`
+	// Edits are the person's edits of messages the standing offer reserves (newest text per
+	// intent): the desk holds the text first sent, so the edit waits for the desk's word. Once
+	// it is withdrawn the queue takes the edit (offered or typed in it); once a hook took it,
+	// the hook printed the text first sent, which the agent has and the history records, and the
+	// edit is dropped here (the agent has the message: the door sends it as a correction).
+	Edits []Edit `json:"edits,omitempty"`
 
 	// commits are the keys of offers hooks have committed, not yet settled; repeats requests
 	// for what is in the agent's context already, not yet answered; typing the request being
@@ -89,6 +95,10 @@ type Ledger struct {
 	// the message it reminds of (runs before SessionVersion 5, rule reminder-not-beside-message):
 	// the agent read the message and its reminder together.
 	reminderBesideMessage bool
+	// editsReservedAtOnce: an edit of a message the standing offer reserves changes the queue's
+	// text at once (runs before SessionVersion 13, rule edits-reach-the-desk): a hook that took
+	// the offer printed the text first sent while the history recorded the edited one.
+	editsReservedAtOnce bool
 	// keepEmptyExpired: an offer whose lease ended with nothing left to queue again stays open
 	// (runs before SessionVersion 4, rule drop-empty-expired-offers): its lease timer then fired
 	// at once, again and again (an offer a late commit had emptied).
@@ -206,17 +216,57 @@ func (l *Ledger) Withdraw(intent string) (standing bool) {
 	return l.Standing != nil && slices.ContainsFunc(l.Queue, func(q DeliveryRequest) bool { return l.withdrawn(q) })
 }
 
+// Edit is the person's edit of a message the standing offer reserves, waiting for the desk's
+// word (Ledger.Edits).
+type Edit struct {
+	Intent string `json:"intent"`
+	Text   string `json:"text"`
+}
+
 // Replace puts text in place of intent's waiting message (the person edited it before it
 // reached the agent). It reports whether the message still waited here, and whether the
-// standing offer names it (the desk holds the old text: it must be offered again).
+// standing offer names it (the desk holds the old text: it must be withdrawn, and offered
+// again). The edit of a reserved message waits in Edits until the desk has said what became
+// of the offer (StandingWithdrawn, StandingTaken): a hook may have printed the text first sent.
 func (l *Ledger) Replace(intent, text string) (replaced, standing bool) {
 	for i, q := range l.Queue {
-		if q.Kind == KindMessage && q.ReplyTo == intent {
-			l.Queue[i].Text = text
-			replaced, standing = true, standing || l.reserved(q.ID)
+		if q.Kind != KindMessage || q.ReplyTo != intent {
+			continue
 		}
+		replaced = true
+		if l.reserved(q.ID) {
+			standing = true
+			if !l.editsReservedAtOnce {
+				l.holdEdit(intent, text)
+				continue
+			}
+		}
+		l.Queue[i].Text = text
 	}
 	return replaced, standing
+}
+
+// holdEdit keeps the newest edit of intent's reserved message until the desk's word.
+func (l *Ledger) holdEdit(intent, text string) {
+	if i := slices.IndexFunc(l.Edits, func(e Edit) bool { return e.Intent == intent }); i >= 0 {
+		l.Edits[i].Text = text
+		return
+	}
+	l.Edits = append(l.Edits, Edit{Intent: intent, Text: text})
+}
+
+// settleEdits applies the held edits to the messages still queued, except those of the
+// requests a hook took (taken: their text first sent is what the hook printed), and forgets
+// every held edit.
+func (l *Ledger) settleEdits(taken []string) {
+	for _, e := range l.Edits {
+		for i, q := range l.Queue {
+			if q.Kind == KindMessage && q.ReplyTo == e.Intent && !slices.Contains(taken, q.ID) {
+				l.Queue[i].Text = e.Text
+			}
+		}
+	}
+	l.Edits = nil
 }
 
 // withdrawn reports whether req is for an intent the person took back.
@@ -532,6 +582,7 @@ func (l *Ledger) Stand(msgs []DeliveryRequest, epoch string) *StandingOffer {
 // no desk had it): its requests are the session's again.
 func (l *Ledger) StandingWithdrawn() {
 	l.Standing = nil
+	l.settleEdits(nil)
 	l.dropWithdrawn()
 }
 
@@ -551,6 +602,7 @@ func (l *Ledger) StandingTaken(t StandingTaken, now time.Time) *Offer {
 		ids = t.IDs
 	}
 	l.Standing = nil
+	l.settleEdits(ids) // what the hook took went as first sent
 	o := Offer{Key: t.Key, Event: t.Event, At: t.At}
 	var rest []DeliveryRequest
 	for _, q := range l.Queue {

@@ -330,6 +330,11 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	s.resultsAfterBacklog = follows(ctx, s.Version, sessionResultsAfterBacklog, "results-after-backlog")
 	s.stopHoldsTyping = follows(ctx, s.Version, sessionStopHoldsTyping, "stop-holds-typing")
 	s.handlersFinish = follows(ctx, s.Version, sessionHandlersFinish, "handlers-finish-before-continue-as-new")
+	s.editsAtDesk = follows(ctx, s.Version, sessionEditsAtDesk, "edits-reach-the-desk")
+	s.Ledger.editsReservedAtOnce = !s.editsAtDesk
+	if s.editsAtDesk {
+		workflow.Go(ctx, s.listenTakeBacks)
+	}
 	if s.inboxAtDesk {
 		workflow.Go(ctx, s.followInbox)
 	}
@@ -420,6 +425,11 @@ type session struct {
 	// a text since edited, and is offered again.
 	replaceCh     workflow.ReceiveChannel
 	staleStanding bool
+	// editsAtDesk: edits and take-backs are read by a listener of their own, which takes a
+	// stale standing offer back from the desk at once (sessionEditsAtDesk); publishing: a
+	// standing offer is on its way to the desk (no withdrawal may overtake it).
+	editsAtDesk bool
+	publishing  bool
 	// owedNudgeOnly: reminders of what the agent has only nudge, and a reset is told
 	// (sessionOwedNeverEscalates).
 	owedNudgeOnly bool
@@ -514,7 +524,7 @@ func (s *session) drain(ctx workflow.Context) (took bool) {
 		if !s.replaceCh.ReceiveAsync(&r) {
 			break
 		}
-		s.replace(ctx, r)
+		s.edited(ctx, r)
 		took = true
 	}
 	for {
@@ -522,7 +532,7 @@ func (s *session) drain(ctx workflow.Context) (took bool) {
 		if !s.withdrawCh.ReceiveAsync(&r) {
 			break
 		}
-		s.withdraw(ctx, r)
+		s.takenBack(ctx, r)
 		took = true
 	}
 	for {
@@ -680,16 +690,18 @@ func (s *session) waitForSignal(ctx workflow.Context, timer workflow.Future) (ag
 		s.hear(ctx, w)
 		agent = true
 	})
-	sel.AddReceive(s.replaceCh, func(c workflow.ReceiveChannel, _ bool) {
-		var r ReplaceRequest
-		c.Receive(ctx, &r)
-		s.replace(ctx, r)
-	})
-	sel.AddReceive(s.withdrawCh, func(c workflow.ReceiveChannel, _ bool) {
-		var r WithdrawRequest
-		c.Receive(ctx, &r)
-		s.withdraw(ctx, r)
-	})
+	if !s.editsAtDesk { // else listenTakeBacks reads them
+		sel.AddReceive(s.replaceCh, func(c workflow.ReceiveChannel, _ bool) {
+			var r ReplaceRequest
+			c.Receive(ctx, &r)
+			s.replace(ctx, r)
+		})
+		sel.AddReceive(s.withdrawCh, func(c workflow.ReceiveChannel, _ bool) {
+			var r WithdrawRequest
+			c.Receive(ctx, &r)
+			s.withdraw(ctx, r)
+		})
+	}
 	sel.AddReceive(s.wakeCh, func(c workflow.ReceiveChannel, _ bool) {
 		c.Receive(ctx, nil)
 		agent = true

@@ -163,7 +163,10 @@ func (s *session) standOffer(ctx workflow.Context) {
 		return // no desk; or the person's /stop looks at the screen (sessionStopHoldsTyping)
 	}
 	msgs := s.Offerable()
-	if len(msgs) == 0 || (s.Standing != nil && len(msgs) == len(s.Standing.IDs) && !s.staleStanding) {
+	// An edit held for the desk's word makes the offer stale too (a run continued as new
+	// carries the edit, not staleStanding).
+	stale := s.staleStanding || len(s.Edits) > 0
+	if len(msgs) == 0 || (s.Standing != nil && len(msgs) == len(s.Standing.IDs) && !stale) {
 		return
 	}
 	s.staleStanding = false
@@ -179,7 +182,9 @@ func (s *session) standOffer(ctx workflow.Context) {
 	// desk has said what became of the offer.
 	offer := s.Stand(msgs, workflow.GetInfo(ctx).WorkflowExecution.RunID)
 	req := DeskPublishRequest{Session: s.Config.Name, Key: offer.Key, Messages: msgs}
+	s.publishing = true
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, deskPublishOptions), DeskPublishName, req).Get(ctx, nil)
+	s.publishing = false
 	if err == nil {
 		return
 	}
