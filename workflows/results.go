@@ -55,6 +55,7 @@ func (s *session) quickStep(ctx workflow.Context, opts workflow.ActivityOptions,
 // typed one after another, and their intents are told together afterwards. Failures are told
 // at once, and so is everything held once the first held result is policy.ResultsHold old.
 func (s *session) holdResults(ctx workflow.Context, reqs []DeliveryRequest, results []DeliveryResult) {
+	s.noteDelivered(reqs, results) // told or held, the session's own record answers QueryHad
 	now := workflow.Now(ctx)
 	failed := slices.ContainsFunc(results, func(r DeliveryResult) bool { return !r.OK })
 	if !s.resultsAfterBacklog || len(s.Queue) == 0 || failed || (len(s.heldReqs) > 0 && now.Sub(s.heldSince) >= policy.ResultsHold) {

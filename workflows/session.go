@@ -302,6 +302,9 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	if err := workflow.SetQueryHandler(ctx, QueryHasMessage, s.hasMessage); err != nil {
 		return err
 	}
+	if err := workflow.SetQueryHandler(ctx, QueryHad, s.had); err != nil {
+		return err
+	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateTake, s.take, workflow.UpdateHandlerOptions{Validator: s.validateTake}); err != nil {
 		return err
 	}
@@ -465,6 +468,8 @@ type session struct {
 	heldReqs            []DeliveryRequest
 	heldResults         []DeliveryResult
 	heldSince           time.Time
+	// deliveredAt is when this run counted each message delivered, by intent (QueryHad).
+	deliveredAt map[string]time.Time
 	// stopHoldsTyping: nothing is typed or offered while a /stop is under way, and its key goes
 	// only to the turn it was asked for (sessionStopHoldsTyping); stopping: a stop is under way;
 	// typings counts the blocks this run began to type.

@@ -91,6 +91,22 @@ type TakeResult struct {
 	RemindDue bool `json:"remind_due,omitempty"`
 }
 
+// QueryHad asks a session which of the intents it is given (their workflow IDs) have their
+// message in its agent's context, as its own record says ([]HadMessage). A session-start hook
+// asks it: the intents' memos lag behind the session (a result held while more is typed,
+// visibility eventually consistent), and a message the agent had must be listed in full in the
+// new context, not named as one that follows on its own.
+const QueryHad = "had"
+
+// HadMessage is an intent whose message the agent has in its context (typed and confirmed, or
+// handed over by a hook), as its session's own record says.
+type HadMessage struct {
+	Intent string `json:"intent"`
+	// At is when the session counted it delivered; zero when it does not know (counted by an
+	// earlier run, which told its intent before it ended).
+	At time.Time `json:"at,omitzero"`
+}
+
 // DeliveryRequest asks a session to type Text into its pane and tell ReplyTo how it went.
 type DeliveryRequest struct {
 	ID      string `json:"id"`

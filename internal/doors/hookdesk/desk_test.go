@@ -469,6 +469,38 @@ func (reader) Unread(_ context.Context, agent string) (workflows.InboxUnread, er
 	return workflows.UnreadOf([]workflows.InboxMessage{{ID: "m1", From: "boss", Content: "for " + agent}}), nil
 }
 
+// Had says the agent of session "s" has intent/42/1's message; session "down" has no worker.
+func (reader) Had(_ context.Context, session string, intents []string) ([]workflows.HadMessage, error) {
+	if session == "down" {
+		return nil, errors.New("no worker polls session/down")
+	}
+	var had []workflows.HadMessage
+	for _, id := range intents {
+		if id == "intent/42/1" {
+			had = append(had, workflows.HadMessage{Intent: id, At: time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)})
+		}
+	}
+	return had, nil
+}
+
+// Issue 60: a session-start hook asks, through the desk and the worker's client, what the
+// session says its agent had; a session without a worker is the hook's error (its memos decide).
+func TestDeskAsksWhatTheAgentHad(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Open(filepath.Join(dir, "desk"), (&signals{}).send, nil)
+	require.NoError(t, err)
+	srv, err := desksocket.Listen(desksocket.SocketPath(dir), d, reader{}, "s3cret", nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	ctx := context.Background()
+	c := desksocket.Client{Path: srv.Addr(), Token: "s3cret"}
+	had, err := c.Had(ctx, "s", []string{"intent/42/1", "intent/42/2"})
+	require.NoError(t, err)
+	require.Equal(t, []workflows.HadMessage{{Intent: "intent/42/1", At: time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)}}, had)
+	_, err = c.Had(ctx, "down", []string{"intent/42/1"})
+	require.ErrorContains(t, err, "no worker polls")
+}
+
 // Issue 26: a hook reads pending intents (with their full texts) and an inbox through the desk,
 // with the worker's connection; a read the worker cannot make is the hook's error.
 func TestDeskReadsWithTheWorkersClient(t *testing.T) {

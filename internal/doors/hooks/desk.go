@@ -114,6 +114,16 @@ func (v *ViaDesk) Text(ctx context.Context, id string) (string, error) {
 	return v.Backend.Text(ctx, id)
 }
 
+// Had asks the session through the desk (the worker's client); directly only when no desk took
+// the call (one that took it and did not answer in time has no quicker way).
+func (v *ViaDesk) Had(ctx context.Context, session string, intents []string) ([]hookapi.HadMessage, error) {
+	had, err := v.Desk.Had(ctx, session, intents)
+	if !unsent(err) {
+		return had, err
+	}
+	return v.Backend.Had(ctx, session, intents)
+}
+
 // Close closes an intent through the desk; directly only when the desk did not take the call.
 func (v *ViaDesk) Close(ctx context.Context, id string) error {
 	if err := v.Desk.Close(ctx, id); !unsent(err) {
@@ -235,6 +245,10 @@ func (l *lazy) Report(ctx context.Context, session string, ev hookapi.AgentEvent
 
 func (l *lazy) Take(ctx context.Context, session string, req hookapi.TakeRequest) (hookapi.TakeResult, error) {
 	return call(l, ctx, func(b Backend) (hookapi.TakeResult, error) { return b.Take(ctx, session, req) })
+}
+
+func (l *lazy) Had(ctx context.Context, session string, intents []string) ([]hookapi.HadMessage, error) {
+	return call(l, ctx, func(b Backend) ([]hookapi.HadMessage, error) { return b.Had(ctx, session, intents) })
 }
 
 func (l *lazy) Taken(ctx context.Context, session, key string) error {

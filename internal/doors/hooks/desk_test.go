@@ -39,6 +39,9 @@ func (*goneDesk) CloseOldest(context.Context, string) (string, error) { return "
 func (*goneDesk) SendInbox(context.Context, string, workflows.InboxSend) error {
 	return errGone
 }
+func (*goneDesk) Had(context.Context, string, []string) ([]workflows.HadMessage, error) {
+	return nil, errGone
+}
 
 // deadBackend is Temporal gone with the worker (the embedded server).
 type deadBackend struct{ fakeBackend }

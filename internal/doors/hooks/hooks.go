@@ -92,6 +92,9 @@ type Backend interface {
 	// Take hands over the messages waiting for the agent; Taken commits them once printed.
 	Take(ctx context.Context, session string, req hookapi.TakeRequest) (hookapi.TakeResult, error)
 	Taken(ctx context.Context, session, key string) error
+	// Had asks the session which of intents' messages its agent has in its context (its own
+	// record, ahead of the intents' memos); it needs a worker.
+	Had(ctx context.Context, session string, intents []string) ([]hookapi.HadMessage, error)
 }
 
 // Answer is what a hook prints, and what is committed once it is printed: the key of the take
@@ -188,7 +191,8 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 		return Answer{}, nil
 	}
 	// The take and the list at once, and the listed intents' full texts as soon as the list is
-	// in: none waits for the take's round trip to the worker.
+	// in: none waits for the take's round trip to the worker. What the session says the agent
+	// had is asked once the list is in, meanwhile too.
 	texts := newTextReader(ctx, b)
 	paged := make(chan struct{})
 	var page hookapi.Page
@@ -200,6 +204,9 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 			if p.Text == "" { // an intent from before the memo held its text, or a long one
 				texts.read(p.ID)
 			}
+		}
+		if err == nil {
+			withSessionWord(ctx, b, s, page.Intents)
 		}
 	}()
 	taken := takeWaiting(ctx, b, s, in, hookapi.EventSessionStart, in.Source, nil, 0)
@@ -287,6 +294,51 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 		answer.Context = &Context{ID: "session-start/" + in.SessionID + "/" + now.UTC().Format(time.RFC3339Nano), Text: listed.String()}
 	}
 	return answer, nil
+}
+
+// withSessionWord corrects, in place, the listed intents whose memo says their message has not
+// reached the agent yet by what the session's own record says (Backend.Had): a message the agent
+// had counts as delivered, when the session counted it (zero when it does not know: before this
+// context began, so it is printed in full). A memo lags behind its session: the session holds
+// the results of a typed block while more waits to be typed (results-after-backlog), and
+// visibility is eventually consistent; a message the agent had and its new context only names
+// as one that "follows on its own" never follows, the session has it as delivered (issue 60).
+// Without the session's word (no worker, or none in time) the memos decide.
+func withSessionWord(ctx context.Context, b Backend, s Settings, listed []hookapi.Summary) {
+	var ask []string
+	for _, p := range listed {
+		if awaitsDelivery(p) {
+			ask = append(ask, p.ID)
+		}
+	}
+	if len(ask) == 0 || takeBackingOff(s.DataDir, time.Now()) {
+		return // nothing to ask, or no worker answered a take moments ago
+	}
+	hctx, cancel := context.WithTimeout(ctx, askBudget(ctx))
+	defer cancel()
+	had, err := b.Had(hctx, s.Session, ask)
+	if err != nil {
+		s.logger().Warn("hook: the session did not say what its agent had; the intents' memos decide", zap.String("session", s.Session), zap.Error(err))
+		return
+	}
+	at := make(map[string]time.Time, len(had))
+	for _, h := range had {
+		at[h.Intent] = h.At
+	}
+	for i, p := range listed {
+		if t, ok := at[p.ID]; ok && awaitsDelivery(p) {
+			listed[i].Delivered = &t
+		}
+	}
+}
+
+// askBudget is how long a hook waits for its session's answer: TakeBudget, at most half the
+// hook's time left (the rest is for printing and committing).
+func askBudget(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return min(TakeBudget, time.Until(d)/2)
+	}
+	return TakeBudget
 }
 
 // awaitsDelivery reports whether a listed pending intent is one its session types and has not

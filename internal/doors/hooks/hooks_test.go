@@ -37,6 +37,27 @@ type fakeBackend struct {
 	takeErr error
 	reports []workflows.AgentEvent
 	taken   []string
+	// had is what the session says its agent has in its context (QueryHad), hadAsked what it
+	// was asked; hadErr, when set, is its answer instead.
+	had      []workflows.HadMessage
+	hadAsked [][]string
+	hadErr   error
+}
+
+func (f *fakeBackend) Had(_ context.Context, _ string, intents []string) ([]workflows.HadMessage, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hadAsked = append(f.hadAsked, intents)
+	if f.hadErr != nil {
+		return nil, f.hadErr
+	}
+	var out []workflows.HadMessage
+	for _, h := range f.had {
+		if contains(intents, h.Intent) {
+			out = append(out, h)
+		}
+	}
+	return out, nil
 }
 
 func (f *fakeBackend) Report(_ context.Context, _ string, ev workflows.AgentEvent) error {
@@ -237,6 +258,60 @@ func TestSessionStartNeverPrintsWhatIsTypedAfter(t *testing.T) {
 	if len(b.committed) != 1 || strings.Contains(b.committed[0], "whole secret") {
 		t.Errorf("committed %q", b.committed)
 	}
+}
+
+// Issue 60: a message the agent had whose intent's memo does not say so yet (its result held
+// while more waits to be typed, or visibility behind) is listed in full after any reset, by the
+// session's own word (Backend.Had); only what the session does not have as delivered is named
+// as one that follows on its own. Asked only about what the memos say is on its way. Without the
+// session's word, the memos decide, as before. Had after the event's time (a Gemini CLI hook that
+// ran late), it is in this conversation already.
+func TestSessionStartListsInFullWhatTheSessionSaysTheAgentHad(t *testing.T) {
+	delivered, typedAfter := now.Add(-9*time.Minute), now.Add(-time.Second)
+	pending := func() *fakeBackend {
+		b := backend()
+		b.pending[0].Source, b.pending[0].Text = workflows.SourceTelegram, "first, typed and receipted"
+		b.pending[1].Source, b.pending[1].Text = workflows.SourceTelegram, "second, still queued"
+		b.pending = append(b.pending, intent.Summary{ID: "intent/5/0", ChatID: "5", Session: "secretary", Source: workflows.SourceTelegram,
+			ReceivedAt: now.Add(-20 * time.Minute), Delivered: &delivered, Text: "zeroth, told long ago"})
+		b.had = []workflows.HadMessage{{Intent: "intent/5/1", At: now.Add(-5 * time.Minute)}, {Intent: "intent/5/0"}}
+		return b
+	}
+	for _, source := range []string{"startup", "clear", "compact", "resume"} {
+		t.Run(source, func(t *testing.T) {
+			b := pending()
+			out := run(t, EventSessionStart, b, settings(), `{"session_id":"s1","hook_event_name":"SessionStart","source":"`+source+`"}`)
+			if !strings.Contains(out, "first, typed and receipted") || strings.Contains(out, "id=intent/5/1 chat=5 age=10m0s (") {
+				t.Errorf("the message the agent had is not listed in full:\n%s", out)
+			}
+			if !strings.Contains(out, "zeroth, told long ago") {
+				t.Errorf("the message whose memo says delivered is not listed in full:\n%s", out)
+			}
+			if strings.Contains(out, "still queued") || !strings.Contains(out, "id=intent/5/2 chat=5 age=1m0s (not handed over yet") {
+				t.Errorf("the queued message is printed, or not named:\n%s", out)
+			}
+			if len(b.hadAsked) != 1 || strings.Join(b.hadAsked[0], " ") != "intent/5/1 intent/5/2" {
+				t.Errorf("the session was asked %q, want what the memos say is on its way", b.hadAsked)
+			}
+		})
+	}
+	t.Run("no word from the session", func(t *testing.T) {
+		b := pending()
+		b.hadErr = errors.New("no worker polls session/secretary")
+		out := run(t, EventSessionStart, b, settings(), `{"session_id":"s1","hook_event_name":"SessionStart","source":"clear"}`)
+		if strings.Contains(out, "typed and receipted") || !strings.Contains(out, "id=intent/5/1 chat=5 age=10m0s (not handed over yet") {
+			t.Errorf("without the session's word, the memo does not decide:\n%s", out)
+		}
+	})
+	t.Run("had after the event", func(t *testing.T) {
+		b := pending()
+		b.had[0].At = typedAfter
+		input := `{"session_id":"s1","hook_event_name":"SessionStart","source":"startup","timestamp":"` + now.Add(-2*time.Second).Format(time.RFC3339Nano) + `"}`
+		out := run(t, EventSessionStart, b, settings(), input)
+		if strings.Contains(out, "typed and receipted") || !strings.Contains(out, "id=intent/5/1 chat=5 age=10m0s (in this conversation already)") {
+			t.Errorf("a message the new context got after it began is printed again:\n%s", out)
+		}
+	})
 }
 
 // Gemini CLI fires its SessionStart without waiting for it: under load its hook runs after the

@@ -47,6 +47,9 @@ type Reader interface {
 	Close(ctx context.Context, id string) error
 	CloseOldest(ctx context.Context, chat string) (string, error)
 	SendInbox(ctx context.Context, agent string, msg hookapi.InboxSend) error
+	// Had asks a session which of intents' messages its agent has in its context
+	// (hookapi.QueryHad).
+	Had(ctx context.Context, session string, intents []string) ([]hookapi.HadMessage, error)
 }
 
 // maxResponse bounds an answer a hook reads (a page of intents with their texts, an inbox).
@@ -68,6 +71,8 @@ type request struct {
 	ID   string             `json:"id,omitempty"`
 	Chat string             `json:"chat,omitempty"`
 	Send *hookapi.InboxSend `json:"send,omitempty"`
+	// Intents are the intents a session is asked about (opHad).
+	Intents []string `json:"intents,omitempty"`
 }
 
 // response is the desk's answer.
@@ -83,6 +88,8 @@ type response struct {
 	// Text is an intent's full text (opText), ID the intent closed (opCloseOldest).
 	Text string `json:"text,omitempty"`
 	ID   string `json:"id,omitempty"`
+	// Had are the asked intents whose message the session's agent has (opHad).
+	Had []hookapi.HadMessage `json:"had,omitempty"`
 	// Code names an error the hook acts on: codeNotFound, codeNotOpen.
 	Code string `json:"code,omitempty"`
 }
@@ -111,6 +118,7 @@ const (
 	opClose       = "close"
 	opCloseOldest = "close-oldest"
 	opSendInbox   = "send-inbox"
+	opHad         = "had"
 )
 
 // Desk is what the socket serves: the worker's hook desk (hookdesk.Desk).
@@ -305,6 +313,8 @@ func answerCall(ctx context.Context, desk Desk, reader Reader, req request) resp
 		res.ID, err = reader.CloseOldest(ctx, req.Chat)
 	case req.Op == opSendInbox && req.Send != nil && reader != nil:
 		err = reader.SendInbox(ctx, req.Agent, *req.Send)
+	case req.Op == opHad && reader != nil:
+		res.Had, err = reader.Had(ctx, req.Session, req.Intents)
 	default:
 		err = fmt.Errorf("unknown call %q", req.Op)
 		res.Code = codeUnknownCall
@@ -546,4 +556,11 @@ func (c Client) CloseOldest(ctx context.Context, chat string) (string, error) {
 func (c Client) SendInbox(ctx context.Context, agent string, msg hookapi.InboxSend) error {
 	_, err := c.call(ctx, request{Op: opSendInbox, Agent: agent, Send: &msg})
 	return err
+}
+
+// Had asks a session, with the worker's client, which of intents' messages its agent has in its
+// context.
+func (c Client) Had(ctx context.Context, session string, intents []string) ([]hookapi.HadMessage, error) {
+	res, err := c.call(ctx, request{Op: opHad, Session: session, Intents: intents})
+	return res.Had, err
 }

@@ -45,6 +45,9 @@ func (fakeBackend) Close(_ context.Context, id string) error {
 	}
 	return nil
 }
+func (fakeBackend) Had(_ context.Context, _ string, intents []string) ([]hookapi.HadMessage, error) {
+	return []hookapi.HadMessage{{Intent: intents[0]}}, nil
+}
 func (fakeBackend) CloseOldest(context.Context, string) (string, error) {
 	return "", hookapi.ErrNotFound
 }

@@ -54,6 +54,20 @@ func (t Temporal) SendInbox(ctx context.Context, agent string, msg workflows.Inb
 	return err
 }
 
+// Had asks session which of intents' messages its agent has in its context (its own record,
+// ahead of the intents' memos).
+func (t Temporal) Had(ctx context.Context, session string, intents []string) ([]workflows.HadMessage, error) {
+	res, err := t.Client.QueryWorkflow(ctx, workflows.SessionWorkflowID(session), "", workflows.QueryHad, intents)
+	if err != nil {
+		return nil, fmt.Errorf("ask session %s what its agent had: %w", session, err)
+	}
+	var had []workflows.HadMessage
+	if err := res.Get(&had); err != nil {
+		return nil, fmt.Errorf("ask session %s what its agent had: %w", session, err)
+	}
+	return had, nil
+}
+
 // CommitContext asks the session to append a block Claude Code injects itself to the history.
 func (t Temporal) CommitContext(ctx context.Context, session, id, text string) error {
 	return t.words(ctx, session, workflows.HookWords{Contexts: []workflows.DeliveryRequest{{ID: id, Kind: workflows.KindContext, Text: text}}})
