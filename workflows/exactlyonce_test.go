@@ -57,8 +57,11 @@ var (
 // continue-as-new. Issue 26's hook desk changed what each seed draws, so those seeds now play
 // other schedules; with the defects put back in the workflow's glue (issue 34), 98 finds a
 // settle that looks at the leases before it reads the commits that arrived, and 252 a take
-// that does not read them first.
-var checkerRegressions = []uint64{3, 9, 72, 98, 252, 446, 1474, 1862}
+// that does not read them first. With the person's plays (issue 60): 83, an edit of a message
+// whose standing offer a hook took and never committed was dropped, and the message went back to
+// the queue as first sent; 162, an edit read before its message's request (the edit's own
+// reader ran while the request waited in its channel) was lost.
+var checkerRegressions = []uint64{3, 9, 72, 83, 98, 162, 252, 446, 1474, 1862}
 
 // TestExactlyOnceChecker runs the regression seeds, then seeds 1, 2, ... for the budget.
 func TestExactlyOnceChecker(t *testing.T) {
@@ -75,13 +78,15 @@ func TestExactlyOnceChecker(t *testing.T) {
 		budget = 2 * time.Second
 	}
 	n, continued, deskTakes := 0, 0, 0
+	var person personPlay
 	for n < *checkerSchedules && time.Since(start) < budget {
 		n++
 		seed := uint64(n)
 		if !t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
-			runs, desk := runSchedule(t, seed)
+			runs, desk, p := runSchedule(t, seed)
 			continued += runs - 1
 			deskTakes += desk
+			person.edited, person.withdrawn, person.stopped, person.asked = person.edited+p.edited, person.withdrawn+p.withdrawn, person.stopped+p.stopped, person.asked+p.asked
 		}) {
 			t.Fatalf("exactly-once checker: seed %d failed (after %d schedules)", seed, n)
 		}
@@ -92,7 +97,8 @@ func TestExactlyOnceChecker(t *testing.T) {
 	if n >= 20 && deskTakes == 0 {
 		t.Fatalf("exactly-once checker: %d schedules, and no hook ever took a standing offer at the desk", n)
 	}
-	t.Logf("exactly-once checker: %d schedules (%d continues-as-new, %d takes at the desk) in %s, no violation", n, continued, deskTakes, time.Since(start).Round(time.Millisecond))
+	t.Logf("exactly-once checker: %d schedules (%d continues-as-new, %d takes at the desk; the person: %d edits, %d take-backs, %d stops, %d has-message) in %s, no violation",
+		n, continued, deskTakes, person.edited, person.withdrawn, person.stopped, person.asked, time.Since(start).Round(time.Millisecond))
 }
 
 // checkEvent is one step of a schedule, for the report of a failing seed.
@@ -139,6 +145,8 @@ type checkRun struct {
 	desk      *modelDesk
 	deskKeys  map[string]bool
 	deskTakes int
+	// p is the person's side: edits, take-backs, stops, has-message (exactlyonce_person_test.go).
+	p personPlay
 }
 
 // scheduled is one event of a schedule, at a time from the schedule's start.
@@ -152,7 +160,20 @@ type span struct{ from, to time.Duration }
 
 var errWorkerAway = errors.New("worker away")
 
-var markerRE = regexp.MustCompile(`\[(M|R)([0-9]+)(?:#([0-9]+))?\]`)
+// markerRE finds what a text carries: [M<i>] message i (v<n>: as the person's n-th edit sent
+// it), [R<i>#<tick>] a reminder of it.
+var markerRE = regexp.MustCompile(`\[(M|R)([0-9]+)(?:#([0-9]+))?(?:v([0-9]+))?\]`)
+
+// markerKeys are the messages (intent keys) a text carries.
+func markerKeys(text string) []string {
+	var keys []string
+	for _, m := range markerRE.FindAllStringSubmatch(text, -1) {
+		if m[1] == "M" {
+			keys = append(keys, "intent/1/"+m[2])
+		}
+	}
+	return keys
+}
 
 func (r *checkRun) now() time.Duration { return r.env.Now().Sub(r.start) }
 
@@ -221,6 +242,9 @@ func (r *checkRun) enter(how, text string) {
 		r.entered[key]++
 		if r.entered[key] == 1 {
 			r.enteredAt[key] = r.now()
+			if m[1] == "M" {
+				r.firstEntry(key, markerVersion(m[4]), how == "typed")
+			}
 		}
 		r.note("%s %s (%d)", how, key, r.entered[key])
 	}
@@ -228,9 +252,9 @@ func (r *checkRun) enter(how, text string) {
 
 // runSchedule plays the seed's schedule and returns how many runs the session had, and how many
 // takes at the desk handed messages over.
-func runSchedule(t *testing.T, seed uint64) (runs, deskTakes int) {
+func runSchedule(t *testing.T, seed uint64) (runs, deskTakes int, person personPlay) {
 	r := &checkRun{t: t, rng: rand.New(rand.NewPCG(seed, 0x1d)), entered: map[string]int{}, enteredAt: map[string]time.Duration{}, answered: map[string]bool{},
-		desk: newModelDesk(), deskKeys: map[string]bool{}}
+		desk: newModelDesk(), deskKeys: map[string]bool{}, p: newPersonPlay(seed)}
 	r.desk.away = func() bool { return r.outage(r.now()) }
 	r.env = r.NewTestWorkflowEnvironment()
 	r.env.SetTestTimeout(time.Minute)
@@ -265,7 +289,7 @@ func runSchedule(t *testing.T, seed uint64) (runs, deskTakes int) {
 		r.away = append(r.away, span{at, at + time.Duration(20+r.rng.IntN(70))*time.Second})
 	}
 	r.scheduleAgent()
-	r.scheduleIntents()
+	r.schedulePerson(r.scheduleIntents())
 	// The session continues as new at up to two moments (its history grew long): the state it
 	// hands on must keep every promise.
 	for range r.rng.IntN(3) {
@@ -276,7 +300,7 @@ func runSchedule(t *testing.T, seed uint64) (runs, deskTakes int) {
 	}
 	r.at(40*time.Minute, func() { r.env.CancelWorkflow() })
 	cfg := SessionConfig{Name: "s", TmuxTarget: "s:0", CLI: "claude", BusyPatterns: []string{"esc to interrupt"}, InputPrompt: "❯",
-		HistoryPath: "h.jsonl", Escalation: EscalationPolicy{Interrupt: false, Reset: false}}
+		HistoryPath: "h.jsonl", Escalation: EscalationPolicy{Interrupt: false, Reset: false}, StopKeys: []string{"Escape"}}
 	in := SessionInput{Version: SessionVersion, Config: cfg}
 	for {
 		r.runs++
@@ -315,22 +339,24 @@ func runSchedule(t *testing.T, seed uint64) (runs, deskTakes int) {
 
 	for i := 1; i <= r.keys; i++ {
 		key := fmt.Sprintf("intent/1/%d", i)
-		if n := r.entered[key]; n != 1 {
+		_, withdrawn := r.p.withdrawnAt[key]
+		if n := r.entered[key]; n != 1 && (!withdrawn || n > 1) {
 			r.fail("message %s entered the agent's context %d times, want once", key, n)
 		}
 	}
+	r.checkPerson()
 	for key, n := range r.entered {
 		if strings.Contains(key, "#reminder-") && n > 1 {
 			r.fail("reminder %s entered the agent's context %d times", key, n)
 		}
 	}
-	return r.runs, r.deskTakes
+	return r.runs, r.deskTakes, r.p
 }
 
 // register mocks the activities and the intents' side of the signals.
 func (r *checkRun) register() {
 	r.env.RegisterWorkflowWithOptions(SessionWorkflow, workflow.RegisterOptions{Name: SessionWorkflowName})
-	r.env.RegisterActivityWithOptions(func(ctx context.Context, req activities.CaptureRequest) (string, error) {
+	capture := func(ctx context.Context, req activities.CaptureRequest) (string, error) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if r.outage(r.now()) {
@@ -340,7 +366,8 @@ func (r *checkRun) register() {
 			return "✻ Sautéing… (esc to interrupt)\n❯ ", nil
 		}
 		return "❯ \n  ? for shortcuts", nil
-	}, activity.RegisterOptions{Name: activities.TmuxCaptureName})
+	}
+	r.env.RegisterActivityWithOptions(capture, activity.RegisterOptions{Name: activities.TmuxCaptureName})
 	r.env.RegisterActivityWithOptions(func(ctx context.Context, req activities.InjectRequest) (activities.InjectResult, error) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -350,6 +377,7 @@ func (r *checkRun) register() {
 		if r.working(r.now()) {
 			r.fail("a keystroke reached the working agent: %q", req.Text)
 		}
+		r.p.typedAt = append(r.p.typedAt, r.now())
 		r.enter("typed", req.Text)
 		return activities.InjectResult{Bottom: "❯ "}, nil
 	}, activity.RegisterOptions{Name: activities.TmuxInjectName})
@@ -363,6 +391,12 @@ func (r *checkRun) register() {
 		return 1, nil
 	}, activity.RegisterOptions{Name: activities.HistoryAppendName})
 	r.env.RegisterActivityWithOptions(func(ctx context.Context, req activities.KeysRequest) error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.outage(r.now()) {
+			return errWorkerAway
+		}
+		r.keysPressed(req.Keys)
 		return nil
 	}, activity.RegisterOptions{Name: activities.TmuxSendKeysName})
 	r.env.RegisterActivityWithOptions(func(ctx context.Context, p activities.Push) error { return nil },
@@ -382,6 +416,9 @@ func (r *checkRun) register() {
 				r.fail("%s counted delivered (%s, via %q) but never typed or printed", key, res.ID, res.Via)
 			}
 			r.answered[key] = true
+			if _, ok := r.p.answeredAt[key]; !ok {
+				r.p.answeredAt[key] = r.now()
+			}
 		}
 		r.note("result %s ok=%v via=%q", res.ID, res.OK, res.Via)
 	}
@@ -399,6 +436,8 @@ func (r *checkRun) register() {
 		}
 		return nil
 	}, result)
+	// A /stop's look at the screen may be slow (a loaded machine): the turn may end meanwhile.
+	r.env.OnActivity(activities.TmuxCaptureName, mock.Anything, mock.Anything).AfterFn(r.lookDelay).Return(capture)
 }
 
 // scheduleAgent plays the agent's hooks: at each turn's start its prompt (user-prompt-submit),
@@ -485,10 +524,12 @@ func (r *checkRun) hook(at time.Duration, event, key string) {
 		r.mu.Lock()
 		for _, m := range msgs {
 			r.enter("printed by "+key+" (desk)", m.Text)
+			r.p.printedBy[key] = append(r.p.printedBy[key], markerKeys(m.Text)...)
 		}
 		r.mu.Unlock()
 		r.at(r.now()+delay, func() {
 			r.note("commit %s (%s)", key, taken.Key)
+			r.committedPrints(key)
 			if r.outage(r.now()) {
 				r.signal(SignalHookWords, committed(taken.Key)) // no desk: the hook signals
 				return
@@ -527,10 +568,12 @@ func (r *checkRun) hook(at time.Duration, event, key string) {
 				r.mu.Lock()
 				for _, m := range res.Messages {
 					r.enter("printed by "+key, m.Text)
+					r.p.printedBy[key] = append(r.p.printedBy[key], markerKeys(m.Text)...)
 				}
 				r.mu.Unlock()
 				r.at(r.now()+delay, func() {
 					r.note("commit %s", key)
+					r.committedPrints(key)
 					r.signal(SignalHookWords, committed(key))
 				})
 			},
@@ -562,12 +605,16 @@ func (r *checkRun) hook(at time.Duration, event, key string) {
 // scheduleIntents plays the intents: each message's first request (the door's), its requests
 // again while no result came within the delivery timeout (sometimes sooner: a worker recovering
 // re-queues #1), and reminders with their ticks, each asked again the same way.
-func (r *checkRun) scheduleIntents() {
+// It returns when each message arrived.
+func (r *checkRun) scheduleIntents() map[string]time.Duration {
+	arrivals := map[string]time.Duration{}
 	r.keys = 5 + r.rng.IntN(20)
 	for i := 1; i <= r.keys; i++ {
 		id := fmt.Sprintf("intent/1/%d", i)
 		arrive := time.Duration(r.rng.IntN(600)) * time.Second
-		msg := DeliveryRequest{ID: id + "#1", ReplyTo: id, Kind: KindMessage, Text: fmt.Sprintf("【新着メッセージ】msg_id=%d chat=1: [M%d] text", i, i)}
+		arrivals[id] = arrive
+		msg := DeliveryRequest{ID: id + "#1", ReplyTo: id, Kind: KindMessage, Text: messageText(i, 1)}
+		r.p.text[id], r.p.version[id] = msg.Text, 1
 		r.deliver(arrive, msg)
 		attempt := 1
 		// Asking again while nothing answered: after the delivery timeout, or a recovery's #1.
@@ -596,10 +643,14 @@ func (r *checkRun) scheduleIntents() {
 			}
 		}
 	}
+	return arrivals
 }
 
 func (r *checkRun) deliver(at time.Duration, req DeliveryRequest) {
 	r.at(at, func() {
+		if req.Kind == KindMessage {
+			req.Text = r.currentText(req.ReplyTo) // an intent asks with the text the person last sent
+		}
 		r.note("deliver %s", req.ID)
 		r.signal(SignalDeliver, req)
 	})
@@ -612,8 +663,12 @@ func (r *checkRun) deliverUnlessAnswered(at time.Duration, req DeliveryRequest) 
 	r.at(at, func() {
 		r.mu.Lock()
 		done := req.Kind == KindMessage && r.answered[req.ReplyTo]
+		_, gone := r.p.withdrawnAt[req.ReplyTo] // a taken-back intent asks for nothing more
+		if req.Kind == KindMessage {
+			req.Text = r.p.text[req.ReplyTo]
+		}
 		r.mu.Unlock()
-		if done {
+		if done || gone {
 			return
 		}
 		r.note("deliver %s", req.ID)

@@ -60,9 +60,17 @@ type Ledger struct {
 	// Edits are the person's edits of messages the standing offer reserves (newest text per
 	// intent): the desk holds the text first sent, so the edit waits for the desk's word. Once
 	// it is withdrawn the queue takes the edit (offered or typed in it); once a hook took it,
-	// the hook printed the text first sent, which the agent has and the history records, and the
-	// edit is dropped here (the agent has the message: the door sends it as a correction).
+	// the edit waits for that hook: its commit says it printed the text first sent, which the
+	// agent has and the history records, and the edit is dropped (the agent has the message: the
+	// door sends it as a correction); its lease ending without a commit puts the message back
+	// in the queue, edited (the hook printed nothing).
 	Edits []Edit `json:"edits,omitempty"`
+	// EarlyEdits are edits read before the request of their message (newest text per intent, at
+	// most maxEarlyEdits): the edit and the take-back have a reader of their own, which may
+	// read an edit while the intent's request sent before it still waits in its channel. The
+	// request takes the edit when it is admitted. (The edit of a message the session never gets,
+	// or has answered already, stays until newer ones push it out.)
+	EarlyEdits []Edit `json:"early_edits,omitempty"`
 
 	// commits are the keys of offers hooks have committed, not yet settled; repeats requests
 	// for what is in the agent's context already, not yet answered; typing the request being
@@ -243,7 +251,41 @@ func (l *Ledger) Replace(intent, text string) (replaced, standing bool) {
 		}
 		l.Queue[i].Text = text
 	}
+	if !replaced && !l.editsReservedAtOnce && !l.hasMessage(intent) {
+		l.holdEarlyEdit(intent, text)
+	}
 	return replaced, standing
+}
+
+// hasMessage reports whether intent's message is in the agent's context, in a hook's hands or
+// in the block being typed.
+func (l *Ledger) hasMessage(intent string) bool {
+	req := DeliveryRequest{Kind: KindMessage, ReplyTo: intent}
+	return l.inContext(req) || l.heldIn(req) >= 0 || l.inBlock(req)
+}
+
+// holdEarlyEdit keeps an edit whose message's request has not been read yet (EarlyEdits).
+func (l *Ledger) holdEarlyEdit(intent, text string) {
+	l.EarlyEdits = slices.DeleteFunc(l.EarlyEdits, func(e Edit) bool { return e.Intent == intent })
+	l.EarlyEdits = append(l.EarlyEdits, Edit{Intent: intent, Text: text})
+	if n := len(l.EarlyEdits); n > maxEarlyEdits {
+		l.EarlyEdits = append([]Edit(nil), l.EarlyEdits[n-maxEarlyEdits:]...)
+	}
+}
+
+// maxEarlyEdits bounds Ledger.EarlyEdits (carried across continue-as-new, texts and all): an
+// edit waits there only while its request is in the session's channel.
+const maxEarlyEdits = 50
+
+// takeEarlyEdit puts an edit read before req in req's text, and forgets it.
+func (l *Ledger) takeEarlyEdit(req *DeliveryRequest) {
+	if req.Kind != KindMessage {
+		return
+	}
+	if i := slices.IndexFunc(l.EarlyEdits, func(e Edit) bool { return e.Intent == req.ReplyTo }); i >= 0 {
+		req.Text = l.EarlyEdits[i].Text
+		l.EarlyEdits = slices.Delete(slices.Clone(l.EarlyEdits), i, i+1)
+	}
 }
 
 // holdEdit keeps the newest edit of intent's reserved message until the desk's word.
@@ -256,17 +298,53 @@ func (l *Ledger) holdEdit(intent, text string) {
 }
 
 // settleEdits applies the held edits to the messages still queued, except those of the
-// requests a hook took (taken: their text first sent is what the hook printed), and forgets
-// every held edit.
+// requests a hook took (taken: their edits wait for the hook's commit or its lease's end), and
+// forgets the edits it applied.
 func (l *Ledger) settleEdits(taken []string) {
+	var keep []Edit
 	for _, e := range l.Edits {
+		held := false
 		for i, q := range l.Queue {
-			if q.Kind == KindMessage && q.ReplyTo == e.Intent && !slices.Contains(taken, q.ID) {
-				l.Queue[i].Text = e.Text
+			if q.Kind != KindMessage || q.ReplyTo != e.Intent {
+				continue
 			}
+			if slices.Contains(taken, q.ID) {
+				held = true
+				continue
+			}
+			l.Queue[i].Text = e.Text
+		}
+		if held {
+			keep = append(keep, e)
 		}
 	}
-	l.Edits = nil
+	l.Edits = keep
+}
+
+// editsReturn applies the held edits to the messages of an offer whose hook never committed
+// (they go back to the queue: the agent has not got them), and forgets those edits.
+func (l *Ledger) editsReturn(reqs []DeliveryRequest) {
+	for i, r := range reqs {
+		if j := l.heldEdit(r); j >= 0 {
+			reqs[i].Text = l.Edits[j].Text
+		}
+	}
+	l.forgetEdits(reqs)
+}
+
+// forgetEdits drops the held edits of reqs' messages (a hook printed them as first sent).
+func (l *Ledger) forgetEdits(reqs []DeliveryRequest) {
+	l.Edits = slices.DeleteFunc(l.Edits, func(e Edit) bool {
+		return slices.ContainsFunc(reqs, func(r DeliveryRequest) bool { return r.Kind == KindMessage && r.ReplyTo == e.Intent })
+	})
+}
+
+// heldEdit is the index in Edits of the edit of req's message, -1 if none.
+func (l *Ledger) heldEdit(req DeliveryRequest) int {
+	if req.Kind != KindMessage {
+		return -1
+	}
+	return slices.IndexFunc(l.Edits, func(e Edit) bool { return e.Intent == req.ReplyTo })
 }
 
 // withdrawn reports whether req is for an intent the person took back.
@@ -306,6 +384,7 @@ func (l *Ledger) Admit(req DeliveryRequest) {
 	case !l.queueWhileTyping && l.inBlock(req):
 		l.blockWaiting = append(l.blockWaiting, req)
 	default:
+		l.takeEarlyEdit(&req)
 		l.enqueue(req)
 	}
 }
@@ -462,6 +541,7 @@ func (l *Ledger) Settle(now time.Time) Settlement {
 // again. Requests for what the offer held that came while it was out are answered too.
 func (l *Ledger) commit(o Offer, reconciled bool) Commit {
 	c := Commit{Offer: o, Reconciled: reconciled}
+	l.forgetEdits(o.Requests)
 	for _, req := range o.Requests {
 		if !l.inContext(req) {
 			c.Fresh = append(c.Fresh, req)
@@ -479,7 +559,9 @@ func (l *Ledger) expire(o Offer) []DeliveryRequest {
 	if n := len(l.ExpiredOffers); n > maxExpiredOffers {
 		l.ExpiredOffers = append([]Offer(nil), l.ExpiredOffers[n-maxExpiredOffers:]...)
 	}
-	return slices.DeleteFunc(append(slices.Clone(o.Requests), o.Waiting...), l.withdrawn)
+	back := slices.DeleteFunc(append(slices.Clone(o.Requests), o.Waiting...), l.withdrawn)
+	l.editsReturn(back)
+	return back
 }
 
 // reconcile applies a commit whose offer's lease had ended: the hook did print it, so what is

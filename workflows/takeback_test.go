@@ -163,5 +163,42 @@ func TestLedgerEditOfReservedWaitsForTheDesk(t *testing.T) {
 	o := l.StandingTaken(StandingTaken{Key: offer.Key, IDs: offer.IDs[:1]}, time.Now())
 	require.Equal(t, first1, o.Requests[0].Text, "the hook printed the text first sent")
 	require.Equal(t, "edited 2", l.Queue[0].Text, "not handed out: the edit holds")
+	require.Equal(t, []Edit{{Intent: "intent/1/1", Text: "edited 1"}}, l.Edits, "the taken one's edit waits for its hook")
+
+	// The hook never commits: its lease ends, and the message goes back to the queue edited
+	// (the hook printed nothing; found by the exactly-once checker, seed 83).
+	expired := l.Settle(o.At.Add(policy.OfferLease))
+	require.Len(t, expired.Expired, 1)
+	require.Equal(t, "edited 1", l.Queue[0].Text, "back in the queue as the person last sent it")
 	require.Empty(t, l.Edits)
+
+	// A hook that commits printed the text first sent: the edit is dropped.
+	l.Edits = nil
+	offer = l.Stand(l.Offerable(), "run")
+	_, standing = l.Replace("intent/1/2", "edited 2 again")
+	require.True(t, standing)
+	o = l.StandingTaken(StandingTaken{Key: offer.Key, IDs: offer.IDs}, time.Now())
+	l.Committed(o.Key)
+	l.Settle(o.At.Add(time.Second))
+	require.Empty(t, l.Edits, "the agent has the text the hook printed")
+	require.Empty(t, l.Queue)
+}
+
+// Issue 60 (edits-reach-the-desk): an edit read before the request of its message (the edit's
+// own reader ran while the request still waited in its channel: the main loop was busy) is not
+// lost: the request takes it when it is admitted. Found by the exactly-once checker, seed 162.
+func TestLedgerEditBeforeItsRequestIsKept(t *testing.T) {
+	var l Ledger
+	replaced, standing := l.Replace("intent/1/1", "edited 1")
+	require.False(t, replaced)
+	require.False(t, standing)
+	l.Admit(msg(1, 1))
+	require.Equal(t, "edited 1", l.Queue[0].Text, "the request takes the edit read before it")
+	require.Empty(t, l.EarlyEdits)
+
+	// An edit of a message the agent has is not kept (the door sends it as a correction).
+	l.Queue = nil
+	l.remember(msg(1, 1))
+	l.Replace("intent/1/1", "edited again")
+	require.Empty(t, l.EarlyEdits)
 }
