@@ -137,8 +137,14 @@ func (c control) cancel(ctx context.Context, chat string, cmd telegram.Command) 
 		}
 		c.log.Warn("/cancel: ignore", zap.String("intent", id), zap.Error(err))
 		return fmt.Sprintf("Could not cancel #%d right now; try again in a minute.", msg)
-	case st.Delivered != nil || c.agentHas(ctx, c.sessionOf(ctx, id), id):
+	case st.Delivered != nil:
 		return fmt.Sprintf("Cancelled #%d. Its agent already had it; it is not reminded of it any more.", msg)
+	}
+	switch c.agentHas(ctx, c.sessionOf(ctx, id), id) {
+	case hasYes:
+		return fmt.Sprintf("Cancelled #%d. Its agent already had it; it is not reminded of it any more.", msg)
+	case hasUnknown:
+		return fmt.Sprintf("Cancelled #%d. Its session did not answer, so intentq cannot tell whether its agent had it already; it is not reminded of it any more.", msg)
 	}
 	return fmt.Sprintf("Cancelled #%d before it reached the agent: it never will.", msg)
 }
@@ -193,21 +199,35 @@ func (c control) askSession(ctx context.Context, chat, command, update string, r
 
 // agentHas asks session whether its agent has the intent's message although the intent does not
 // know it yet: under a burst a session tells its intents after its backlog is typed (issue 38).
-// Unknown (no session named, the session not answering within hasMessageWait: its host's
-// worker is down) counts as not.
-func (c control) agentHas(ctx context.Context, name, id string) bool {
+// No session named is a no; a session not answering within hasMessageWait (its host's worker is
+// down) is hasUnknown, which the person is told: a no would drop an edit of a message the agent
+// had, in silence.
+func (c control) agentHas(ctx context.Context, name, id string) hasAnswer {
 	if name == "" {
-		return false
+		return hasNo
 	}
 	ctx, cancel := context.WithTimeout(ctx, hasMessageWait)
 	defer cancel()
 	has, err := session.HasMessage(ctx, c.client, name, id)
-	if err != nil {
+	switch {
+	case err != nil:
 		c.log.Warn("ask the session about a message", zap.String("session", name), zap.String("intent", id), zap.Error(err))
-		return false
+		return hasUnknown
+	case has:
+		return hasYes
 	}
-	return has
+	return hasNo
 }
+
+// hasAnswer is a session's answer to whether its agent has a message.
+type hasAnswer int
+
+// The session's answers: no, yes, or none in time.
+const (
+	hasNo hasAnswer = iota
+	hasYes
+	hasUnknown
+)
 
 // hasMessageWait bounds agentHas: a session whose worker runs answers in milliseconds, and the
 // door waits for the answer.
@@ -243,8 +263,15 @@ func (c control) edit(rec *intent.Recorder) func(ctx context.Context, m intent.M
 		case err != nil:
 			c.log.Warn("edit", zap.String("chat", chat), zap.String("message", msg), zap.Error(err))
 			return fmt.Sprintf("Your edit of #%s could not be passed on right now; send the correction as a new message.", msg)
-		case !res.Delivered && !c.agentHas(ctx, res.Session, id):
-			return ""
+		case !res.Delivered:
+			switch c.agentHas(ctx, res.Session, id) {
+			case hasNo:
+				return ""
+			case hasUnknown:
+				// The edit is kept for when the message reaches the agent; if the agent had it
+				// already, only a correction would reach it, and intentq cannot tell.
+				return fmt.Sprintf("Your edit of #%s is kept for when #%s reaches its agent. Its session did not answer: if the agent already had #%s, send the correction as a new message.", msg, msg, msg)
+			}
 		}
 		m.Corrects = msg
 		m.MessageID = msg + ".edit" + strconv.FormatInt(m.SentAt.Unix(), 10)

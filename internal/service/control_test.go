@@ -181,3 +181,46 @@ func TestTheDoorAsksTheSessionWhatItsAgentHas(t *testing.T) {
 	bot.AddUpdate(fakebot.MessageUpdate(cancelMsg))
 	answer(3, "Cancelled #2. Its agent already had it")
 }
+
+// Issue 60: a session that does not answer whether its agent has a message (its host's worker
+// is down: here its run is on a task queue no worker polls) is not taken for a no. The edit is
+// kept and the person told that a correction may be needed; /cancel says intentq cannot tell.
+// Before, both counted the silence as "not yet", and an edit of a message the agent had was
+// dropped without a word.
+func TestTheDoorSaysWhenTheSessionDoesNotAnswer(t *testing.T) {
+	svc, _, bot, cfg := telegramService(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := svc.Client()
+	name := config.DefaultSessionName
+
+	bot.AddMessage(allowedChat, allowedUser, 1, "meet at 3pm")
+	bot.AddMessage(allowedChat, allowedUser, 2, "sent by mistake")
+	waitUntil(t, "both messages waiting in the session", 30*time.Second, func() bool {
+		v, err := session.View(ctx, c, name)
+		return err == nil && len(v.Queued) == 2
+	})
+	if err := c.TerminateWorkflow(ctx, workflows.SessionWorkflowID(name), "", "the test replaces the run"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:        workflows.SessionWorkflowID(name),
+		TaskQueue: "no-worker-polls-this",
+	}, workflows.SessionWorkflowName, workflows.SessionInput{Version: workflows.SessionVersion, Config: session.TmuxConfig(cfg, name)}); err != nil {
+		t.Fatal(err)
+	}
+	answer := func(to int, want string) {
+		t.Helper()
+		waitUntil(t, fmt.Sprintf("an answer to message %d with %q", to, want), 60*time.Second, func() bool {
+			return slices.ContainsFunc(bot.Sent(), func(m fakebot.SentMessage) bool { return m.ReplyTo == to && strings.Contains(m.Text, want) })
+		})
+	}
+	bot.AddUpdate(fakebot.EditedMessageUpdate(fakebot.Edited(fakebot.TextMessage(allowedChat, allowedUser, 1, "meet at 3pm"), "meet at 5pm")))
+	answer(1, "Your edit of #1 is kept for when #1 reaches its agent. Its session did not answer")
+
+	cancelMsg := fakebot.TextMessage(allowedChat, allowedUser, 3, "/cancel")
+	replied := fakebot.TextMessage(allowedChat, allowedUser, 2, "sent by mistake")
+	cancelMsg.ReplyToMessage = &replied
+	bot.AddUpdate(fakebot.MessageUpdate(cancelMsg))
+	answer(3, "Cancelled #2. Its session did not answer")
+}
