@@ -63,9 +63,10 @@ func (s *Signals) SignalAll(ctx context.Context, req SignalAllRequest) error {
 	if req.Signal == "" || req.Key == "" {
 		return temporal.NewNonRetryableApplicationError("signal request without a name or key", ErrTypeSignalRequestInvalid, nil)
 	}
+	ids := signalRequestIDs(req)
 	var g errgroup.Group
 	g.SetLimit(signalParallel)
-	for _, t := range req.Targets {
+	for i, t := range req.Targets {
 		g.Go(func() error {
 			input, err := tclient.Payloads().ToPayloads(t.Arg)
 			if err != nil {
@@ -78,7 +79,7 @@ func (s *Signals) SignalAll(ctx context.Context, req SignalAllRequest) error {
 				SignalName:        req.Signal,
 				Input:             input,
 				Identity:          "intentq-worker",
-				RequestId:         req.Key + "/" + t.WorkflowID,
+				RequestId:         ids[i],
 			})
 			var notFound *serviceerror.NotFound
 			if errors.As(err, &notFound) {
@@ -91,4 +92,22 @@ func (s *Signals) SignalAll(ctx context.Context, req SignalAllRequest) error {
 		})
 	}
 	return g.Wait()
+}
+
+// signalRequestIDs are the server's request IDs of req's signals: Key and the target, and for a
+// target named again in the same request (two results for one intent: its message and a
+// reminder answered by one typing) also which time, so the server does not take the second for a
+// retry of the first and drop it. A retry of the activity carries the same targets in the same
+// order, so the same IDs.
+func signalRequestIDs(req SignalAllRequest) []string {
+	ids := make([]string, len(req.Targets))
+	seen := map[string]int{}
+	for i, t := range req.Targets {
+		ids[i] = req.Key + "/" + t.WorkflowID
+		if n := seen[t.WorkflowID]; n > 0 {
+			ids[i] += fmt.Sprintf("#%d", n)
+		}
+		seen[t.WorkflowID]++
+	}
+	return ids
 }
