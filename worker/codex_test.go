@@ -286,19 +286,21 @@ func TestCodexMessagesReachAWorkingAgentThroughItsHooks(t *testing.T) {
 	if res.TypedAfter > 0 {
 		t.Errorf("%d messages were typed after the turn: the Stop hook should have handed them over", res.TypedAfter)
 	}
-	byContext, byStop := 0, 0
-	for _, r := range run.api.Requests() {
-		for _, d := range r.Added("developer") {
-			byContext += len(msgIDRE.FindAllString(d, -1))
+	paths := codexMessagePaths(run.api, n)
+	byPath := map[string]int{}
+	for i, p := range paths {
+		for _, one := range p {
+			byPath[one.how]++
 		}
-		for _, u := range r.Added("user") {
-			if strings.Contains(u, "<hook_prompt") {
-				byStop += len(msgIDRE.FindAllString(u, -1))
-			}
+		// By the message's own words, as the person would look: a Stop hook's list of owed
+		// answers quotes a message without intentq's header (issue 60: 5 of 20 were listed there
+		// before the session typed them).
+		if len(p) != 1 {
+			t.Errorf("message %d reached the model %d times: %v", 101+i, len(p), p)
 		}
 	}
-	t.Logf("Telegram update -> model request while Codex works: p50 %s, max %s; %d handed over as context after a tool call, %d by the Stop hook",
-		res.p50(), res.max(), byContext, byStop)
+	t.Logf("Telegram update -> model request while Codex works: p50 %s, max %s; %d handed over as context after a tool call, %d by the Stop hook, %d typed",
+		res.p50(), res.max(), byPath[pathToolCall], byPath[pathStop], byPath[pathTyped])
 	var view struct {
 		Agent *struct {
 			State string `json:"state"`
@@ -317,6 +319,44 @@ func TestCodexMessagesReachAWorkingAgentThroughItsHooks(t *testing.T) {
 	} else if b, _ := os.ReadFile(threads[0]); !strings.HasPrefix(string(b), "secretary\n") {
 		t.Errorf("thread %s bound to %q", filepath.Base(threads[0]), b)
 	}
+}
+
+// How a message reached the model: as context after a tool call (a developer message), in a
+// Stop hook's block (a user message inside <hook_prompt>), or typed (any other user message).
+const (
+	pathToolCall = "hook after a tool call"
+	pathStop     = "Stop hook's block"
+	pathTyped    = "typed"
+)
+
+// messagePath is one time a message's words reached the model: how, and the request's time.
+type messagePath struct {
+	how string
+	at  time.Time
+}
+
+func (p messagePath) String() string { return p.how + " at " + p.at.Format("15:04:05.000") }
+
+// codexMessagePaths finds, for the working-agent scenario's messages 1..n ("message number i
+// while you work"), every time its words were added to the conversation, in request order.
+func codexMessagePaths(api *fakeopenai.Server, n int) [][]messagePath {
+	paths := make([][]messagePath, n)
+	for _, r := range api.Requests() {
+		for _, role := range []string{"developer", "user"} {
+			for _, item := range r.Added(role) {
+				how := pathToolCall
+				if role == "user" {
+					how = map[bool]string{true: pathStop, false: pathTyped}[strings.Contains(item, "<hook_prompt")]
+				}
+				for i := 1; i <= n; i++ {
+					for range strings.Count(item, fmt.Sprintf("message number %d while you work", i)) {
+						paths[i-1] = append(paths[i-1], messagePath{how: how, at: r.At})
+					}
+				}
+			}
+		}
+	}
+	return paths
 }
 
 // Issue 25: the real Codex, idle: messages are typed into its empty input line, one at a time

@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -513,6 +514,11 @@ func remindOld(ctx context.Context, b Backend, s Settings) (string, error) {
 	if err != nil || len(page.Intents) == 0 {
 		return "", err
 	}
+	// A message not handed over yet is the session's to deliver, once (as the Stop hook's list).
+	page.Intents = slices.DeleteFunc(page.Intents, awaitsDelivery)
+	if len(page.Intents) == 0 {
+		return "", nil
+	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "<system-reminder>\nStill unanswered (%d%s):\n", len(page.Intents), plus(page.More))
 	for _, p := range page.Intents {
@@ -656,8 +662,12 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 		if !taken.RemindDue && s.RemindEvery > 0 {
 			break // asked about within RemindEvery: the agent may stop
 		}
-		if s.StopTyped && p.Source == hookapi.SourceTelegram && p.Delivered == nil {
-			continue // not seen yet: the session types it once the agent has stopped
+		if awaitsDelivery(p) {
+			// Not in the agent's context yet: the session hands it over itself (a later hook's
+			// take, or typed once the agent has stopped), so its text is not listed here. Listed,
+			// it reached the model twice (issue 60: Codex, whose Stop hook took nothing while
+			// the session's offer was not at the desk, listed the 5 newest, then typed).
+			continue
 		}
 		owed = append(owed, fmt.Sprintf("intent %s (chat %s): %s", escapeLine(p.ID), escapeLine(p.ChatID), escapeLine(p.Snippet)))
 	}
