@@ -226,12 +226,18 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 	presented := map[string]bool{}
 	var all []shown
 	reminders := 0
+	awaiting := map[string]bool{}
+	for _, p := range page.Intents {
+		awaiting[p.ID] = awaitsDelivery(p)
+	}
 	for _, m := range taken.Messages {
 		if presented[m.ReplyTo] {
 			continue
 		}
 		presented[m.ReplyTo] = true
-		full := m.Kind == hookapi.KindReminder && reminders < ListLimit
+		// A reminder of a message the agent has not got yet (its delivery failed and is
+		// retried) stays a reminder: the message's own delivery brings its text, once.
+		full := m.Kind == hookapi.KindReminder && reminders < ListLimit && !awaiting[m.ReplyTo]
 		if full {
 			reminders++
 			texts.read(m.ReplyTo)

@@ -883,3 +883,28 @@ func TestMessagesBlockNamesReminders(t *testing.T) {
 		}
 	}
 }
+
+// Issue 60: a session start that takes a reminder of a message the agent has not got yet (its
+// delivery failed and is retried; its memo and the session say so) prints the reminder, not the
+// message's text: the message's own delivery brings the text to the new context, once. A
+// reminder of a message the agent had is printed with the full text (the new context lacks it).
+// Found by the exactly-once checker (seed 61): the text entered once by the reminder and once by
+// the delivery.
+func TestSessionStartRemindsOfUndeliveredWithoutItsText(t *testing.T) {
+	b := backend()
+	delivered := now.Add(-9 * time.Minute)
+	b.pending[0].Source, b.pending[0].Delivered = workflows.SourceTelegram, &delivered
+	b.pending[1].Source = workflows.SourceTelegram
+	b.texts["intent/5/2"] = "second, the whole text not delivered yet"
+	b.queue = []workflows.DeliveryRequest{
+		{ID: "intent/5/1#r1", ReplyTo: "intent/5/1", Kind: workflows.KindReminder, Tick: 1, Text: "【未対応メッセージ】msg_id=1 chat=5: first…"},
+		{ID: "intent/5/2#r1", ReplyTo: "intent/5/2", Kind: workflows.KindReminder, Tick: 1, Text: "【未対応メッセージ】msg_id=2 chat=5: second…"},
+	}
+	out := run(t, EventSessionStart, b, settings(), `{"session_id":"s1","hook_event_name":"SessionStart","source":"clear"}`)
+	if !strings.Contains(out, "first message, in full") {
+		t.Errorf("the reminder of the delivered message lacks its text:\n%s", out)
+	}
+	if strings.Contains(out, "not delivered yet") || !strings.Contains(out, "msg_id=2 chat=5: second") {
+		t.Errorf("the reminder of the undelivered message printed its text, or not itself:\n%s", out)
+	}
+}
