@@ -57,13 +57,13 @@ type Ledger struct {
 	// Withdrawn are the intents the person took back (ignored, cancelled) before they reached
 	// the agent, newest last (at most recentDelivered): nothing hands them over afterwards.
 	Withdrawn []string `json:"withdrawn,omitempty"`
-	// Edits are the person's edits of messages the standing offer reserves (newest text per
-	// intent): the desk holds the text first sent, so the edit waits for the desk's word. Once
-	// it is withdrawn the queue takes the edit (offered or typed in it); once a hook took it,
-	// the edit waits for that hook: its commit says it printed the text first sent, which the
-	// agent has and the history records, and the edit is dropped (the agent has the message: the
-	// door sends it as a correction); its lease ending without a commit puts the message back
-	// in the queue, edited (the hook printed nothing).
+	// Edits are the person's edits of messages the standing offer reserves, or a hook took and
+	// has not committed (newest text per intent): the desk holds the text first sent, so the
+	// edit waits for the desk's word. Once it is withdrawn the queue takes the edit (offered or
+	// typed in it); once a hook took it, the edit waits for that hook: its commit says it
+	// printed the text first sent, which the agent has and the history records, and the edit is
+	// dropped (the agent has the message: the door sends it as a correction); its lease ending
+	// without a commit puts the message back in the queue, edited (the hook printed nothing).
 	Edits []Edit `json:"edits,omitempty"`
 	// EarlyEdits are edits read before the request of their message (newest text per intent, at
 	// most maxEarlyEdits): the edit and the take-back have a reader of their own, which may
@@ -236,6 +236,11 @@ type Edit struct {
 // standing offer names it (the desk holds the old text: it must be withdrawn, and offered
 // again). The edit of a reserved message waits in Edits until the desk has said what became
 // of the offer (StandingWithdrawn, StandingTaken): a hook may have printed the text first sent.
+// So does the edit of a message a hook took and has not committed: its commit drops the edit
+// (the hook printed the text first sent), its lease ending puts the message back edited (before,
+// the edit was dropped at once, and a hook that died before printing left the message to be
+// typed as first sent: found by the ledger checker with the person's hand, regression seeds
+// 334 and 24129).
 func (l *Ledger) Replace(intent, text string) (replaced, standing bool) {
 	for i, q := range l.Queue {
 		if q.Kind != KindMessage || q.ReplyTo != intent {
@@ -251,17 +256,43 @@ func (l *Ledger) Replace(intent, text string) (replaced, standing bool) {
 		}
 		l.Queue[i].Text = text
 	}
-	if !replaced && !l.editsReservedAtOnce && !l.hasMessage(intent) {
+	if replaced || l.editsReservedAtOnce {
+		return replaced, standing
+	}
+	switch req := (DeliveryRequest{Kind: KindMessage, ReplyTo: intent}); {
+	case l.heldIn(req) >= 0 && !l.inContext(req):
+		l.holdEdit(intent, text)
+	case !l.hasMessage(intent):
 		l.holdEarlyEdit(intent, text)
 	}
 	return replaced, standing
 }
 
-// hasMessage reports whether intent's message is in the agent's context, in a hook's hands or
-// in the block being typed.
+// hasMessage reports whether intent's message is in the agent's context, in a hook's hands, in
+// the block being typed, or printed by a hook whose commit the session has read and not settled
+// yet (it may wait while the main loop waits or runs an activity): a commit of the standing offer
+// read before the desk's word, or one that came after its offer's lease ended. Without these the
+// door was told no for a message the agent had: an edit then went in as though it had not
+// (dropped at the commit, the person told nothing), a /cancel said "it never will" (found by
+// the ledger checker with the person's hand, regression seed 3081).
 func (l *Ledger) hasMessage(intent string) bool {
 	req := DeliveryRequest{Kind: KindMessage, ReplyTo: intent}
-	return l.inContext(req) || l.heldIn(req) >= 0 || l.inBlock(req)
+	return l.inContext(req) || l.heldIn(req) >= 0 || l.inBlock(req) || l.committedUnsettled(req)
+}
+
+// committedUnsettled reports whether a hook's commit the session has read, not settled yet,
+// printed what req hands over: the standing offer's (its requests still queued, reserved), or
+// a late one's (lateCommitted).
+func (l *Ledger) committedUnsettled(req DeliveryRequest) bool {
+	key := req.TypedKey()
+	if key == "" || len(l.commits) == 0 {
+		return false
+	}
+	if l.Standing != nil && slices.Contains(l.commits, l.Standing.Key) &&
+		slices.ContainsFunc(l.Queue, func(q DeliveryRequest) bool { return l.reserved(q.ID) && q.TypedKey() == key }) {
+		return true
+	}
+	return l.lateCommitted()[key]
 }
 
 // holdEarlyEdit keeps an edit whose message's request has not been read yet (EarlyEdits).
@@ -298,12 +329,12 @@ func (l *Ledger) holdEdit(intent, text string) {
 }
 
 // settleEdits applies the held edits to the messages still queued, except those of the
-// requests a hook took (taken: their edits wait for the hook's commit or its lease's end), and
-// forgets the edits it applied.
+// requests a hook took (taken, or an open offer's: their edits wait for the hook's commit or its
+// lease's end), and forgets the edits it applied.
 func (l *Ledger) settleEdits(taken []string) {
 	var keep []Edit
 	for _, e := range l.Edits {
-		held := false
+		held := l.heldIn(DeliveryRequest{Kind: KindMessage, ReplyTo: e.Intent}) >= 0
 		for i, q := range l.Queue {
 			if q.Kind != KindMessage || q.ReplyTo != e.Intent {
 				continue

@@ -26,12 +26,16 @@ import (
 // delivered before it entered. The workflow-level checker (exactlyonce_test.go) covers the
 // effects: activities, timers, signals and continue-as-new on the test server.
 //
+// In half the schedules the person's hand plays too (edits, take-backs before and after,
+// has-message, each raced by a hook's take: see ledgerPerson below, with its invariants).
+//
 // `go test -run TestLedgerChecker ./workflows/ -ledger.budget=1m` runs longer; -ledger.seed=S
-// replays one schedule and prints it.
+// replays one schedule and prints it (-ledger.takeback, -ledger.person as the failure says).
 var (
 	ledgerBudget   = flag.Duration("ledger.budget", 5*time.Second, "the ledger checker runs schedules for this long")
 	ledgerSeed     = flag.Uint64("ledger.seed", 0, "run only this seed of the ledger checker")
 	ledgerTakeBack = flag.Bool("ledger.takeback", false, "with -ledger.seed: the person takes messages back in that schedule")
+	ledgerPersonOn = flag.Bool("ledger.person", false, "with -ledger.seed: the person edits, takes back and asks has-message in that schedule")
 )
 
 // ledgerRegressions are seeds that found a defect put back into the ledger: 10, a take that
@@ -50,10 +54,24 @@ var ledgerRegressions = []uint64{10, 15, 509, 592, 5808, 33335, 141039}
 // it); 404, a standing offer that names it left at the desk (a hook took it from there).
 var ledgerTakeBackRegressions = []uint64{28, 404}
 
+// ledgerPersonRegressions are seeds, played with the person's hand, that found a defect in the
+// v13 edits (issue 60; fixed in ledger.go, not gated: SessionVersion 13 is not released):
+//   - 3081: has-message said no for a message a hook printed whose commit the session had read
+//     and not settled (the standing offer's commit before the desk's word, or a late one): an
+//     edit went in as though the agent had not got it, a /cancel said "it never will";
+//   - 334 (with withdrawals): an edit read in the instant a hook took the message was dropped;
+//     the hook died before printing, and its lease's end put the message back as first sent;
+//   - 24129: such an edit, held for the hook, was forgotten when the standing offer was then
+//     withdrawn (settleEdits), with the same end.
+var ledgerPersonRegressions = []struct {
+	seed        uint64
+	withdrawals bool
+}{{3081, false}, {334, true}, {24129, false}}
+
 // TestLedgerChecker runs the regression seeds, then seeds 1, 2, ... for the budget.
 func TestLedgerChecker(t *testing.T) {
 	if *ledgerSeed != 0 {
-		w := playLedgerOn(*ledgerSeed, true, ledgerTopology{withdrawals: *ledgerTakeBack})
+		w := playLedgerOn(*ledgerSeed, true, ledgerTopology{withdrawals: *ledgerTakeBack, person: *ledgerPersonOn})
 		t.Logf("seed %d:\n%s", *ledgerSeed, strings.Join(w.log, "\n"))
 		if len(w.violations) > 0 {
 			t.Fatalf("violations:\n  %s", strings.Join(w.violations, "\n  "))
@@ -70,19 +88,30 @@ func TestLedgerChecker(t *testing.T) {
 			t.Fatalf("regression seed %d: %s (rerun with -ledger.seed=%d -ledger.takeback)", seed, w.violations[0], seed)
 		}
 	}
+	for _, r := range ledgerPersonRegressions {
+		if w := playLedgerOn(r.seed, false, ledgerTopology{withdrawals: r.withdrawals, person: true}); len(w.violations) > 0 {
+			t.Fatalf("regression seed %d: %s (rerun with -ledger.seed=%d -ledger.takeback=%v -ledger.person)", r.seed, w.violations[0], r.seed, r.withdrawals)
+		}
+	}
 	budget := *ledgerBudget
 	if testing.Short() {
 		budget = time.Second
 	}
 	start := time.Now()
 	var n, steps, cans, deskTakes, late, taken int
+	var person personCounts
 	for time.Since(start) < budget {
 		n++
 		// Every other schedule, the person takes messages back too (-ledger.seed plays a seed
-		// without; -ledger.takeback with).
-		w := playLedgerOn(uint64(n), false, ledgerTopology{withdrawals: n%2 == 0})
+		// without; -ledger.takeback with); in half of each kind the person's hand plays too
+		// (edits, take-backs read at once, has-message: -ledger.person).
+		top := ledgerTopology{withdrawals: n%2 == 0, person: n%4 == 1 || n%4 == 2}
+		w := playLedgerOn(uint64(n), false, top)
 		if len(w.violations) > 0 {
-			t.Fatalf("ledger checker: seed %d (withdrawals %v) broke the promise after %d schedules: %s\nrerun with -ledger.seed=%d -ledger.takeback=%v", n, n%2 == 0, n, strings.Join(w.violations, "; "), n, n%2 == 0)
+			t.Fatalf("ledger checker: seed %d (withdrawals %v, person %v) broke the promise after %d schedules: %s\nrerun with -ledger.seed=%d -ledger.takeback=%v -ledger.person=%v", n, top.withdrawals, top.person, n, strings.Join(w.violations, "; "), n, top.withdrawals, top.person)
+		}
+		if w.lp != nil {
+			person.add(w.lp.personCounts)
 		}
 		taken += w.taken
 		steps += w.steps
@@ -93,9 +122,15 @@ func TestLedgerChecker(t *testing.T) {
 	if n >= 100 && (cans == 0 || deskTakes == 0 || late == 0 || taken == 0) {
 		t.Fatalf("ledger checker: %d schedules never continued as new (%d), took at the desk (%d), committed late (%d) or took a message back (%d)", n, cans, deskTakes, late, taken)
 	}
+	if n >= 100 && (person.edits == 0 || person.corrections == 0 || person.takeBacksAfter == 0 || person.asked == 0 || person.races == 0) {
+		t.Fatalf("ledger checker: %d schedules never played an edit (%d), a correction (%d), a take-back after entry (%d), has-message (%d) or a race with a hook (%d)",
+			n, person.edits, person.corrections, person.takeBacksAfter, person.asked, person.races)
+	}
 	elapsed := time.Since(start)
 	t.Logf("ledger checker: %d schedules (%d steps, %d continues-as-new, %d takes at the desk, %d late commits, %d messages taken back) in %s: %.0f schedules/s, no violation",
 		n, steps, cans, deskTakes, late, taken, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds())
+	t.Logf("the person: %d edits (%d read late, %d early), %d corrections, %d take-backs (%d after the message entered), %d has-message questions, %d raced by a hook's take",
+		person.edits, person.editsLate, person.earlyEdits, person.corrections, person.takeBacks, person.takeBacksAfter, person.asked, person.races)
 }
 
 // ledgerWorld is one schedule: the ledger as the session drives it, the desk, the hooks and the
@@ -119,6 +154,8 @@ type ledgerWorld struct {
 	// wrng draws the withdrawals (topology.withdrawals); taken counts them.
 	wrng  *rand.Rand
 	taken int
+	// lp is the person's hand (topology.person), nil without.
+	lp *ledgerPerson
 	// later are the world's events to come (a hook's commit, the desk's word), by time.
 	later   []ledgerEvent
 	intents []*ledgerIntent
@@ -158,6 +195,10 @@ type ledgerTopology struct {
 	// withdrawals: the person takes messages back now and then (issue 35), drawn from a stream
 	// of their own so that the schedules without them stay what they were.
 	withdrawals bool
+	// person: the person's hand plays too (issue 60, ledger_person in this file): edits and
+	// take-backs before and after the message entered, read by the session's listener at once
+	// (a hook's take may race them), and the door's has-message question.
+	person bool
 }
 
 type ledgerEvent struct {
@@ -177,6 +218,13 @@ type ledgerIntent struct {
 	// has read the withdrawal, and held whether a hook's offer, the standing offer or the typed
 	// block carried it then (only they may still put it in the agent's context).
 	withdrawn, read, held bool
+	// texts are the message's versions as the person sent them (texts[0] first, text the last);
+	// edits when each later one was sent and read (topology.person).
+	texts []string
+	pad   string
+	edits []*ledgerEdit
+	// admitted: the session has read a request of its message (it must learn the outcome).
+	admitted bool
 }
 
 func (w *ledgerWorld) note(format string, args ...any) {
@@ -206,6 +254,9 @@ func (w *ledgerWorld) enter(how string, reqs []DeliveryRequest) {
 		for _, in := range w.intents {
 			if in.id == r.ReplyTo && r.Kind == KindMessage && in.read && !in.held {
 				w.fail("%s entered the agent's context (%s) after the session read that the person took it back", key, how)
+			}
+			if in.id == r.ReplyTo && r.Kind == KindMessage && w.entered[key] == 1 {
+				w.checkText(in, r.Text, how)
 			}
 		}
 		if w.entered[key] > 1 && w.entered[key]-1 <= w.unreadHung(key) {
@@ -270,11 +321,14 @@ func playLedgerOn(seed uint64, verbose bool, topology ledgerTopology) *ledgerWor
 	n := 3 + w.rng.IntN(25)
 	for i := 1; i <= n; i++ {
 		id := fmt.Sprintf("intent/1/%d", i)
-		text := fmt.Sprintf("[M%d] text", i)
+		text, pad := fmt.Sprintf("[M%d] text", i), ""
 		if w.rng.IntN(8) == 0 {
-			text += strings.Repeat("x", policy.MaxBatchBytes/2) // a block holds two of these
+			pad = strings.Repeat("x", policy.MaxBatchBytes/2) // a block holds two of these
 		}
-		w.intents = append(w.intents, &ledgerIntent{id: id, text: text})
+		w.intents = append(w.intents, &ledgerIntent{id: id, text: text + pad, texts: []string{text + pad}, pad: pad})
+	}
+	if topology.person {
+		w.lp = newLedgerPerson(seed)
 	}
 	arrived := 0
 	for step := 0; step < 400; step++ {
@@ -284,6 +338,7 @@ func playLedgerOn(seed uint64, verbose bool, topology ledgerTopology) *ledgerWor
 		if w.topology.withdrawals && w.wrng.IntN(25) == 0 {
 			w.takeBack()
 		}
+		w.personMoment(12)
 		op := w.rng.IntN(100)
 		if w.outage() && op >= 25 {
 			continue // no worker: nothing the session or a hook does
@@ -432,29 +487,51 @@ func (w *ledgerWorld) remind() {
 	w.admits = append(w.admits, req)
 }
 
-// drain reads what arrived, as the session's drain and waitForSignal do.
+// drain reads what arrived, as the session's drain and waitForSignal do (the person's edits and
+// take-backs first, as session.drain reads them).
 func (w *ledgerWorld) drain() {
+	w.readUnread()
 	for _, r := range w.admits {
 		w.l.Admit(r)
+		if r.Kind == KindMessage {
+			w.intent(r.ReplyTo).admitted = true
+		}
 	}
 	w.admits = nil
 	w.readWords()
 	for _, in := range w.withdrawals {
-		// What may still enter: what a hook holds, the block being typed. (A standing offer
-		// that names it is taken back from the desk right here; a hook that took it from the
-		// desk first holds it.)
-		in.held = slices.ContainsFunc(w.l.Offers, func(o Offer) bool {
-			return slices.ContainsFunc(o.Requests, func(r DeliveryRequest) bool { return r.ReplyTo == in.id })
-		}) || slices.ContainsFunc(w.l.block, func(r DeliveryRequest) bool { return r.ReplyTo == in.id })
-		in.read = true
-		if w.l.Withdraw(in.id) {
-			w.withdraw() // the standing offer named it: taken back from the desk at once
-			in.held = in.held || slices.ContainsFunc(w.l.Offers, func(o Offer) bool {
-				return slices.ContainsFunc(o.Requests, func(r DeliveryRequest) bool { return r.ReplyTo == in.id })
-			}) // a hook took the standing offer before the desk was asked
-		}
+		w.readWithdrawal(in)
 	}
 	w.withdrawals = nil
+}
+
+// readWithdrawal reads that the person took in back. What may still enter: what a hook holds, the
+// block being typed. (A standing offer that names it is taken back from the desk right here; a
+// hook that took it from the desk first holds it.)
+func (w *ledgerWorld) readWithdrawal(in *ledgerIntent) {
+	in.held = w.offersHold(in.id) || slices.ContainsFunc(w.l.block, func(r DeliveryRequest) bool { return r.ReplyTo == in.id })
+	in.read = true
+	if w.l.Withdraw(in.id) {
+		w.withdraw()                             // the standing offer named it: taken back from the desk at once
+		in.held = in.held || w.offersHold(in.id) // a hook took the standing offer before the desk was asked
+	}
+}
+
+// offersHold reports whether an open offer (a hook's take) carries intent's requests.
+func (w *ledgerWorld) offersHold(intent string) bool {
+	return slices.ContainsFunc(w.l.Offers, func(o Offer) bool {
+		return slices.ContainsFunc(o.Requests, func(r DeliveryRequest) bool { return r.ReplyTo == intent })
+	})
+}
+
+// intent is the schedule's intent with id.
+func (w *ledgerWorld) intent(id string) *ledgerIntent {
+	for _, in := range w.intents {
+		if in.id == id {
+			return in
+		}
+	}
+	panic("no intent " + id)
 }
 
 // readWords reads the hooks' words (the desk's or a hook's own), as takeCommits does.
@@ -464,6 +541,7 @@ func (w *ledgerWorld) readWords() {
 			w.l.StandingTaken(t, w.now)
 		}
 		w.l.Committed(hw.Commits...)
+		w.commitsRead(hw.Commits)
 	}
 	w.words = nil
 }
@@ -500,6 +578,7 @@ func (w *ledgerWorld) hookFate(key string, msgs []DeliveryRequest, how string) {
 		delay = time.Duration(w.rng.IntN(3000)) * time.Millisecond
 	}
 	w.enter("printed by "+key+how, msgs)
+	w.printed(key, msgs)
 	commit := func() {
 		w.note("commit %s", key)
 		w.words = append(w.words, HookWords{Commits: []string{key}})
@@ -559,7 +638,9 @@ func (w *ledgerWorld) standOffer() {
 		return
 	}
 	msgs := w.l.Offerable()
-	if len(msgs) == 0 || (w.l.Standing != nil && len(msgs) == len(w.l.Standing.IDs)) {
+	// An edit held for the desk's word makes the offer stale (session.standOffer).
+	stale := len(w.l.Edits) > 0
+	if len(msgs) == 0 || (w.l.Standing != nil && len(msgs) == len(w.l.Standing.IDs) && !stale) {
 		return
 	}
 	if w.l.Standing != nil {
@@ -635,6 +716,7 @@ func (w *ledgerWorld) settle() {
 		break
 	}
 	w.answer(w.l.Repeats(), true, "repeat")
+	w.checkTold()
 }
 
 // mainLoop is one turn of the session's main loop: the head of the queue answered (in the
@@ -671,9 +753,11 @@ func (w *ledgerWorld) mainLoop() {
 			w.deskTake()
 		}
 	}
+	w.personMoment(3) // the person's listener and queries run while activities do
 	ok := w.rng.IntN(10) > 0
 	if ok {
 		w.enter("typed", batch)
+		w.typedIn(batch)
 	}
 	for range w.rng.IntN(3) {
 		switch w.rng.IntN(4) {
@@ -689,6 +773,7 @@ func (w *ledgerWorld) mainLoop() {
 			w.fire()
 			w.drain()
 		}
+		w.personMoment(3)
 	}
 	w.l.typing = ""
 	counts, waited := w.l.Typed(batch, ok)
@@ -742,6 +827,277 @@ func TestLedgerCheckerFindsTheWrongDesk(t *testing.T) {
 		}
 		if !found {
 			t.Fatalf("%+v: 2000 schedules with two desks and no host found no duplicate", top)
+		}
+	}
+}
+
+// The person's hand in the ledger checker (issue 60, topology.person), as the workflow checker
+// plays it (exactlyonce_person_test.go) but on the Ledger alone: the door's edits (Replace) and
+// take-backs (Withdraw) before and after the message entered, the has-message question the door
+// asks first, and a hook's take racing either. The session's listener reads an edit or a
+// take-back the moment it arrives (sessionEditsAtDesk), also while a block is typed; with the
+// worker away the door cannot ask, sends it anyway, and the session reads it when it is back.
+// Besides the checker's own invariants, after every step:
+//   - a message enters the agent's context in the text the person last sent before the session
+//     read it (an edit in the same instant, or one sent while the worker was away and not read
+//     yet, may go either way);
+//   - nothing enters after the session read the take-back, but what a hook or the typed block
+//     held then (a take-back after the message entered changes nothing);
+//   - has-message never answers no for a message the agent has by the session's own knowing:
+//     typed, or printed by a hook whose commit the session has read (settled or not);
+//   - an intent whose request the session has read learns of the delivery by the settle that
+//     records its message in the agent's context: it never has to ask again to hear it.
+
+// ledgerPerson is the person's hand in one schedule; its draws come from a stream of its own.
+type ledgerPerson struct {
+	rng *rand.Rand
+	// unread are edits and take-backs sent while the worker was away, not read yet.
+	unread []personSignal
+	// known: the intents whose message the agent has by the session's own knowing; printedBy:
+	// the intents each hook run printed (by offer key), known once its commit is read.
+	known     map[string]bool
+	printedBy map[string][]string
+	personCounts
+}
+
+// personCounts are what the person played, for the checker's summary.
+type personCounts struct {
+	edits, editsLate, earlyEdits, corrections, takeBacks, takeBacksAfter, asked, races int
+}
+
+func (c *personCounts) add(o personCounts) {
+	c.edits += o.edits
+	c.editsLate += o.editsLate
+	c.earlyEdits += o.earlyEdits
+	c.corrections += o.corrections
+	c.takeBacks += o.takeBacks
+	c.takeBacksAfter += o.takeBacksAfter
+	c.asked += o.asked
+	c.races += o.races
+}
+
+// ledgerEdit is one edit: its version (2 and up), when the person sent it and when the session
+// read it (read zero: not yet).
+type ledgerEdit struct {
+	version    int
+	sent, read time.Time
+}
+
+// personSignal is an edit (edit set, text its new text) or a take-back on its way to the session.
+type personSignal struct {
+	in   *ledgerIntent
+	text string
+	edit *ledgerEdit
+}
+
+func newLedgerPerson(seed uint64) *ledgerPerson {
+	return &ledgerPerson{rng: rand.New(rand.NewPCG(seed, 0x9e450)), known: map[string]bool{}, printedBy: map[string][]string{}}
+}
+
+// personMoment: one time in oneIn, the person does something (nothing without topology.person).
+func (w *ledgerWorld) personMoment(oneIn int) {
+	if w.lp == nil || w.lp.rng.IntN(oneIn) != 0 {
+		return
+	}
+	in := w.personTarget()
+	if in == nil {
+		return
+	}
+	switch w.lp.rng.IntN(8) {
+	case 0, 1, 2, 3:
+		w.personEdits(in)
+	case 4:
+		w.personTakesBack(in)
+	default:
+		if !w.outage() {
+			w.askHas(in)
+		}
+	}
+}
+
+// personTarget is the message the person acts on: mostly one still on its way (sent, its intent
+// not told yet), else any sent; nil when none was sent.
+func (w *ledgerWorld) personTarget() *ledgerIntent {
+	pending := func(in *ledgerIntent) bool { return in.asks > 0 && !in.answered && !in.withdrawn }
+	if w.lp.rng.IntN(4) > 0 && slices.ContainsFunc(w.intents, pending) {
+		for {
+			if in := w.intents[w.lp.rng.IntN(len(w.intents))]; pending(in) {
+				return in
+			}
+		}
+	}
+	if in := w.intents[w.lp.rng.IntN(len(w.intents))]; in.asks > 0 {
+		return in
+	}
+	return nil
+}
+
+// personEdits plays the door's edit of in's message: a message its intent knows delivered, or the
+// session says its agent has, gets a correction (nothing changes here); otherwise the intent
+// takes the new text (its later requests carry it) and the session is told. With the worker away
+// the door cannot ask: it sends the edit and tells the person a correction may be needed.
+func (w *ledgerWorld) personEdits(in *ledgerIntent) {
+	if in.withdrawn {
+		return
+	}
+	if in.answered || (!w.outage() && w.askHas(in)) {
+		w.lp.corrections++
+		w.note("the person edits %s: a correction (the agent has it)", in.id)
+		return
+	}
+	v := len(in.texts) + 1
+	in.text = fmt.Sprintf("[%s v%d] text, edited", in.id, v) + in.pad
+	in.texts = append(in.texts, in.text)
+	e := &ledgerEdit{version: v, sent: w.now}
+	in.edits = append(in.edits, e)
+	w.lp.edits++
+	if !in.admitted {
+		w.lp.earlyEdits++
+	}
+	w.note("the person edits %s to v%d", in.id, v)
+	w.sendPerson(personSignal{in: in, text: in.text, edit: e})
+}
+
+// personTakesBack plays the person's /cancel (or an ignore) of in, before or after its message
+// entered: the door asks has-message to tell the person which, and the intent ends.
+func (w *ledgerWorld) personTakesBack(in *ledgerIntent) {
+	if in.withdrawn {
+		return
+	}
+	if !w.outage() {
+		w.askHas(in)
+	}
+	in.withdrawn = true
+	w.taken++
+	w.lp.takeBacks++
+	if w.entered[in.id] > 0 {
+		w.lp.takeBacksAfter++
+	}
+	w.note("the person takes back %s", in.id)
+	w.sendPerson(personSignal{in: in})
+}
+
+// sendPerson signals the session: its listener reads the signal at once, unless the worker is
+// away. A hook may take in that very instant, before the signal is read (the race of issue 60).
+func (w *ledgerWorld) sendPerson(s personSignal) {
+	if w.outage() {
+		w.lp.unread = append(w.lp.unread, s)
+		return
+	}
+	w.readUnread() // the listener reads its channel in order: what came while the worker was away first
+	if w.lp.rng.IntN(4) == 0 {
+		w.lp.races++
+		if w.lp.rng.IntN(2) == 0 {
+			w.deskTake()
+		} else {
+			w.hookTake()
+		}
+	}
+	w.listen(s)
+}
+
+// readUnread reads what the person sent while the worker was away.
+func (w *ledgerWorld) readUnread() {
+	if w.lp == nil {
+		return
+	}
+	unread := w.lp.unread
+	w.lp.unread = nil
+	for _, s := range unread {
+		if s.edit != nil {
+			w.lp.editsLate++
+		}
+		w.listen(s)
+	}
+}
+
+// listen is the session's listener (listenTakeBacks): the edit or take-back goes into the ledger,
+// and a standing offer it made stale is taken back from the desk at once (retractStale).
+func (w *ledgerWorld) listen(s personSignal) {
+	if s.edit == nil {
+		w.readWithdrawal(s.in)
+		return
+	}
+	s.edit.read = w.now
+	if _, standing := w.l.Replace(s.in.id, s.text); standing {
+		w.withdraw()
+	}
+}
+
+// askHas asks the session's has-message about in's message, as the door does, and checks the
+// answer: never no for a message the agent has by the session's own knowing.
+func (w *ledgerWorld) askHas(in *ledgerIntent) bool {
+	has := w.l.hasMessage(in.id)
+	w.lp.asked++
+	w.note("has-message %s: %v", in.id, has)
+	if !has && w.lp.known[in.id] {
+		w.fail("has-message %s answered no; the agent has it (typed, or printed by a hook whose commit the session read)", in.id)
+	}
+	return has
+}
+
+// printed notes what hook run key printed, for its commit (lp.known).
+func (w *ledgerWorld) printed(key string, msgs []DeliveryRequest) {
+	if w.lp == nil {
+		return
+	}
+	for _, m := range msgs {
+		if m.Kind == KindMessage {
+			w.lp.printedBy[key] = append(w.lp.printedBy[key], m.ReplyTo)
+		}
+	}
+}
+
+// commitsRead notes that the session read the commits of hook runs keys: what they printed, the
+// agent has by the session's own knowing.
+func (w *ledgerWorld) commitsRead(keys []string) {
+	if w.lp == nil {
+		return
+	}
+	for _, k := range keys {
+		for _, id := range w.lp.printedBy[k] {
+			w.lp.known[id] = true
+		}
+	}
+}
+
+// typedIn notes the messages of a block typed and confirmed: the session knows.
+func (w *ledgerWorld) typedIn(batch []DeliveryRequest) {
+	if w.lp == nil {
+		return
+	}
+	for _, r := range batch {
+		if r.Kind == KindMessage {
+			w.lp.known[r.ReplyTo] = true
+		}
+	}
+}
+
+// checkText checks the text in's message first entered in: the version the person last sent
+// before the session read it, or one sent since (in the same instant, or not read yet).
+func (w *ledgerWorld) checkText(in *ledgerIntent, text, how string) {
+	got := slices.Index(in.texts, text) + 1
+	before, upTo := 1, 1
+	for _, e := range in.edits {
+		if !e.read.IsZero() && e.read.Before(w.now) {
+			before = e.version
+		}
+		if !e.sent.After(w.now) {
+			upTo = e.version
+		}
+	}
+	if got < before || got > upTo {
+		w.fail("message %s entered (%s) as version %d; the session had read version %d before", in.id, how, got, before)
+	}
+}
+
+// checkTold: once the session's record has a message in the agent's context, every intent whose
+// request the session read has been told so (a commit, a typed block, a repeat answers it): none
+// has to ask again to learn its outcome.
+func (w *ledgerWorld) checkTold() {
+	for _, in := range w.intents {
+		if in.admitted && !in.answered && !in.withdrawn && w.l.inContext(DeliveryRequest{Kind: KindMessage, ReplyTo: in.id}) {
+			w.fail("intent %s: its message is in the agent's context by the session's record, and it was not told", in.id)
 		}
 	}
 }
