@@ -29,7 +29,7 @@ type approvalRun struct {
 }
 
 // startApprovalRun starts it; the model answers "step N" with a Bash call that creates
-// ran-N in the working folder, and everything else with "Done.".
+// ran-N in the working folder ("long step N": after 8 s), and everything else with "Done.".
 func startApprovalRun(t testing.TB) *approvalRun {
 	t.Helper()
 	bin := binaries(t)
@@ -45,7 +45,11 @@ func startApprovalRun(t testing.TB) *approvalRun {
 		}
 		if i := strings.Index(added, "step "); i >= 0 && len(added) > i+5 {
 			n := added[i+5 : i+6]
-			return fakeanthropic.Turn{ToolName: "Bash", ToolInput: map[string]any{"command": "touch ran-" + n, "description": "Mark step " + n}}
+			command := "touch ran-" + n
+			if strings.Contains(added, "long step ") { // a tool run the phone can be pressed during
+				command = "sleep 8 && touch ran-" + n
+			}
+			return fakeanthropic.Turn{ToolName: "Bash", ToolInput: map[string]any{"command": command, "description": "Mark step " + n}}
 		}
 		return fakeanthropic.Turn{Text: "Done."}
 	})
@@ -74,7 +78,13 @@ func startApprovalRun(t testing.TB) *approvalRun {
 // card's message and when the dialog opened.
 func (r *approvalRun) ask(t testing.TB, n int) (card fakebot.SentMessage, opened time.Time) {
 	t.Helper()
-	submitTyped(t, r.env, r.capture, fmt.Sprintf("please do step %d", n), func() bool {
+	return r.askWith(t, n, fmt.Sprintf("please do step %d", n))
+}
+
+// askWith is ask with the person's own words for step n.
+func (r *approvalRun) askWith(t testing.TB, n int, words string) (card fakebot.SentMessage, opened time.Time) {
+	t.Helper()
+	submitTyped(t, r.env, r.capture, words, func() bool {
 		if !strings.Contains(r.capture(), "Do you want to proceed?") {
 			return false
 		}

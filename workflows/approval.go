@@ -8,6 +8,13 @@ package workflows
 // hook waits for the workflow's result and hands the decision to the CLI in its own format;
 // nothing is ever typed into a dialog. The card is edited to say how it ended, so no button on
 // the phone is left that does nothing.
+//
+// Issue 60: the card and the record name the answer the CLI acted on. Claude Code's terminal can
+// answer while the hook waits, and then ignores what the hook prints, so a phone's answer counts
+// only once the hook has handed it over (confirmedAnswers): the hook takes it (UpdateTakeAnswer),
+// checks the prompt is still open and it was not ended, and confirms (UpdateHandedOver) before
+// it prints; an end of the hook, a closed prompt or the terminal's next hook first make it the
+// terminal's answer.
 
 import (
 	"errors"
@@ -32,13 +39,29 @@ const (
 	UpdateDecide = "decide"
 	// SignalFollowed tells an approval what happened at the terminal (ApprovalFollow).
 	SignalFollowed = "followed"
+	// UpdateTakeAnswer is how the permission hook waits for the phone's answer (an
+	// ApprovalResult with Pending) or the approval's end (issue 60).
+	UpdateTakeAnswer = "take-answer"
+	// UpdateHandedOver is the hook's word that it hands the phone's answer to a CLI still
+	// waiting; it returns the approval's result: the hook prints the answer only if that is it.
+	UpdateHandedOver = "handed-over"
 	// EventPermissionRequest is the hook event of a permission the agent asks for; its Detail
 	// is the approval's workflow ID.
 	EventPermissionRequest = hookapi.EventPermissionRequest
 	// EventHookEnded: the permission hook was ended by its CLI (Claude Code ends it when the
 	// person answers No at the terminal).
 	EventHookEnded = "hook-ended"
+	// EventPromptClosed: the CLI's prompt had closed when the phone's answer reached the hook
+	// (Claude Code's session registry no longer showed it waiting): the terminal answered.
+	EventPromptClosed = "prompt-closed"
 )
+
+// handOverWait is how long a phone's answer waits for the hook to hand it over; then it counts
+// for nothing and the terminal decides. It is under the door's 15 s for a press's answer.
+const handOverWait = 10 * time.Second
+
+// confirmedAnswersChange versions issue 60's hand-over (running approvals keep the first word).
+const confirmedAnswersChange = "confirmed-answers"
 
 // The person's choices.
 const (
@@ -110,6 +133,9 @@ type ApprovalInput struct {
 	// approval waits.
 	Push        bool          `json:"push,omitempty"`
 	RemindEvery time.Duration `json:"remind_every,omitempty"`
+	// Confirms: the hook takes the phone's answer (UpdateTakeAnswer) and confirms handing it
+	// over (UpdateHandedOver) (issue 60); a hook before it waits for the end alone.
+	Confirms bool `json:"confirms,omitempty"`
 }
 
 // ApprovalAnswer is an answer from the phone: a press (Data, a button's data) or a typed answer
@@ -149,6 +175,8 @@ type ApprovalResult struct {
 	Detail string `json:"detail"`
 	// Already: this answer came after the approval had ended; Detail says how it had.
 	Already bool `json:"already,omitempty"`
+	// Pending: the phone's answer, not yet handed over (UpdateTakeAnswer).
+	Pending bool `json:"pending,omitempty"`
 }
 
 // Words is the result as the person reads it on the card and in the answer to a press.
@@ -199,6 +227,10 @@ func ApprovalWorkflow(ctx workflow.Context, in ApprovalInput) (ApprovalResult, e
 	// to it (issue 61). A card that cannot show everything takes no answer (answerable).
 	card := 0
 	_, answerable := in.card()
+	// confirmed: the phone's answer counts once the hook hands it over (issue 60); pending is
+	// that answer meanwhile.
+	confirmed := in.Confirms && workflow.GetVersion(ctx, confirmedAnswersChange, workflow.DefaultVersion, 1) == 1
+	var pending *ApprovalResult
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecide, func(ctx workflow.Context, a ApprovalAnswer) (ApprovalResult, error) {
 		if result != nil {
 			r := *result
@@ -211,9 +243,22 @@ func ApprovalWorkflow(ctx workflow.Context, in ApprovalInput) (ApprovalResult, e
 				choice = b.Choice
 			}
 		}
-		result = &ApprovalResult{Outcome: OutcomeDecided, Choice: choice, By: a.User, UserID: a.UserID, Chat: a.Chat, Via: a.Via, At: workflow.Now(ctx)}
-		result.Detail = result.Words()
-		return *result, nil
+		answer := &ApprovalResult{Outcome: OutcomeDecided, Choice: choice, By: a.User, UserID: a.UserID, Chat: a.Chat, Via: a.Via, At: workflow.Now(ctx)}
+		answer.Detail = answer.Words()
+		if !confirmed {
+			result = answer
+			return *result, nil
+		}
+		// The first answer is the one the hook hands over; every press is told what counted.
+		if pending == nil {
+			pending = answer
+		}
+		if err := workflow.Await(ctx, func() bool { return result != nil }); err != nil {
+			return ApprovalResult{}, err
+		}
+		r := *result
+		r.Already = result != answer
+		return r, nil
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, a ApprovalAnswer) error {
 		if len(in.Buttons) == 0 || !answerable {
 			return temporal.NewApplicationError("this card has no answers: answer at the terminal", ErrTypeUnknownAnswer)
@@ -232,6 +277,11 @@ func ApprovalWorkflow(ctx workflow.Context, in ApprovalInput) (ApprovalResult, e
 		return temporal.NewApplicationError("not an answer this card offers", ErrTypeUnknownAnswer)
 	}}); err != nil {
 		return ApprovalResult{}, err
+	}
+	if confirmed {
+		if err := setHandOverHandlers(ctx, &result, &pending); err != nil {
+			return ApprovalResult{}, err
+		}
 	}
 
 	if in.Chat != "" {
@@ -274,6 +324,12 @@ func ApprovalWorkflow(ctx workflow.Context, in ApprovalInput) (ApprovalResult, e
 	deadline := in.AskedAt.Add(in.Wait)
 	for result == nil {
 		now := workflow.Now(ctx)
+		if pending != nil {
+			if err := awaitHandOver(ctx, &result, pending); err != nil {
+				return ApprovalResult{}, err
+			}
+			continue
+		}
 		if !now.Before(deadline) {
 			result = &ApprovalResult{Outcome: OutcomeExpired, At: now,
 				Detail: fmt.Sprintf("intentq stopped waiting after %s; answer at the terminal", in.Wait.Round(time.Second))}
@@ -283,7 +339,7 @@ func ApprovalWorkflow(ctx workflow.Context, in ApprovalInput) (ApprovalResult, e
 		if in.RemindEvery > 0 && in.RemindEvery < wait {
 			wait = in.RemindEvery
 		}
-		answered, err := workflow.AwaitWithTimeout(ctx, wait, func() bool { return result != nil })
+		answered, err := workflow.AwaitWithTimeout(ctx, wait, func() bool { return result != nil || pending != nil })
 		if err != nil {
 			return ApprovalResult{}, err
 		}
@@ -299,7 +355,57 @@ func ApprovalWorkflow(ctx workflow.Context, in ApprovalInput) (ApprovalResult, e
 			log.Warn("approval card not edited", "approval", id, "session", in.Session, "error", err)
 		}
 	}
+	if confirmed {
+		// Every press and the hook are answered before the approval ends.
+		if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+			return ApprovalResult{}, err
+		}
+	}
 	return *result, nil
+}
+
+// setHandOverHandlers sets the hook's two updates (issue 60): it takes the phone's answer once
+// there is one (or the approval's end), and it confirms handing it over; *result is then that
+// answer, unless the terminal's came first, which the hook is told instead.
+func setHandOverHandlers(ctx workflow.Context, result, pending **ApprovalResult) error {
+	err := workflow.SetUpdateHandler(ctx, UpdateTakeAnswer, func(ctx workflow.Context) (ApprovalResult, error) {
+		if err := workflow.Await(ctx, func() bool { return *result != nil || *pending != nil }); err != nil {
+			return ApprovalResult{}, err
+		}
+		if *result != nil {
+			return **result, nil
+		}
+		r := **pending
+		r.Pending = true
+		return r, nil
+	})
+	if err != nil {
+		return err
+	}
+	return workflow.SetUpdateHandler(ctx, UpdateHandedOver, func(ctx workflow.Context) (ApprovalResult, error) {
+		if *result == nil && *pending == nil {
+			return ApprovalResult{}, temporal.NewApplicationError("no answer from the phone to hand over", ErrTypeUnknownAnswer)
+		}
+		if *result == nil {
+			*result = *pending
+		}
+		return **result, nil
+	})
+}
+
+// awaitHandOver waits for the hook to hand the phone's answer over (or the terminal to answer)
+// for handOverWait from the press; after that the answer reached no one and counts for nothing.
+func awaitHandOver(ctx workflow.Context, result **ApprovalResult, pending *ApprovalResult) error {
+	left := pending.At.Add(handOverWait).Sub(workflow.Now(ctx))
+	if left > 0 {
+		ended, err := workflow.AwaitWithTimeout(ctx, left, func() bool { return *result != nil })
+		if err != nil || ended {
+			return err
+		}
+	}
+	*result = &ApprovalResult{Outcome: OutcomeTerminal, At: workflow.Now(ctx),
+		Detail: "the phone's answer did not reach the agent; answer at the terminal"}
+	return nil
 }
 
 // cardMark heads the card's last line.
@@ -322,6 +428,8 @@ func followedWords(in ApprovalInput, f ApprovalFollow) string {
 		return "allowed at the terminal"
 	case f.Event == EventHookEnded:
 		return "answered at the terminal (denied, or the turn was interrupted)"
+	case f.Event == EventPromptClosed:
+		return "answered at the terminal before the phone"
 	case f.Event == EventSessionEnd:
 		return "the agent ended before an answer"
 	}

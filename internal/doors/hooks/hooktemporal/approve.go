@@ -5,6 +5,12 @@ package hooktemporal
 // waits for the approval's end: a decision from the phone is handed to the CLI in its own format
 // (hookSpecificOutput.decision); anything else (the terminal answered, the wait ran out,
 // Temporal down) prints nothing, and the CLI's own prompt decides, as without intentq.
+//
+// Issue 60: the phone's answer counts only if the CLI acts on it. The hook takes it from the
+// approval, hands it over only while it was not ended by its CLI and (Claude Code) the prompt is
+// still open, and confirms to the approval before it prints; otherwise it tells the approval the
+// terminal answered. Left open: the CLI ending the hook in the milliseconds between the
+// confirmation and the print (the card then names the phone's answer).
 
 import (
 	"context"
@@ -39,6 +45,11 @@ type Approver interface {
 	Start(ctx context.Context, id string, in workflows.ApprovalInput) error
 	// Wait returns the approval's result once it has ended.
 	Wait(ctx context.Context, id string) (workflows.ApprovalResult, error)
+	// TakeAnswer waits for the phone's answer (Pending) or the approval's end.
+	TakeAnswer(ctx context.Context, id string) (workflows.ApprovalResult, error)
+	// HandedOver tells the approval the hook hands the phone's answer to the CLI; it returns
+	// the approval's result, which is that answer unless the terminal's came first.
+	HandedOver(ctx context.Context, id string) (workflows.ApprovalResult, error)
 	// Follow tells the approval what happened at the terminal.
 	Follow(ctx context.Context, id string, f workflows.ApprovalFollow) error
 	Report(ctx context.Context, session string, ev workflows.AgentEvent) error
@@ -58,6 +69,8 @@ type ApprovalSettings struct {
 	Push        bool
 	RemindEvery time.Duration
 	Logger      *zap.Logger
+	// ClaudeDir is where Claude Code keeps its session registry; empty: ClaudeDir().
+	ClaudeDir string
 }
 
 // PermissionOutput is what the permission hook prints for a decision.
@@ -123,6 +136,7 @@ func Approve(ctx context.Context, stdin io.Reader, stdout io.Writer, s ApprovalS
 		log.Warn("permission hook", zap.Error(err))
 		return nil
 	}
+	req.Confirms = true
 	id := workflows.ApprovalWorkflowID(s.Session, strings.SplitN(req.Buttons[0].Data, ":", 2)[0])
 	if err := b.Start(dctx, id, req); err != nil {
 		log.Warn("permission hook could not start the approval; the terminal decides", zap.Error(err))
@@ -140,37 +154,21 @@ func Approve(ctx context.Context, stdin io.Reader, stdout io.Writer, s ApprovalS
 	defer wcancel()
 	got := make(chan workflows.ApprovalResult, 1)
 	go func() {
-		for wctx.Err() == nil {
-			r, err := b.Wait(wctx, id)
-			if err == nil {
-				got <- r
-				return
-			}
-			var nf *serviceerror.NotFound
-			var ended *temporal.WorkflowExecutionError
-			if errors.As(err, &nf) || errors.As(err, &ended) {
-				log.Warn("approval gone; the terminal decides", zap.Error(err))
-				return
-			}
-			// Temporal unreachable (an embedded server restarting with its worker): ask again.
-			select {
-			case <-wctx.Done():
-			case <-time.After(time.Second):
-			}
+		if r, ok := awaitAnswer(wctx, b, id, log); ok {
+			got <- r
 		}
 	}()
 	select {
 	case sig := <-ended:
-		fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
-		defer fcancel()
-		if err := b.Follow(fctx, id, workflows.ApprovalFollow{Event: workflows.EventHookEnded, At: time.Now()}); err != nil {
-			log.Warn("permission hook ended by its CLI; the card could not be told", zap.String("signal", sig.String()), zap.Error(err))
-		}
+		tellEnded(ctx, b, id, sig, log)
 		return nil
 	case <-wctx.Done():
 		log.Warn("no end of the approval within the hook's wait; the terminal decides")
 		return nil
 	case r := <-got:
+		if r.Pending {
+			r = handOver(ctx, b, id, in.SessionID, s, ended, log)
+		}
 		if r.Outcome != workflows.OutcomeDecided {
 			return nil
 		}
@@ -187,6 +185,96 @@ func Approve(ctx context.Context, stdin io.Reader, stdout io.Writer, s ApprovalS
 			return json.NewEncoder(stdout).Encode(out.HookSpecificOutput.Decision)
 		}
 		return json.NewEncoder(stdout).Encode(out)
+	}
+}
+
+// awaitAnswer waits for the phone's answer (Pending) or the approval's end; by the end alone
+// when the approval does not hand answers over (a worker before issue 60 runs it) or has ended.
+// ok is false when the approval is gone or ctx ends first.
+func awaitAnswer(ctx context.Context, b Approver, id string, log *zap.Logger) (r workflows.ApprovalResult, ok bool) {
+	for ctx.Err() == nil {
+		r, err := b.TakeAnswer(ctx, id)
+		if err == nil {
+			return r, true
+		}
+		var unavailable *serviceerror.Unavailable
+		if !errors.As(err, &unavailable) {
+			break
+		}
+		select { // Temporal unreachable (an embedded server restarting with its worker): ask again.
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	return awaitEnd(ctx, b, id, log)
+}
+
+// awaitEnd waits for the approval's end.
+func awaitEnd(ctx context.Context, b Approver, id string, log *zap.Logger) (workflows.ApprovalResult, bool) {
+	for ctx.Err() == nil {
+		r, err := b.Wait(ctx, id)
+		if err == nil {
+			return r, true
+		}
+		var nf *serviceerror.NotFound
+		var ended *temporal.WorkflowExecutionError
+		if errors.As(err, &nf) || errors.As(err, &ended) {
+			log.Warn("approval gone; the terminal decides", zap.Error(err))
+			return workflows.ApprovalResult{}, false
+		}
+		// Temporal unreachable (an embedded server restarting with its worker): ask again.
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	return workflows.ApprovalResult{}, false
+}
+
+// handOver hands the phone's answer to the CLI if the CLI still waits for it: the hook was not
+// ended by it, Claude Code's registry does not show its prompt closed (one that shows nothing,
+// a Claude Code before the registry, is taken as open), and the approval confirms the answer
+// still counts. It returns the approval's result; anything but a decision prints nothing.
+func handOver(ctx context.Context, b Approver, id, sessionID string, s ApprovalSettings, ended <-chan os.Signal, log *zap.Logger) workflows.ApprovalResult {
+	select {
+	case sig := <-ended:
+		tellEnded(ctx, b, id, sig, log)
+		return workflows.ApprovalResult{}
+	default:
+	}
+	if s.CLI == "claude" {
+		dir := s.ClaudeDir
+		if dir == "" {
+			dir = ClaudeDir()
+		}
+		if open, known := claudePromptOpen(dir, sessionID); known && !open {
+			follow(ctx, b, id, workflows.EventPromptClosed, log)
+			return workflows.ApprovalResult{}
+		}
+	}
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	r, err := b.HandedOver(hctx, id)
+	if err != nil {
+		log.Warn("the approval did not confirm the phone's answer; the terminal decides", zap.Error(err))
+		return workflows.ApprovalResult{}
+	}
+	return r
+}
+
+// tellEnded tells the approval its CLI ended the hook (Claude Code does when the terminal
+// answers No): the terminal answered.
+func tellEnded(ctx context.Context, b Approver, id string, sig os.Signal, log *zap.Logger) {
+	follow(ctx, b, id, workflows.EventHookEnded, log.With(zap.String("signal", sig.String())))
+}
+
+// follow tells the approval what happened at the terminal, with a short wait of its own (the
+// hook is on its way out).
+func follow(ctx context.Context, b Approver, id, event string, log *zap.Logger) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	defer cancel()
+	if err := b.Follow(fctx, id, workflows.ApprovalFollow{Event: event, At: time.Now()}); err != nil {
+		log.Warn("the terminal answered; the card could not be told", zap.String("event", event), zap.Error(err))
 	}
 }
 
@@ -306,6 +394,30 @@ func (t TemporalApprover) Wait(ctx context.Context, id string) (workflows.Approv
 	var r workflows.ApprovalResult
 	if err := t.Client.GetWorkflow(ctx, id, "").Get(ctx, &r); err != nil {
 		return r, fmt.Errorf("wait for approval %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// TakeAnswer waits for the phone's answer or the approval's end (workflows.UpdateTakeAnswer).
+func (t TemporalApprover) TakeAnswer(ctx context.Context, id string) (workflows.ApprovalResult, error) {
+	return t.update(ctx, id, workflows.UpdateTakeAnswer)
+}
+
+// HandedOver confirms handing the phone's answer over (workflows.UpdateHandedOver).
+func (t TemporalApprover) HandedOver(ctx context.Context, id string) (workflows.ApprovalResult, error) {
+	return t.update(ctx, id, workflows.UpdateHandedOver)
+}
+
+// update runs the approval's update name and returns its result.
+func (t TemporalApprover) update(ctx context.Context, id, name string) (workflows.ApprovalResult, error) {
+	var r workflows.ApprovalResult
+	h, err := t.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: name,
+		WaitForStage: client.WorkflowUpdateStageCompleted})
+	if err == nil {
+		err = h.Get(ctx, &r)
+	}
+	if err != nil {
+		return r, fmt.Errorf("%s on approval %s: %w", name, id, err)
 	}
 	return r, nil
 }
