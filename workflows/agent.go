@@ -121,6 +121,9 @@ type Offer struct {
 	// Waiting are requests for what the offer holds that arrived meanwhile (an intent asking
 	// again): its commit answers them too.
 	Waiting []DeliveryRequest `json:"waiting,omitempty"`
+	// BeforeReset: the agent's context was reset after this offer was taken and before its
+	// commit came (sessionRepresentsAfterReset): what it printed went to the context that ended.
+	BeforeReset bool `json:"before_reset,omitempty"`
 }
 
 // validateTake refuses a take without a key, from an unknown hook, or past its deadline.
@@ -194,6 +197,9 @@ func (s *session) noteEventQuietly(ctx workflow.Context, ev AgentEvent) (changed
 	}
 	if ev.Event == EventSessionStart {
 		s.sessionStarts++
+		if s.representsAfterReset && NewContext(ev.Detail) {
+			s.Ledger.ContextReset(ev.At)
+		}
 	}
 	if s.followsApprovals {
 		s.followApproval(ctx, ev)

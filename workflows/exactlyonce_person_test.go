@@ -96,7 +96,6 @@ func (r *checkRun) firstEntry(key string, version int, typed bool) {
 func (r *checkRun) committedPrints(key string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.c.uncommitted, key)
 	for _, k := range r.p.printedBy[key] {
 		if _, ok := r.p.knownAt[k]; !ok {
 			r.p.knownAt[k] = r.now()

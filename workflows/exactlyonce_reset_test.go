@@ -31,12 +31,10 @@ type contextPlay struct {
 	// resultAt: when each intent's memo says it was delivered (what the session told it).
 	resultAt map[string]time.Time
 	resets   int
-	// uncommitted: the hook runs that printed and will commit (a commit is scheduled).
-	uncommitted map[string]bool
 }
 
 func newContextPlay() contextPlay {
-	return contextPlay{entered: map[string]int{}, resultAt: map[string]time.Time{}, uncommitted: map[string]bool{}}
+	return contextPlay{entered: map[string]int{}, resultAt: map[string]time.Time{}}
 }
 
 // scheduleResets plays up to two resets at moments the worker is there (the hook's take and
@@ -56,14 +54,11 @@ func (r *checkRun) scheduleResets() {
 // for its confirmation: a CLI fires the prompt's own hook (the receipt) as it submits, before
 // anything can reset it, and the model's agent sends no receipts (the session reads its input
 // line instead), so a reset there would be one no real CLI makes; it comes a little later.
-// Nor between a hook's print and its commit: what stays out of the guarantee
-// (docs/exactly-once.md): a reset in that instant leaves the message named as one that follows,
-// and the late commit counts it in the old context, so the new one lacks it.
 func (r *checkRun) reset() {
 	if r.outage(r.now()) {
 		return
 	}
-	if r.typingUnconfirmed() || r.printedUncommitted() {
+	if r.typingUnconfirmed() {
 		r.at(r.now()+5*time.Second, r.reset)
 		return
 	}
@@ -227,12 +222,4 @@ func (r *checkRun) typingUnconfirmed() bool {
 		return true
 	}
 	return len(had) < len(typed)
-}
-
-// printedUncommitted reports whether a hook printed messages and has not committed them yet (nor
-// died: a dead hook never commits, and its lease's end hands them over again).
-func (r *checkRun) printedUncommitted() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.c.uncommitted) > 0
 }

@@ -573,6 +573,7 @@ func (l *Ledger) Settle(now time.Time) Settlement {
 func (l *Ledger) commit(o Offer, reconciled bool) Commit {
 	c := Commit{Offer: o, Reconciled: reconciled}
 	l.forgetEdits(o.Requests)
+	l.presentAgain(o)
 	for _, req := range o.Requests {
 		if !l.inContext(req) {
 			c.Fresh = append(c.Fresh, req)

@@ -3,7 +3,6 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -334,6 +333,7 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	s.stopHoldsTyping = follows(ctx, s.Version, sessionStopHoldsTyping, "stop-holds-typing")
 	s.handlersFinish = follows(ctx, s.Version, sessionHandlersFinish, "handlers-finish-before-continue-as-new")
 	s.editsAtDesk = follows(ctx, s.Version, sessionEditsAtDesk, "edits-reach-the-desk")
+	s.representsAfterReset = follows(ctx, s.Version, sessionRepresentsAfterReset, "represent-after-reset")
 	s.Ledger.editsReservedAtOnce = !s.editsAtDesk
 	if s.editsAtDesk {
 		workflow.Go(ctx, s.listenTakeBacks)
@@ -433,6 +433,9 @@ type session struct {
 	// standing offer is on its way to the desk (no withdrawal may overtake it).
 	editsAtDesk bool
 	publishing  bool
+	// representsAfterReset: what a hook printed into a context that a reset then ended, its
+	// commit coming after, is presented again in the new one (sessionRepresentsAfterReset).
+	representsAfterReset bool
 	// owedNudgeOnly: reminders of what the agent has only nudge, and a reset is told
 	// (sessionOwedNeverEscalates).
 	owedNudgeOnly bool
@@ -727,11 +730,7 @@ func (s *SessionInput) historyTooLong(ctx workflow.Context) bool {
 // person's edit or take-back asks it (issue 38): an intent hears of its delivery only when the
 // session tells it, which under a burst is after the session's backlog is typed.
 func (s *session) hasMessage(intent string) (bool, error) {
-	req := DeliveryRequest{Kind: KindMessage, ReplyTo: intent}
-	if s.inContext(req) || s.heldIn(req) >= 0 {
-		return true, nil
-	}
-	return slices.ContainsFunc(s.block, func(r DeliveryRequest) bool { return r.TypedKey() == intent }), nil
+	return s.Ledger.hasMessage(intent), nil
 }
 
 // replace puts an edited text in place of a waiting message (Ledger.Replace); a standing offer

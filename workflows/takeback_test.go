@@ -202,3 +202,30 @@ func TestLedgerEditBeforeItsRequestIsKept(t *testing.T) {
 	l.Replace("intent/1/1", "edited again")
 	require.Empty(t, l.EarlyEdits)
 }
+
+// Issue 60 (represent-after-reset): a hook printed a message into a context that a reset then
+// ended, and its commit came after the reset: the message is presented again in the new context
+// (a request of its own, typed or handed over once), and the intent's message still counts once.
+// An offer whose commit came before the reset, or that was taken after it, is not. Found by the
+// exactly-once checker, seed 281.
+func TestLedgerPresentsAgainWhatAResetEnded(t *testing.T) {
+	var l Ledger
+	l.Admit(msg(1, 1))
+	l.Admit(msg(2, 1))
+	took := time.Unix(1000, 0)
+	require.Len(t, l.Take("post-tool-use/1", EventPostToolUse, took), 2)
+	l.ContextReset(took.Add(time.Second))
+	l.Admit(msg(3, 1))
+	require.Len(t, l.Take("session-start/1", EventSessionStart, took.Add(time.Second)), 1)
+	l.Committed("post-tool-use/1", "session-start/1")
+	st := l.Settle(took.Add(2 * time.Second))
+	require.Len(t, st.Commits, 2)
+	var again []string
+	for _, q := range l.Queue {
+		require.True(t, q.Again, "%+v", q)
+		again = append(again, q.ReplyTo)
+	}
+	require.Equal(t, []string{"intent/1/1", "intent/1/2"}, again, "what the reset ended is presented again; what came after is not")
+	require.Len(t, l.Offerable(), 2, "and handed over like a message")
+	require.True(t, l.hasMessage("intent/1/1"))
+}

@@ -123,12 +123,19 @@ type DeliveryRequest struct {
 	// for every request of one due reminder, so that a request repeated after its wait timed
 	// out (a long queue, a worker restart) is not typed twice. 0: not numbered.
 	Tick int `json:"tick,omitempty"`
+	// Again presents a message again, in the agent's new context: the agent had it in the one
+	// a reset ended (a hook printed it there, and its commit came after the reset). Typed or
+	// handed over as a message, never taken for a repeat of it.
+	Again bool `json:"again,omitempty"`
 }
 
 // TypedKey identifies what a request types, for "typed once": the intent for a message, the
-// intent and tick for a reminder; "" when it has no identity.
+// intent and tick for a reminder, the request for a message presented again; "" when it has no
+// identity.
 func (r DeliveryRequest) TypedKey() string {
 	switch {
+	case r.Again:
+		return r.ReplyTo + "#again:" + r.ID
 	case r.Kind == KindMessage:
 		return r.ReplyTo
 	case r.Kind == KindReminder && r.Tick > 0:

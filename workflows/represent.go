@@ -1,0 +1,54 @@
+package workflows
+
+import (
+	"slices"
+	"time"
+)
+
+// sessionRepresentsAfterReset (SessionVersion 13, change ID represent-after-reset): a message a
+// hook printed into the agent's context just before that context was reset (a compaction right
+// after a tool call's hook printed, a /clear, the CLI's restart), whose commit came only after
+// the reset, is presented again in the new context: typed or handed over once more, as a
+// message. Before, the session start named it as one that follows (the session did not count it
+// yet: it was in a hook's hands), and the late commit counted it in the context that ended, so
+// the new context never got its text.
+const sessionRepresentsAfterReset = 13
+
+// NewContext reports whether a SessionStart of this source begins an empty context: the CLI's
+// start, a /clear, a compaction (a resumed conversation holds what it held).
+func NewContext(source string) bool {
+	switch source {
+	case "startup", "clear", SourceCompact:
+		return true
+	}
+	return false
+}
+
+// ContextReset marks the open offers taken before at, whose commit has not come: the agent's
+// context was reset then, and what their hooks printed, if they printed, went to the context
+// that ended (presentAgain).
+func (l *Ledger) ContextReset(at time.Time) {
+	for i, o := range l.Offers {
+		if o.At.Before(at) && !slices.Contains(l.commits, o.Key) {
+			l.Offers[i].BeforeReset = true
+		}
+	}
+}
+
+// presentAgain queues again, for the agent's new context, the messages of an offer taken before
+// a reset and committed after it (its hook printed them into the context that ended). An offer
+// that is never committed goes back to the queue when its lease ends, and reaches the new context
+// that way.
+func (l *Ledger) presentAgain(o Offer) {
+	if !o.BeforeReset {
+		return
+	}
+	for _, r := range o.Requests {
+		if r.Kind != KindMessage || l.withdrawn(r) {
+			continue
+		}
+		again := r
+		again.ID, again.Again = r.ID+"/again", true
+		l.enqueue(again)
+	}
+}
