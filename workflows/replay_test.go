@@ -97,7 +97,14 @@ func replayAll(t *testing.T, r worker.WorkflowReplayer) {
 		// version 12's rules (stop-holds-typing, handlers-finish-before-continue-as-new).
 		"testdata/session_v11.json", "testdata/session_reminders_v11.json", "testdata/session_taken_back_v11.json",
 		"testdata/session_approval_v11.json", "testdata/session_inbox_v11.json",
-		// Current: sessions and intents started at SessionVersion (12) and IntentVersion (5), no
+		// Started at SessionVersion 12 (the build before edits and take-backs reached the desk
+		// at once and a reset's straddling commits were presented again), and an approval from
+		// before the phone's answer waited for its hook to hand it over: they replay across
+		// version 13's rules (edits-reach-the-desk, represent-after-reset) and the approval's
+		// confirmed-answers, which they decide by their markers.
+		"testdata/session_v12.json", "testdata/session_reminders_v12.json", "testdata/session_taken_back_v12.json",
+		"testdata/session_approval_v12.json", "testdata/session_inbox_v12.json", "testdata/approval_v12.json",
+		// Current: sessions and intents started at SessionVersion (13) and IntentVersion (5), no
 		// markers.
 		"testdata/intent_reminded.json", "testdata/session_reminders.json",
 		"testdata/intent_delivered_closed.json", "testdata/session.json",
