@@ -157,7 +157,7 @@ func (in ApprovalInput) howToAnswer(answerable bool) string {
 	case !answerable:
 		return "Answer at the terminal: this card cannot show all of it."
 	}
-	return "Answer with a button, or reply /allow or /deny to this card. The terminal can answer too; the first answer counts."
+	return "Answer with a button, or reply /allow or /deny to this card. The terminal can answer too; this card then says so."
 }
 
 // CardText is the card's text (HTML) while it waits.
