@@ -334,9 +334,13 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	s.handlersFinish = follows(ctx, s.Version, sessionHandlersFinish, "handlers-finish-before-continue-as-new")
 	s.editsAtDesk = follows(ctx, s.Version, sessionEditsAtDesk, "edits-reach-the-desk")
 	s.representsAfterReset = follows(ctx, s.Version, sessionRepresentsAfterReset, "represent-after-reset")
+	s.signalsReadOnce = follows(ctx, s.Version, sessionSignalsReadOnce, "signals-read-once")
 	s.Ledger.editsReservedAtOnce = !s.editsAtDesk
 	if s.editsAtDesk {
 		workflow.Go(ctx, s.listenTakeBacks)
+	}
+	if s.signalsReadOnce {
+		workflow.Go(ctx, s.listenSignals)
 	}
 	if s.inboxAtDesk {
 		workflow.Go(ctx, s.followInbox)
@@ -436,6 +440,11 @@ type session struct {
 	// representsAfterReset: what a hook printed into a context that a reset then ended, its
 	// commit coming after, is presented again in the new one (sessionRepresentsAfterReset).
 	representsAfterReset bool
+	// signalsReadOnce: each signal channel is read by one listener, and the waits await its
+	// notes (sessionSignalsReadOnce); news: a signal was applied since the last wait or drain;
+	// agentNews: one from the agent's side (a hook's words or commit, a wake).
+	signalsReadOnce bool
+	news, agentNews bool
 	// owedNudgeOnly: reminders of what the agent has only nudge, and a reset is told
 	// (sessionOwedNeverEscalates).
 	owedNudgeOnly bool
@@ -527,6 +536,10 @@ func (s *session) view() (SessionView, error) {
 
 // drain takes every signal that has arrived without blocking, and reports whether there was one.
 func (s *session) drain(ctx workflow.Context) (took bool) {
+	if s.signalsReadOnce {
+		took, s.news = s.news, false // the listener read and applied them (signals.go)
+		return took
+	}
 	for {
 		var r ReplaceRequest
 		if !s.replaceCh.ReceiveAsync(&r) {
@@ -614,6 +627,13 @@ func (s *session) continueAsNew(ctx workflow.Context) error {
 			s.tellHeld(ctx) // not carried: the next run starts with none
 			continue
 		}
+		if s.signalsReadOnce && !s.quiet() {
+			// The listener reads what is left (it runs once this coroutine waits).
+			if err := workflow.Await(ctx, s.quiet); err != nil {
+				return err
+			}
+			continue
+		}
 		if s.handlersFinish && !workflow.AllHandlersFinished(ctx) {
 			// An update under way (a /stop pressing its key) is answered by this run; what
 			// arrived meanwhile is taken, as above, before the next run's input is fixed.
@@ -670,6 +690,16 @@ func (s *session) drainDesks(ctx workflow.Context) (took bool) {
 // waitForSignal blocks until a signal arrives or timer (if any) fires, taking the signal. It
 // reports whether the agent's hooks said something (a report, a take, a commit).
 func (s *session) waitForSignal(ctx workflow.Context, timer workflow.Future) (agent bool) {
+	if s.signalsReadOnce {
+		return s.awaitNews(ctx, timer)
+	}
+	s.selectSignal(ctx, timer, &agent)
+	return agent
+}
+
+// selectSignal reads one signal (or the wake channel), or waits for timer, and applies it; agent
+// is set when it came from the agent's side (a hook's words or commit, a wake).
+func (s *session) selectSignal(ctx workflow.Context, timer workflow.Future, agent *bool) {
 	sel := workflow.NewSelector(ctx)
 	sel.AddReceive(s.deliverCh, func(c workflow.ReceiveChannel, _ bool) {
 		var req DeliveryRequest
@@ -690,13 +720,13 @@ func (s *session) waitForSignal(ctx workflow.Context, timer workflow.Future) (ag
 		var t TakenRequest
 		c.Receive(ctx, &t)
 		s.Committed(t.Key)
-		agent = true
+		*agent = true
 	})
 	sel.AddReceive(s.wordsCh, func(c workflow.ReceiveChannel, _ bool) {
 		var w HookWords
 		c.Receive(ctx, &w)
 		s.hear(ctx, w)
-		agent = true
+		*agent = true
 	})
 	if !s.editsAtDesk { // else listenTakeBacks reads them
 		sel.AddReceive(s.replaceCh, func(c workflow.ReceiveChannel, _ bool) {
@@ -712,13 +742,12 @@ func (s *session) waitForSignal(ctx workflow.Context, timer workflow.Future) (ag
 	}
 	sel.AddReceive(s.wakeCh, func(c workflow.ReceiveChannel, _ bool) {
 		c.Receive(ctx, nil)
-		agent = true
+		*agent = true
 	})
 	if timer != nil {
 		sel.AddFuture(timer, func(workflow.Future) {})
 	}
 	sel.Select(ctx)
-	return agent
 }
 
 func (s *SessionInput) historyTooLong(ctx workflow.Context) bool {

@@ -29,7 +29,7 @@ const sessionEditsAtDesk = 13
 // listenTakeBacks reads the person's edits and take-backs as they arrive (sessionEditsAtDesk):
 // each is recorded in the ledger, and a standing offer that holds what it changed is taken back
 // from the desk at once. The main loop's waits do not read these channels; its drain does, for
-// what arrives as the run continues as new.
+// what arrives as the run continues as new, in a run without sessionSignalsReadOnce.
 func (s *session) listenTakeBacks(ctx workflow.Context) {
 	for {
 		sel := workflow.NewSelector(ctx)
@@ -54,6 +54,7 @@ func (s *session) listenTakeBacks(ctx workflow.Context) {
 // holds the message's text as first sent.
 func (s *session) edited(ctx workflow.Context, r ReplaceRequest) {
 	s.replace(ctx, r)
+	s.news = true
 	s.retractStale(ctx)
 }
 
@@ -61,6 +62,7 @@ func (s *session) edited(ctx workflow.Context, r ReplaceRequest) {
 // offer that names the message.
 func (s *session) takenBack(ctx workflow.Context, r WithdrawRequest) {
 	s.withdraw(ctx, r)
+	s.news = true
 	s.retractStale(ctx)
 }
 
