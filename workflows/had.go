@@ -27,13 +27,15 @@ type HadMessage = hookapi.HadMessage
 const maxHadAsked = 100
 
 // had answers QueryHad: which of intents have their message in the agent's context as the
-// ledger records it (typed and confirmed, or committed by a hook), with when this run counted
-// each delivered. A message queued, reserved by the standing offer, held by a hook that has not
-// committed, or being typed is not had: it reaches the agent on its own.
+// ledger records it (typed and confirmed, or committed by a hook, its commit read), with when
+// this run counted each delivered. A message queued, reserved by the standing offer, held by a
+// hook that has not committed, or being typed is not had: it reaches the agent on its own; so is
+// one a reset will present again (sessionRepresentsAfterReset: its hook printed it into the
+// context the reset ended, or it waits to be presented again).
 func (s *session) had(intents []string) ([]HadMessage, error) {
 	var had []HadMessage
 	for _, id := range intents[:min(len(intents), maxHadAsked)] {
-		if s.inContext(DeliveryRequest{Kind: KindMessage, ReplyTo: id}) {
+		if s.Ledger.had(id) {
 			had = append(had, HadMessage{Intent: id, At: s.deliveredAt[id]})
 		}
 	}

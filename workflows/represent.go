@@ -35,6 +35,33 @@ func (l *Ledger) ContextReset(at time.Time) {
 	}
 }
 
+// had reports whether intent's message is in the agent's present context as far as the ledger
+// knows: counted (or its hook's commit read), and not one a reset ended that is presented again.
+func (l *Ledger) had(intent string) bool {
+	req := DeliveryRequest{Kind: KindMessage, ReplyTo: intent}
+	if l.presentsAgain(intent) {
+		return false
+	}
+	if i := l.heldIn(req); i >= 0 {
+		return slices.Contains(l.commits, l.Offers[i].Key) // printed, its commit read
+	}
+	return l.inContext(req) || l.committedUnsettled(req)
+}
+
+// presentsAgain reports whether intent's message waits to be presented again after a reset: an
+// open offer taken before the reset holds it, or its request to be presented again is queued,
+// held by a hook or being typed.
+func (l *Ledger) presentsAgain(intent string) bool {
+	again := func(r DeliveryRequest) bool { return r.Again && r.ReplyTo == intent }
+	for _, o := range l.Offers {
+		if slices.ContainsFunc(o.Requests, again) ||
+			o.BeforeReset && slices.ContainsFunc(o.Requests, func(r DeliveryRequest) bool { return r.Kind == KindMessage && r.ReplyTo == intent }) {
+			return true
+		}
+	}
+	return slices.ContainsFunc(l.Queue, again) || slices.ContainsFunc(l.block, again)
+}
+
 // presentAgain queues again, for the agent's new context, the messages of an offer taken before
 // a reset and committed after it (its hook printed them into the context that ended). An offer
 // that is never committed goes back to the queue when its lease ends, and reaches the new context

@@ -649,6 +649,10 @@ func (d *Desk) Flush(ctx context.Context) error {
 	}
 }
 
+// PassOn passes on what waits now, before it returns (Flush): a session asked what its agent had
+// counts the commits hooks made moments ago.
+func (d *Desk) PassOn(ctx context.Context) error { return d.Flush(ctx) }
+
 // passOn sends what waits for one session in one signal; it reports whether there was any.
 func (d *Desk) passOn(ctx context.Context) (bool, error) {
 	d.mu.Lock()

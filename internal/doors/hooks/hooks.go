@@ -318,14 +318,18 @@ func withSessionWord(ctx context.Context, b Backend, s Settings, listed []hookap
 			ask = append(ask, p.ID)
 		}
 	}
-	if len(ask) == 0 || takeBackingOff(s.DataDir, time.Now()) {
-		return // nothing to ask, or no worker answered a take moments ago
+	if len(ask) == 0 {
+		return
+	}
+	if takeBackingOff(s.DataDir, time.Now()) {
+		s.logger().Warn(MemosDecide+": no worker answered a take moments ago", zap.String("session", s.Session))
+		return
 	}
 	hctx, cancel := context.WithTimeout(ctx, askBudget(ctx))
 	defer cancel()
 	had, err := b.Had(hctx, s.Session, ask)
 	if err != nil {
-		s.logger().Warn("hook: the session did not say what its agent had; the intents' memos decide", zap.String("session", s.Session), zap.Error(err))
+		s.logger().Warn(MemosDecide, zap.String("session", s.Session), zap.Error(err))
 		return
 	}
 	at := make(map[string]time.Time, len(had))
@@ -338,6 +342,10 @@ func withSessionWord(ctx context.Context, b Backend, s Settings, listed []hookap
 		}
 	}
 }
+
+// MemosDecide is the warning a session-start hook logs when the session's word on what its
+// agent had did not come in time: the intents' memos decide then, and they lag behind it.
+const MemosDecide = "hook: the session did not say what its agent had; the intents' memos decide"
 
 // askBudget is how long a hook waits for its session's answer: TakeBudget, at most half the
 // hook's time left (the rest is for printing and committing).

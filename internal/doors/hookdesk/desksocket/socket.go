@@ -130,6 +130,9 @@ type Desk interface {
 	// UnreadInbox is what the agent's session last said is unread in its inbox; known is false
 	// when it has said nothing yet.
 	UnreadInbox(agent string) (u hookapi.InboxUnread, known bool)
+	// PassOn passes on to the sessions, before it returns, the words the desk holds for them
+	// (the hooks' commits): a session's word on what its agent had counts them then.
+	PassOn(ctx context.Context) error
 }
 
 // Server is the desk's listener.
@@ -314,7 +317,11 @@ func answerCall(ctx context.Context, desk Desk, reader Reader, req request) resp
 	case req.Op == opSendInbox && req.Send != nil && reader != nil:
 		err = reader.SendInbox(ctx, req.Agent, *req.Send)
 	case req.Op == opHad && reader != nil:
-		res.Had, err = reader.Had(ctx, req.Session, req.Intents)
+		// A hook that handed a message over committed it here moments ago (a compaction right
+		// after a tool call's hook): its commit goes to the session before the session is asked.
+		if err = desk.PassOn(ctx); err == nil {
+			res.Had, err = reader.Had(ctx, req.Session, req.Intents)
+		}
 	default:
 		err = fmt.Errorf("unknown call %q", req.Op)
 		res.Code = codeUnknownCall

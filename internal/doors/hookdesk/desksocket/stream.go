@@ -93,6 +93,9 @@ func (d streamDesk) UnreadInbox(string) (hookapi.InboxUnread, bool) {
 	return hookapi.InboxUnread{}, false
 }
 
+// PassOn has nothing to pass on: every commit went to its session by Temporal at once.
+func (d streamDesk) PassOn(context.Context) error { return nil }
+
 // Child is a process that answers the protocol on its stdin and stdout (ServeStream), started
 // by StartChild; its Client makes the calls, one at a time. A call that outlives its context
 // ends that process (its answer would reach the next call) and the next call starts another:
