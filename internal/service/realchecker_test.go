@@ -70,6 +70,7 @@ var (
 	realVerbose = flag.Bool("realchecker.v", false, "print every schedule, not only a failing one")
 	realLanes   = flag.Int("realchecker.lanes", 12, "how many schedules the real-system checker plays at once")
 	realRaces   = flag.Bool("realchecker.resetraces", false, "let a reset come before the session has the commit of a hook that just handed the agent a message (fails today: see sessionStart)")
+	realPerson  = flag.Bool("realchecker.person", false, "let the person edit and /cancel their messages in the schedules (fails today: seed 10 on 12 lanes, see the report of issue 60)")
 )
 
 // checkerUser is the person who writes in every lane's chat.
@@ -138,6 +139,9 @@ type lane struct {
 	// hook), and the message's text after it; listed a pending message a session start lists
 	// with its text ("- id=... chat=... age=...", the text on the line after it, indented).
 	header, listed *regexp.Regexp
+	// corrHeader and corrListed find a correction (the person's edit of a message the agent had,
+	// a message of its own, msg_id=<message>.edit<date>) handed over or listed in full.
+	corrHeader, corrListed *regexp.Regexp
 }
 
 func newRealSystem(t testing.TB, lanes int) *realSystem {
@@ -187,8 +191,10 @@ func newLane(t testing.TB, i int) *lane {
 	t.Cleanup(func() { _ = screen.Close() })
 	c := strconv.FormatInt(chat, 10)
 	return &lane{session: name, chat: chat, pane: pane, screen: screen,
-		header: regexp.MustCompile(`【新着メッセージ】msg_id=(\d+) chat=` + c + `\b[^\n]*?\): ([^\n]*)`),
-		listed: regexp.MustCompile(`- id=intent/` + c + `/(\d+) chat=` + c + ` age=\S+\n[ \t]+([^\n]*)`)}
+		header:     regexp.MustCompile(`【新着メッセージ】msg_id=(\d+) chat=` + c + `\b[^\n]*?\): ([^\n]*)`),
+		listed:     regexp.MustCompile(`- id=intent/` + c + `/(\d+) chat=` + c + ` age=\S+\n[ \t]+([^\n]*)`),
+		corrHeader: regexp.MustCompile(`【新着メッセージ】msg_id=(\d+\.edit\d*) chat=` + c + ` corrects=(\d+)\b[^\n]*?\): ([^\n]*)`),
+		corrListed: regexp.MustCompile(`- id=intent/` + c + `/(\d+\.edit\d*) chat=` + c + ` age=\S+\n[ \t]+([^\n]*)`)}
 }
 
 // shortenHistory starts the lane's session again with a history limit of events (the worker
@@ -282,11 +288,18 @@ type schedule struct {
 	prompt    strings.Builder
 	pasting   bool
 	runs      int
+	// queuedAt is when each prompt of queued was read from the pane; floor is the moment before
+	// which what the door had handled must be in the text the agent gets now (a hook's start; a
+	// typed prompt's reading less typeRace).
+	queuedAt []time.Time
+	floor    time.Time
+	person   personPlays
 }
 
 func (rs *realSystem) play(t testing.TB, ln *lane, seed int64) {
 	sc := &schedule{rs: rs, ln: ln, t: t, seed: seed, rnd: rand.New(rand.NewPCG(uint64(seed), 32)), wording: map[int]string{}, seen: map[int]int{},
 		answered: map[int]bool{}, unsure: map[int]bool{}, context: map[int]int{}, answering: map[string]int{}, answers: map[int]string{}}
+	sc.person = newPersonPlays(seed)
 	// The faults draw from a generator of their own: the workers' goroutines ask (under the
 	// faults' lock) while the schedule plays.
 	rate := []float64{0, 0.05, 0.2}[sc.rnd.IntN(3)]
@@ -358,6 +371,9 @@ func (sc *schedule) playSteps() {
 		case r < 85:
 			sc.answerOne()
 		}
+		if *realPerson {
+			sc.personPlay()
+		}
 		time.Sleep(time.Duration(sc.rnd.IntN(300)) * time.Millisecond)
 	}
 }
@@ -419,7 +435,8 @@ func (sc *schedule) send() {
 	id := sc.msgID(len(sc.sent) + 1)
 	sc.sent = append(sc.sent, id)
 	sc.wording[id] = fmt.Sprintf("note %d", id)
-	sc.rs.bot.AddMessage(sc.ln.chat, checkerUser, id, sc.wording[id])
+	uid := sc.rs.bot.AddMessage(sc.ln.chat, checkerUser, id, sc.wording[id])
+	sc.person.versions[id] = []version{{text: sc.wording[id], at: time.Now(), uid: uid}}
 	sc.note("person sends %d", id)
 }
 
@@ -444,6 +461,7 @@ func (sc *schedule) took(via, text string) {
 		}
 		sc.intoContext(id, m[2], via)
 	}
+	sc.tookCorrections(via, text)
 }
 
 // inListing reports whether a session start's listing carries message id with its text (handed
@@ -486,9 +504,7 @@ func (sc *schedule) intoContext(id int, text, via string) {
 		return
 	}
 	sc.context[id]++
-	if want, ok := sc.wording[id]; ok && text != want {
-		sc.errorf("message %d entered the agent's context (%s) as %q, the person sent %q", id, via, text, want)
-	}
+	sc.checkText(id, text, via)
 	if sc.context[id] > 1 {
 		sc.errorf("message %d is in one context of the agent %d times (the last %s)", id, sc.context[id], via)
 	}
@@ -499,7 +515,7 @@ func (sc *schedule) intoContext(id int, text, via string) {
 func (sc *schedule) owed() []int {
 	var ids []int
 	for _, id := range sc.sent {
-		if sc.context[id] > 0 && !sc.answered[id] && !sc.unsure[id] {
+		if sc.context[id] > 0 && !sc.answered[id] && !sc.unsure[id] && sc.person.cancels[id] == nil {
 			ids = append(ids, id)
 		}
 	}
@@ -519,6 +535,8 @@ func (sc *schedule) hook(event string, input string) string {
 // on through an outage); the others wait for the worker, as in a schedule played alone.
 func (sc *schedule) runHook(event string, input string) string {
 	sc.runs++
+	sc.person.learnHandled(sc.rs.bot)
+	sc.floor = time.Now()
 	var out bytes.Buffer
 	run := func(svc *service.Service, down bool) {
 		if err := hooks.Run(context.Background(), event, strings.NewReader(input), &out, sc.settings(), sc.rs.dialer(svc, down), 5*time.Second); err != nil {
@@ -561,6 +579,7 @@ func (sc *schedule) hookInput(fields string) string {
 // readPane takes what was typed: a prompt ends at Enter outside a bracketed paste. An idle agent
 // submits it at once (its user-prompt-submit hook is the receipt); a working one after its turn.
 func (sc *schedule) readPane() {
+	sc.person.learnHandled(sc.rs.bot)
 	data, _ := os.ReadFile(sc.ln.pane)
 	const pasteStart, pasteEnd = "\x1b[200~", "\x1b[201~"
 	for ; sc.ln.offset < len(data); sc.ln.offset++ {
@@ -581,6 +600,7 @@ func (sc *schedule) readPane() {
 			sc.prompt.Reset()
 			if strings.TrimSpace(text) != "" {
 				sc.queued = append(sc.queued, text)
+				sc.queuedAt = append(sc.queuedAt, time.Now())
 				if sc.working {
 					sc.note("typed while the agent works: %q", firstLine(text))
 				}
@@ -588,15 +608,17 @@ func (sc *schedule) readPane() {
 		}
 	}
 	if !sc.working && len(sc.queued) > 0 {
+		sc.floor = sc.queuedAt[0].Add(-typeRace)
 		sc.startTurn(sc.queued[0])
-		sc.queued = sc.queued[1:]
+		sc.queued, sc.queuedAt = sc.queued[1:], sc.queuedAt[1:]
 	}
 }
 
 // startTurn submits a prompt: the agent gets it, and what user-prompt-submit adds.
 func (sc *schedule) startTurn(prompt string) {
-	if !sc.ln.header.MatchString(prompt) {
+	if !sc.ln.header.MatchString(prompt) && !sc.ln.corrHeader.MatchString(prompt) {
 		sc.note("agent starts a turn of its own")
+		sc.floor = time.Now()
 	}
 	sc.working = true
 	sc.draw(true)
@@ -749,9 +771,12 @@ func (sc *schedule) answerOne() {
 	}
 	var open []int
 	for _, id := range sc.sent {
-		if sc.seen[id] > 0 && !sc.answered[id] {
+		if sc.seen[id] > 0 && !sc.answered[id] && sc.person.cancels[id] == nil {
 			open = append(open, id)
 		}
+	}
+	if sc.answerCorrection() {
+		return
 	}
 	if len(open) == 0 {
 		return
@@ -866,6 +891,7 @@ func (sc *schedule) settle() {
 		sc.stop()
 	}
 	sc.rs.faults.arm(sc.workflowID(), nil)
+	sc.doorAnswers()
 	for expired := sc.upDeadline(90 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		sc.readPane()
 		if sc.working {
@@ -873,7 +899,13 @@ func (sc *schedule) settle() {
 		}
 		all := true
 		for _, id := range sc.sent {
-			all = all && sc.seen[id] > 0 && sc.delivered(id)
+			all = all && (sc.person.withdrawn(id) || sc.seen[id] > 0 && sc.delivered(id))
+		}
+		for _, c := range sc.person.expectedCorrections() {
+			all = all && sc.deliveredIntent(sc.corrIntent(c))
+		}
+		for _, id := range sc.sent {
+			all = all && sc.announced(id) <= sc.corrections(id)
 		}
 		if all {
 			break
@@ -886,14 +918,14 @@ func (sc *schedule) settle() {
 			return
 		}
 	}
-	for expired := sc.upDeadline(60 * time.Second); len(sc.retry) > 0 || sc.unanswered() > 0; {
+	for expired := sc.upDeadline(60 * time.Second); len(sc.retry) > 0 || sc.unanswered() > 0 || sc.correctionsUnanswered() > 0; {
 		if expired() {
 			sc.errorf("answers still failing after 60 s (%d to repeat, %d unanswered)", len(sc.retry), sc.unanswered())
 			return
 		}
-		before := len(sc.retry) + sc.unanswered()
+		before := len(sc.retry) + sc.unanswered() + sc.correctionsUnanswered()
 		sc.answerOne()
-		if len(sc.retry)+sc.unanswered() >= before && len(sc.retry) > 0 {
+		if len(sc.retry)+sc.unanswered()+sc.correctionsUnanswered() >= before && len(sc.retry) > 0 {
 			time.Sleep(500 * time.Millisecond) // a moment before the agent tries again
 		}
 	}
@@ -901,6 +933,7 @@ func (sc *schedule) settle() {
 	time.Sleep(200 * time.Millisecond)
 	sc.readPane()
 	sc.checkEntries()
+	sc.checkPerson()
 	sc.checkAnswers()
 	sc.note("%d messages; %d hook runs", len(sc.sent), sc.runs)
 }
@@ -908,6 +941,9 @@ func (sc *schedule) settle() {
 // checkEntries: every message entered the agent's context exactly once.
 func (sc *schedule) checkEntries() {
 	for _, id := range sc.sent {
+		if sc.person.cancels[id] != nil {
+			continue // checkPerson: at most once, and never after a take-back before it entered
+		}
 		if n := sc.seen[id]; n != 1 && !(n == 2 && sc.straddled[id]) {
 			var v workflows.IntentView
 			sc.rs.worker.whileUp(func(svc *service.Service) { v, _ = intent.Show(context.Background(), svc.Client(), sc.intentID(id)) })
@@ -920,12 +956,16 @@ func (sc *schedule) checkEntries() {
 func (sc *schedule) checkAnswers() {
 	expired := sc.upDeadline(30 * time.Second)
 	for _, id := range sc.sent {
+		if sc.person.cancels[id] != nil {
+			continue
+		}
 		want := sc.answers[id]
 		for {
 			var mine, wrong int
 			for _, m := range sc.rs.bot.Sent() {
 				switch {
 				case m.ChatID != sc.ln.chat:
+				case sc.person.doorsWord(m.Text, id): // the door's answer to an edit, an answer to a correction
 				case m.Text == want && m.ReplyTo == id:
 					mine++
 				case m.ReplyTo == id:
@@ -947,7 +987,7 @@ func (sc *schedule) checkAnswers() {
 func (sc *schedule) unanswered() int {
 	n := 0
 	for _, id := range sc.sent {
-		if !sc.answered[id] {
+		if !sc.answered[id] && sc.person.cancels[id] == nil {
 			n++
 		}
 	}
@@ -1019,4 +1059,385 @@ func (sc *schedule) traceSession() {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// typeRace is how long before the agent's pane shows a typed prompt the session may have chosen
+// its text: an edit the door handled within it may or may not be in it.
+const typeRace = 3 * time.Second
+
+// version is one text the person sent for a message: the first, then each edit; uid is its
+// Telegram update, handled when the door has confirmed it (handled: when the checker saw that).
+type version struct {
+	text     string
+	at       time.Time
+	uid      int
+	editDate int64
+	handled  time.Time
+}
+
+// cancelPlay is the person's /cancel of a message: its own Telegram message, when it was sent,
+// how many times the agent had got the message then, and the door's answer.
+type cancelPlay struct {
+	msg        int
+	uid        int
+	at         time.Time
+	seenBefore int
+	answer     string
+}
+
+// personPlays are the person's edits and take-backs (issue 60), drawn from a generator of their
+// own so that a seed's other plays stay as they were.
+type personPlays struct {
+	rnd      *rand.Rand
+	versions map[int][]version
+	cancels  map[int]*cancelPlay
+	// afterEntry counts each message's edits sent once the session counted it in its agent's
+	// context (each must be answered as a correction, or with the session's silence).
+	afterEntry map[int]int
+	// stale are messages that entered with an older text than one the door had handled before:
+	// a correction carrying at least that version must follow.
+	stale map[int]int
+	// corrSeen, corrText, corrAnswered are the corrections (by message ID, <message>.edit<date>)
+	// the agent got; corrAnswers how many the door announced for each message.
+	corrSeen     map[string]int
+	corrText     map[string]string
+	corrAnswered map[string]bool
+	corrAnswers  map[int]int
+	n            int
+}
+
+func newPersonPlays(seed int64) personPlays {
+	return personPlays{rnd: rand.New(rand.NewPCG(uint64(seed), 60)), versions: map[int][]version{}, cancels: map[int]*cancelPlay{},
+		afterEntry: map[int]int{}, stale: map[int]int{}, corrSeen: map[string]int{}, corrText: map[string]string{},
+		corrAnswered: map[string]bool{}, corrAnswers: map[int]int{}}
+}
+
+// learnHandled notes the versions the door has handled by now.
+func (p *personPlays) learnHandled(bot *fakebot.Server) {
+	confirmed := bot.Confirmed()
+	for id, vs := range p.versions {
+		for i := range vs {
+			if vs[i].handled.IsZero() && vs[i].uid < confirmed {
+				p.versions[id][i].handled = time.Now()
+			}
+		}
+	}
+}
+
+// withdrawn reports whether the person took message id back (the door said it was cancelled).
+func (p *personPlays) withdrawn(id int) bool { return p.cancels[id] != nil }
+
+// personPlay is, now and then, the person editing one of their messages not answered yet, or
+// replying /cancel to it. A message the agent got is edited or cancelled once the session counts
+// it (as a reset waits: the desk passes a hook's commit on moments after the hook exits).
+func (sc *schedule) personPlay() {
+	p := &sc.person
+	r := p.rnd.IntN(100)
+	if r >= 16 {
+		return
+	}
+	var open []int
+	for _, id := range sc.sent {
+		if !sc.answered[id] && !sc.unsure[id] && p.cancels[id] == nil {
+			open = append(open, id)
+		}
+	}
+	if len(open) == 0 {
+		return
+	}
+	id := open[p.rnd.IntN(len(open))]
+	had := sc.seen[id] > 0
+	if had && !*realRaces {
+		sc.awaitSessionHas([]int{id})
+	}
+	p.n++
+	if r < 12 {
+		vs := p.versions[id]
+		text := fmt.Sprintf("note %d edit %d", id, len(vs))
+		m := fakebot.Edited(fakebot.TextMessage(sc.ln.chat, checkerUser, id, vs[0].text), text)
+		m.Date = vs[0].at.Unix()
+		if last := vs[len(vs)-1].editDate; m.EditDate <= last {
+			m.EditDate = last + 1 // each edit a date of its own, as its correction's ID
+		}
+		uid := sc.rs.bot.AddUpdate(fakebot.EditedMessageUpdate(m))
+		p.versions[id] = append(vs, version{text: text, at: time.Now(), uid: uid, editDate: m.EditDate})
+		sc.wording[id] = text
+		if had {
+			p.afterEntry[id]++
+		}
+		sc.note("person edits %d to %q (the agent had it: %v)", id, text, had)
+		return
+	}
+	msg := int(sc.seed)*100 + 50 + p.n
+	cm := fakebot.TextMessage(sc.ln.chat, checkerUser, msg, "/cancel")
+	replied := fakebot.TextMessage(sc.ln.chat, checkerUser, id, p.versions[id][0].text)
+	cm.ReplyToMessage = &replied
+	uid := sc.rs.bot.AddUpdate(fakebot.MessageUpdate(cm))
+	p.cancels[id] = &cancelPlay{msg: msg, uid: uid, at: time.Now(), seenBefore: sc.seen[id]}
+	sc.note("person replies /cancel (%d) to %d (the agent had it: %v)", msg, id, had)
+}
+
+// checkText holds the text message id entered with to what the person sent: one of its
+// versions, not older than the last one the door had handled before sc.floor (else a correction
+// carrying a newer one must follow).
+func (sc *schedule) checkText(id int, text, via string) {
+	vs := sc.person.versions[id]
+	got := -1
+	for i, v := range vs {
+		if v.text == text {
+			got = i
+		}
+	}
+	if got < 0 {
+		sc.errorf("message %d entered the agent's context (%s) as %q, which the person never sent (last %q)", id, via, text, sc.wording[id])
+		return
+	}
+	need := 0
+	for i, v := range vs {
+		if !v.handled.IsZero() && v.handled.Before(sc.floor) {
+			need = i
+		}
+	}
+	if got < need {
+		sc.person.stale[id] = need
+		sc.note("message %d entered (%s) as %q, older than %q the door had handled before: a correction must follow", id, via, text, vs[need].text)
+	}
+}
+
+// tookCorrections counts the corrections a text carries into the agent's context.
+func (sc *schedule) tookCorrections(via, text string) {
+	p := &sc.person
+	add := func(c, body string, listed bool) {
+		if listed && p.corrSeen[c] > 0 {
+			sc.note("agent has correction %s again (listed in full by %s)", c, via)
+			return
+		}
+		p.corrSeen[c]++
+		p.corrText[c] = body
+		sc.note("agent got correction %s %q (%s)", c, body, via)
+		if p.corrSeen[c] > 1 {
+			sc.errorf("correction %s entered the agent's context %d times (the last %s)", c, p.corrSeen[c], via)
+		}
+	}
+	for _, m := range sc.ln.corrHeader.FindAllStringSubmatch(text, -1) {
+		add(m[1], m[3], false)
+	}
+	for _, m := range sc.ln.corrListed.FindAllStringSubmatch(text, -1) {
+		add(m[1], m[2], true)
+	}
+}
+
+// corrIntent is the intent of correction c.
+func (sc *schedule) corrIntent(c string) string {
+	return workflows.IntentID(strconv.FormatInt(sc.ln.chat, 10), c)
+}
+
+// deliveredIntent reports whether intent id knows it was delivered.
+func (sc *schedule) deliveredIntent(id string) bool {
+	var v workflows.IntentView
+	var err error
+	sc.rs.worker.whileUp(func(svc *service.Service) { v, err = intent.Show(context.Background(), svc.Client(), id) })
+	return err == nil && v.Delivered != nil
+}
+
+// correctionOf is the message correction c corrects, and the edit's date.
+func correctionOf(c string) (int, int64) {
+	msg, date, _ := strings.Cut(c, ".edit")
+	id, _ := strconv.Atoi(msg)
+	d, _ := strconv.ParseInt(date, 10, 64)
+	return id, d
+}
+
+// expectedCorrections are the corrections the door announced (one per "already had" answer, by
+// the edits of each message after the first version), as far as the agent's got ones name them.
+func (p *personPlays) expectedCorrections() []string {
+	var out []string
+	for c := range p.corrSeen {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// answerCorrection answers a correction the agent got and has not answered (reply_to names it).
+func (sc *schedule) answerCorrection() bool {
+	for _, c := range sc.person.expectedCorrections() {
+		if sc.person.corrAnswered[c] {
+			continue
+		}
+		a := mcp.ReplyArgs{ChatID: strconv.FormatInt(sc.ln.chat, 10), ReplyTo: c, Text: "answer " + c}
+		var err error
+		var text string
+		sc.rs.worker.whileUp(func(svc *service.Service) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, text, err = sc.callReply(ctx, svc, a, false)
+		})
+		sc.note("reply %+v: %v %s", a, err, text)
+		if err == nil || strings.Contains(text, "is already") {
+			sc.person.corrAnswered[c] = true
+		}
+		return true
+	}
+	return false
+}
+
+func (sc *schedule) correctionsUnanswered() int {
+	n := 0
+	for c := range sc.person.corrSeen {
+		if !sc.person.corrAnswered[c] {
+			n++
+		}
+	}
+	return n
+}
+
+// doorsWord reports whether a message the bot sent in reply to message id is the door's answer
+// to the person's edit of it, or the agent's answer to a correction of it.
+func (p *personPlays) doorsWord(text string, id int) bool {
+	n := strconv.Itoa(id)
+	return strings.Contains(text, "#"+n+":") || strings.Contains(text, "#"+n+" ") || strings.Contains(text, "#"+n+",") ||
+		strings.HasPrefix(text, "answer "+n+".edit")
+}
+
+// doorAnswers waits for the door to have handled every edit and /cancel of the schedule and to
+// have answered each /cancel; a take-back the door could not make leaves the message as it was.
+func (sc *schedule) doorAnswers() {
+	p := &sc.person
+	last := 0
+	for _, vs := range p.versions {
+		for _, v := range vs {
+			last = max(last, v.uid)
+		}
+	}
+	for _, c := range p.cancels {
+		last = max(last, c.uid)
+	}
+	if last == 0 {
+		return
+	}
+	expired := sc.upDeadline(60 * time.Second)
+	for sc.rs.bot.Confirmed() <= last && !expired() {
+		time.Sleep(100 * time.Millisecond)
+	}
+	for id, c := range p.cancels {
+		for c.answer == "" {
+			for _, m := range sc.rs.bot.Sent() {
+				if m.ChatID == sc.ln.chat && m.ReplyTo == c.msg {
+					c.answer = m.Text
+				}
+			}
+			if c.answer != "" {
+				break
+			}
+			if expired() {
+				sc.errorf("the door did not answer the /cancel of %d within 60 s", id)
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		sc.note("the door answers the /cancel of %d: %q", id, c.answer)
+		if !strings.HasPrefix(c.answer, "Cancelled #") {
+			delete(p.cancels, id) // not taken back: the message is as any other
+		}
+	}
+}
+
+// checkPerson: a message taken back before it entered never entered after; one the door says
+// the agent had, it had, once; every edit after entry was answered as a correction (or with
+// the session's silence), and each correction announced reached the agent once with the edit's
+// text; a message that entered with a text older than the door had handled got a correction.
+func (sc *schedule) checkPerson() {
+	p := &sc.person
+	for id, c := range p.cancels {
+		n := sc.seen[id]
+		switch {
+		case n > 1:
+			sc.errorf("message %d, taken back, entered the agent's context %d times", id, n)
+		case strings.Contains(c.answer, "before it reached the agent"):
+			if n > 0 {
+				sc.errorf("message %d entered the agent's context (%d times before the /cancel was sent), though the door said %q", id, c.seenBefore, c.answer)
+			}
+		case strings.Contains(c.answer, "Its agent already had it"):
+			if n == 0 {
+				sc.errorf("the door said of %d %q, and the agent never got it", id, c.answer)
+			}
+		case strings.Contains(c.answer, "Its session did not answer"):
+		default:
+			sc.errorf("the door answered the /cancel of %d with %q", id, c.answer)
+		}
+	}
+	sent := sc.rs.bot.Sent()
+	for _, id := range sc.sent {
+		vs := p.versions[id]
+		if len(vs) < 2 {
+			continue
+		}
+		n := strconv.Itoa(id)
+		var corrections, silent, other int
+		for _, m := range sent {
+			if m.ChatID != sc.ln.chat || m.ReplyTo != id {
+				continue
+			}
+			switch {
+			case strings.HasPrefix(m.Text, "The agent already had #"+n+": your edit goes to it as a correction"):
+				corrections++
+			case strings.Contains(m.Text, "Its session did not answer"), strings.Contains(m.Text, "could not be passed on"):
+				silent++
+			case p.doorsWord(m.Text, id):
+				other++
+			}
+		}
+		sc.note("message %d: %d edits, %d after it entered; the door announced %d corrections, %d times could not tell", id, len(vs)-1, p.afterEntry[id], corrections, silent)
+		if other > 0 {
+			sc.errorf("the door answered an edit of %d with an answer the checker does not know", id)
+		}
+		if corrections+silent < p.afterEntry[id] && p.cancels[id] == nil {
+			sc.errorf("message %d was edited %d times after the agent had it, and the door announced %d corrections (%d times it could not tell): an edit dropped in silence", id, p.afterEntry[id], corrections, silent)
+		}
+		var got []string
+		for c := range p.corrSeen {
+			if of, _ := correctionOf(c); of == id {
+				got = append(got, c)
+			}
+		}
+		if len(got) != corrections && p.cancels[id] == nil {
+			sc.errorf("the door announced %d corrections of %d, and %d reached the agent (%v)", corrections, id, len(got), got)
+		}
+		newest := -1
+		for _, c := range got {
+			_, date := correctionOf(c)
+			i := slices.IndexFunc(vs, func(v version) bool { return v.editDate == date })
+			if i < 0 || vs[i].text != p.corrText[c] {
+				sc.errorf("correction %s reached the agent as %q, which is not the edit of that date", c, p.corrText[c])
+				continue
+			}
+			newest = max(newest, i)
+		}
+		if need, ok := p.stale[id]; ok && newest < need && p.cancels[id] == nil {
+			sc.errorf("message %d entered with a text older than %q, which the door had handled before, and no correction carried it", id, vs[need].text)
+		}
+	}
+}
+
+// announced counts the corrections of message id the door announced to the person.
+func (sc *schedule) announced(id int) int {
+	n := 0
+	for _, m := range sc.rs.bot.Sent() {
+		if m.ChatID == sc.ln.chat && m.ReplyTo == id && strings.HasPrefix(m.Text, "The agent already had #"+strconv.Itoa(id)+": your edit goes") {
+			n++
+		}
+	}
+	return n
+}
+
+// corrections counts the corrections of message id the agent got.
+func (sc *schedule) corrections(id int) int {
+	n := 0
+	for c := range sc.person.corrSeen {
+		if of, _ := correctionOf(c); of == id {
+			n++
+		}
+	}
+	return n
 }
