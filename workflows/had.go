@@ -35,7 +35,10 @@ const maxHadAsked = 100
 func (s *session) had(intents []string) ([]HadMessage, error) {
 	var had []HadMessage
 	for _, id := range intents[:min(len(intents), maxHadAsked)] {
-		if s.Ledger.had(id) {
+		switch {
+		case s.Ledger.presentsAgain(id):
+			had = append(had, HadMessage{Intent: id, Follows: true})
+		case s.Ledger.had(id):
 			had = append(had, HadMessage{Intent: id, At: s.deliveredAt[id]})
 		}
 	}

@@ -587,7 +587,7 @@ func (l *Ledger) commit(o Offer, reconciled bool) Commit {
 // expire moves an offer whose lease ended to ExpiredOffers (a late commit reconciles it) and
 // returns the requests to queue again.
 func (l *Ledger) expire(o Offer) []DeliveryRequest {
-	l.ExpiredOffers = append(l.ExpiredOffers, Offer{Key: o.Key, Event: o.Event, At: o.At, Requests: o.Requests})
+	l.ExpiredOffers = append(l.ExpiredOffers, Offer{Key: o.Key, Event: o.Event, At: o.At, Requests: o.Requests, BeforeReset: o.BeforeReset})
 	if n := len(l.ExpiredOffers); n > maxExpiredOffers {
 		l.ExpiredOffers = append([]Offer(nil), l.ExpiredOffers[n-maxExpiredOffers:]...)
 	}
@@ -614,7 +614,7 @@ func (l *Ledger) reconcile(key string) (c Commit, ok, withdraw bool) {
 	}
 	l.ExpiredOffers = slices.Delete(slices.Clone(l.ExpiredOffers), i, i+1)
 	var commit Offer
-	commit.Key, commit.Event, commit.At = o.Key, o.Event, o.At
+	commit.Key, commit.Event, commit.At, commit.BeforeReset = o.Key, o.Event, o.At, o.BeforeReset
 	for _, r := range o.Requests {
 		if l.inContext(r) {
 			continue
@@ -789,6 +789,11 @@ func (l *Ledger) Typed(reqs []DeliveryRequest, ok bool) (counts []bool, waited [
 	}
 	waited, l.block, l.blockWaiting = l.blockWaiting, nil, nil
 	if !ok {
+		for _, r := range reqs {
+			if r.Again {
+				l.enqueue(r) // no intent asks for it again: it waits for the next typing
+			}
+		}
 		for _, r := range waited {
 			l.Admit(r)
 		}

@@ -28,9 +28,11 @@ func NewContext(source string) bool {
 // context was reset then, and what their hooks printed, if they printed, went to the context
 // that ended (presentAgain).
 func (l *Ledger) ContextReset(at time.Time) {
-	for i, o := range l.Offers {
-		if o.At.Before(at) && !slices.Contains(l.commits, o.Key) {
-			l.Offers[i].BeforeReset = true
+	for _, offers := range [][]Offer{l.Offers, l.ExpiredOffers} { // a late commit reconciles the latter
+		for i, o := range offers {
+			if o.At.Before(at) && !slices.Contains(l.commits, o.Key) {
+				offers[i].BeforeReset = true
+			}
 		}
 	}
 }
@@ -71,8 +73,8 @@ func (l *Ledger) presentAgain(o Offer) {
 		return
 	}
 	for _, r := range o.Requests {
-		if r.Kind != KindMessage || l.withdrawn(r) {
-			continue
+		if r.Kind != KindMessage || l.withdrawn(r) || l.inContext(r) {
+			continue // not a message; taken back; or typed into the new context meanwhile (its lease ended)
 		}
 		again := r
 		again.ID, again.Again = r.ID+"/again", true

@@ -27,6 +27,9 @@ func (s *session) tellResults(ctx workflow.Context, signal string, reqs []Delive
 	req := activities.SignalAllRequest{Signal: signal, Key: fmt.Sprintf("%s/%s/%d", workflow.GetInfo(ctx).WorkflowExecution.RunID, signal, s.tells)}
 	s.tells++
 	for i, r := range reqs {
+		if r.Again {
+			continue // presented again after a reset: its intent was told of the message already
+		}
 		arg, err := json.Marshal(results[i])
 		if err != nil {
 			workflow.GetLogger(ctx).Error("delivery result not encoded", "session", s.Config.Name, "request", r.ID, "error", err)

@@ -105,6 +105,10 @@ type HadMessage struct {
 	// At is when the session counted it delivered; zero when it does not know (counted by an
 	// earlier run, which told its intent before it ended).
 	At time.Time `json:"at,omitzero"`
+	// Follows: the agent's present context does not have it, and the session hands it over on
+	// its own (it waits in the queue or a hook's hands, or a reset ended the context it went
+	// to and it is presented again): named only, whatever the intent's memo says.
+	Follows bool `json:"follows,omitempty"`
 }
 
 // DeliveryRequest asks a session to type Text into its pane and tell ReplyTo how it went.

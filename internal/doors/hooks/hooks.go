@@ -311,10 +311,14 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 // visibility is eventually consistent; a message the agent had and its new context only names
 // as one that "follows on its own" never follows, the session has it as delivered (issue 60).
 // Without the session's word (no worker, or none in time) the memos decide.
+//
+// Every message the session delivers is asked about, also one whose memo says it was delivered:
+// the session may present it again after a reset ended the context it went to (its hook's
+// commit came after the reset), and then names it as one that follows (Follows).
 func withSessionWord(ctx context.Context, b Backend, s Settings, listed []hookapi.Summary) {
 	var ask []string
 	for _, p := range listed {
-		if awaitsDelivery(p) {
+		if p.Source == hookapi.SourceTelegram {
 			ask = append(ask, p.ID)
 		}
 	}
@@ -332,13 +336,17 @@ func withSessionWord(ctx context.Context, b Backend, s Settings, listed []hookap
 		s.logger().Warn(MemosDecide, zap.String("session", s.Session), zap.Error(err))
 		return
 	}
-	at := make(map[string]time.Time, len(had))
+	word := make(map[string]hookapi.HadMessage, len(had))
 	for _, h := range had {
-		at[h.Intent] = h.At
+		word[h.Intent] = h
 	}
 	for i, p := range listed {
-		if t, ok := at[p.ID]; ok && awaitsDelivery(p) {
-			listed[i].Delivered = &t
+		h, ok := word[p.ID]
+		switch {
+		case ok && h.Follows:
+			listed[i].Delivered = nil // named: it follows on its own
+		case ok && awaitsDelivery(p):
+			listed[i].Delivered = &h.At
 		}
 	}
 }
