@@ -256,13 +256,13 @@ const sessionResultsAfterBacklog = 11
 // it works, in the same turn (its state and Since unchanged), and nothing was typed meanwhile. A
 // second /stop while one is under way presses nothing. Before, the stop checked once at its
 // start: on a loaded machine its look took seconds, the turn ended meanwhile, the session typed
-// the next message, and the key interrupted the turn that message had just started (issue 60).
+// the next message, and the key interrupted the turn that message had just started.
 const sessionStopHoldsTyping = 12
 
 // sessionHandlersFinish (SessionVersion 12, change ID handlers-finish-before-continue-as-new):
 // the session continues as new only once its running update handlers (a /stop pressing its key)
 // have finished, and takes what arrived meanwhile into the next run's input. Before, an update in
-// flight at continue-as-new was dropped, its caller never answered (issue 60).
+// flight at continue-as-new was dropped, its caller never answered.
 const sessionHandlersFinish = 12
 
 // sessionTypingHoldsRepeats (SessionVersion 3, change ID typing-holds-repeats): a request for
@@ -729,16 +729,7 @@ func (s *session) selectSignal(ctx workflow.Context, timer workflow.Future, agen
 		*agent = true
 	})
 	if !s.editsAtDesk { // else listenTakeBacks reads them
-		sel.AddReceive(s.replaceCh, func(c workflow.ReceiveChannel, _ bool) {
-			var r ReplaceRequest
-			c.Receive(ctx, &r)
-			s.replace(ctx, r)
-		})
-		sel.AddReceive(s.withdrawCh, func(c workflow.ReceiveChannel, _ bool) {
-			var r WithdrawRequest
-			c.Receive(ctx, &r)
-			s.withdraw(ctx, r)
-		})
+		s.receiveTakeBacks(ctx, sel, s.replace, s.withdraw)
 	}
 	sel.AddReceive(s.wakeCh, func(c workflow.ReceiveChannel, _ bool) {
 		c.Receive(ctx, nil)

@@ -1,6 +1,6 @@
 package workflows
 
-// The person's edits and take-backs of a message the standing offer holds (issue 60): the desk
+// The person's edits and take-backs of a message the standing offer holds: the desk
 // holds the text as first sent, and the next hook may take it from there in a millisecond,
 // whatever the session is busy with (typing a block of 50 messages, awaiting its receipt). So
 // the session takes the offer back from the desk as soon as the edit or take-back arrives, from
@@ -33,21 +33,28 @@ const sessionEditsAtDesk = 13
 func (s *session) listenTakeBacks(ctx workflow.Context) {
 	for {
 		sel := workflow.NewSelector(ctx)
-		sel.AddReceive(s.replaceCh, func(c workflow.ReceiveChannel, _ bool) {
-			var r ReplaceRequest
-			c.Receive(ctx, &r)
-			s.edited(ctx, r)
-		})
-		sel.AddReceive(s.withdrawCh, func(c workflow.ReceiveChannel, _ bool) {
-			var r WithdrawRequest
-			c.Receive(ctx, &r)
-			s.takenBack(ctx, r)
-		})
+		s.receiveTakeBacks(ctx, sel, s.edited, s.takenBack)
 		sel.Select(ctx)
 		if ctx.Err() != nil {
 			return
 		}
 	}
+}
+
+// receiveTakeBacks adds the person's edits and take-backs to sel, each applied by its handler:
+// the listener's (edited, takenBack) or, in a run without it, the main loop's (replace,
+// withdraw).
+func (s *session) receiveTakeBacks(ctx workflow.Context, sel workflow.Selector, edit func(workflow.Context, ReplaceRequest), back func(workflow.Context, WithdrawRequest)) {
+	sel.AddReceive(s.replaceCh, func(c workflow.ReceiveChannel, _ bool) {
+		var r ReplaceRequest
+		c.Receive(ctx, &r)
+		edit(ctx, r)
+	})
+	sel.AddReceive(s.withdrawCh, func(c workflow.ReceiveChannel, _ bool) {
+		var r WithdrawRequest
+		c.Receive(ctx, &r)
+		back(ctx, r)
+	})
 }
 
 // edited takes an edit (replace) and, under sessionEditsAtDesk, withdraws a standing offer that

@@ -135,24 +135,8 @@ func TestTheDoorAsksTheSessionWhatItsAgentHas(t *testing.T) {
 	c := svc.Client()
 	name := config.DefaultSessionName
 	one, two := workflows.IntentID("1001", "1"), workflows.IntentID("1001", "2")
-
-	bot.AddMessage(allowedChat, allowedUser, 1, "meet at 3pm")
-	bot.AddMessage(allowedChat, allowedUser, 2, "sent by mistake")
-	waitUntil(t, "both messages waiting in the session", 30*time.Second, func() bool {
-		v, err := session.View(ctx, c, name)
-		return err == nil && len(v.Queued) == 2
-	})
-	if err := c.TerminateWorkflow(ctx, workflows.SessionWorkflowID(name), "", "the test replaces the run"); err != nil {
-		t.Fatal(err)
-	}
-	conf := session.TmuxConfig(cfg, name)
-	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:        workflows.SessionWorkflowID(name),
-		TaskQueue: workflows.SessionHostQueue(cfg.Temporal.TaskQueue, cfg.Host),
-	}, workflows.SessionWorkflowName, workflows.SessionInput{Version: workflows.SessionVersion, Config: conf,
-		Ledger: workflows.Ledger{RecentlyDelivered: []string{one, two}}}); err != nil {
-		t.Fatal(err)
-	}
+	replaceSessionRun(t, ctx, c, bot, cfg, workflows.SessionHostQueue(cfg.Temporal.TaskQueue, cfg.Host),
+		workflows.Ledger{RecentlyDelivered: []string{one, two}})
 	for _, id := range []string{one, two} {
 		if has, err := session.HasMessage(ctx, c, name, id); err != nil || !has {
 			t.Fatalf("the session says its agent has %s: %v %v", id, has, err)
@@ -161,39 +145,21 @@ func TestTheDoorAsksTheSessionWhatItsAgentHas(t *testing.T) {
 			t.Fatalf("%s knows of its delivery (%v) or cannot be read: %v", id, v.Delivered, err)
 		}
 	}
-	answer := func(to int, want string) {
-		t.Helper()
-		waitUntil(t, fmt.Sprintf("an answer to message %d with %q", to, want), 30*time.Second, func() bool {
-			return slices.ContainsFunc(bot.Sent(), func(m fakebot.SentMessage) bool { return m.ReplyTo == to && strings.Contains(m.Text, want) })
-		})
-	}
-
-	bot.AddUpdate(fakebot.EditedMessageUpdate(fakebot.Edited(fakebot.TextMessage(allowedChat, allowedUser, 1, "meet at 3pm"), "meet at 5pm")))
-	answer(1, "The agent already had #1: your edit goes to it as a correction")
+	editOne(bot)
+	answeredWith(t, bot, 1, "The agent already had #1: your edit goes to it as a correction", 30*time.Second)
 	waitUntil(t, "the correction waiting in the session", 30*time.Second, func() bool {
 		v, err := session.View(ctx, c, name)
 		return err == nil && len(v.Queued) == 1 && strings.HasPrefix(v.Queued[0], one+".edit")
 	})
-
-	cancelMsg := fakebot.TextMessage(allowedChat, allowedUser, 3, "/cancel")
-	replied := fakebot.TextMessage(allowedChat, allowedUser, 2, "sent by mistake")
-	cancelMsg.ReplyToMessage = &replied
-	bot.AddUpdate(fakebot.MessageUpdate(cancelMsg))
-	answer(3, "Cancelled #2. Its agent already had it")
+	cancelTwo(bot)
+	answeredWith(t, bot, 3, "Cancelled #2. Its agent already had it", 30*time.Second)
 }
 
-// Issue 60: a session that does not answer whether its agent has a message (its host's worker
-// is down: here its run is on a task queue no worker polls) is not taken for a no. The edit is
-// kept and the person told that a correction may be needed; /cancel says intentq cannot tell.
-// Before, both counted the silence as "not yet", and an edit of a message the agent had was
-// dropped without a word.
-func TestTheDoorSaysWhenTheSessionDoesNotAnswer(t *testing.T) {
-	svc, _, bot, cfg := telegramService(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c := svc.Client()
+// replaceSessionRun sends messages 1 and 2, waits until both wait in the default session, and
+// replaces the session's run with one on queue whose ledger is ledger.
+func replaceSessionRun(t *testing.T, ctx context.Context, c client.Client, bot *fakebot.Server, cfg *config.Config, queue string, ledger workflows.Ledger) {
+	t.Helper()
 	name := config.DefaultSessionName
-
 	bot.AddMessage(allowedChat, allowedUser, 1, "meet at 3pm")
 	bot.AddMessage(allowedChat, allowedUser, 2, "sent by mistake")
 	waitUntil(t, "both messages waiting in the session", 30*time.Second, func() bool {
@@ -203,24 +169,45 @@ func TestTheDoorSaysWhenTheSessionDoesNotAnswer(t *testing.T) {
 	if err := c.TerminateWorkflow(ctx, workflows.SessionWorkflowID(name), "", "the test replaces the run"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:        workflows.SessionWorkflowID(name),
-		TaskQueue: "no-worker-polls-this",
-	}, workflows.SessionWorkflowName, workflows.SessionInput{Version: workflows.SessionVersion, Config: session.TmuxConfig(cfg, name)}); err != nil {
+	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.SessionWorkflowID(name), TaskQueue: queue},
+		workflows.SessionWorkflowName, workflows.SessionInput{Version: workflows.SessionVersion, Config: session.TmuxConfig(cfg, name), Ledger: ledger}); err != nil {
 		t.Fatal(err)
 	}
-	answer := func(to int, want string) {
-		t.Helper()
-		waitUntil(t, fmt.Sprintf("an answer to message %d with %q", to, want), 60*time.Second, func() bool {
-			return slices.ContainsFunc(bot.Sent(), func(m fakebot.SentMessage) bool { return m.ReplyTo == to && strings.Contains(m.Text, want) })
-		})
-	}
-	bot.AddUpdate(fakebot.EditedMessageUpdate(fakebot.Edited(fakebot.TextMessage(allowedChat, allowedUser, 1, "meet at 3pm"), "meet at 5pm")))
-	answer(1, "Your edit of #1 is kept for when #1 reaches its agent. Its session did not answer")
+}
 
+// editOne is the person's edit of message 1 (replaceSessionRun's).
+func editOne(bot *fakebot.Server) {
+	bot.AddUpdate(fakebot.EditedMessageUpdate(fakebot.Edited(fakebot.TextMessage(allowedChat, allowedUser, 1, "meet at 3pm"), "meet at 5pm")))
+}
+
+// cancelTwo is the person's /cancel (message 3) replying to message 2.
+func cancelTwo(bot *fakebot.Server) {
 	cancelMsg := fakebot.TextMessage(allowedChat, allowedUser, 3, "/cancel")
 	replied := fakebot.TextMessage(allowedChat, allowedUser, 2, "sent by mistake")
 	cancelMsg.ReplyToMessage = &replied
 	bot.AddUpdate(fakebot.MessageUpdate(cancelMsg))
-	answer(3, "Cancelled #2. Its session did not answer")
+}
+
+// answeredWith waits until the chat's answer to message to says want.
+func answeredWith(t *testing.T, bot *fakebot.Server, to int, want string, within time.Duration) {
+	t.Helper()
+	waitUntil(t, fmt.Sprintf("an answer to message %d with %q", to, want), within, func() bool {
+		return slices.ContainsFunc(bot.Sent(), func(m fakebot.SentMessage) bool { return m.ReplyTo == to && strings.Contains(m.Text, want) })
+	})
+}
+
+// A session that does not answer whether its agent has a message (its host's worker is down:
+// here its run is on a task queue no worker polls) is not taken for a no. The edit is
+// kept and the person told that a correction may be needed; /cancel says intentq cannot tell.
+// Before, both counted the silence as "not yet", and an edit of a message the agent had was
+// dropped without a word.
+func TestTheDoorSaysWhenTheSessionDoesNotAnswer(t *testing.T) {
+	svc, _, bot, cfg := telegramService(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	replaceSessionRun(t, ctx, svc.Client(), bot, cfg, "no-worker-polls-this", workflows.Ledger{})
+	editOne(bot)
+	answeredWith(t, bot, 1, "Your edit of #1 is kept for when #1 reaches its agent. Its session did not answer", 60*time.Second)
+	cancelTwo(bot)
+	answeredWith(t, bot, 3, "Cancelled #2. Its session did not answer", 60*time.Second)
 }
