@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Issue 60, against the real Claude Code 2.1.330: a card and the approval's record name the
+// Against the real Claude Code 2.1.330: a card and the approval's record name the
 // answer the CLI acted on. (a) Yes at the terminal, then an 8-s tool run; Deny pressed
 // meanwhile is answered that the terminal answered first, the card never says Denied, and the
 // command runs. (b) No at the terminal and Allow pressed at once: whichever the CLI took, the

@@ -293,7 +293,7 @@ func TestCodexMessagesReachAWorkingAgentThroughItsHooks(t *testing.T) {
 			byPath[one.how]++
 		}
 		// By the message's own words, as the person would look: a Stop hook's list of owed
-		// answers quotes a message without intentq's header (issue 60: 5 of 20 were listed there
+		// answers quotes a message without intentq's header (5 of 20 were listed there
 		// before the session typed them).
 		if len(p) != 1 {
 			t.Errorf("message %d reached the model %d times: %v", 101+i, len(p), p)

@@ -9,7 +9,7 @@ package workflows
 // nothing is ever typed into a dialog. The card is edited to say how it ended, so no button on
 // the phone is left that does nothing.
 //
-// Issue 60: the card and the record name the answer the CLI acted on. Claude Code's terminal can
+// The card and the record name the answer the CLI acted on. Claude Code's terminal can
 // answer while the hook waits, and then ignores what the hook prints, so a phone's answer counts
 // only once the hook has handed it over (confirmedAnswers): the hook takes it (UpdateTakeAnswer),
 // checks the prompt is still open and it was not ended, and confirms (UpdateHandedOver) before
@@ -40,7 +40,7 @@ const (
 	// SignalFollowed tells an approval what happened at the terminal (ApprovalFollow).
 	SignalFollowed = "followed"
 	// UpdateTakeAnswer is how the permission hook waits for the phone's answer (an
-	// ApprovalResult with Pending) or the approval's end (issue 60).
+	// ApprovalResult with Pending) or the approval's end.
 	UpdateTakeAnswer = "take-answer"
 	// UpdateHandedOver is the hook's word that it hands the phone's answer to a CLI still
 	// waiting; it returns the approval's result: the hook prints the answer only if that is it.
@@ -60,7 +60,7 @@ const (
 // for nothing and the terminal decides. It is under the door's 15 s for a press's answer.
 const handOverWait = 10 * time.Second
 
-// confirmedAnswersChange versions issue 60's hand-over (running approvals keep the first word).
+// confirmedAnswersChange versions the confirmed hand-over (running approvals keep the first word).
 const confirmedAnswersChange = "confirmed-answers"
 
 // The person's choices.
@@ -134,7 +134,7 @@ type ApprovalInput struct {
 	Push        bool          `json:"push,omitempty"`
 	RemindEvery time.Duration `json:"remind_every,omitempty"`
 	// Confirms: the hook takes the phone's answer (UpdateTakeAnswer) and confirms handing it
-	// over (UpdateHandedOver) (issue 60); a hook before it waits for the end alone.
+	// over (UpdateHandedOver); a hook before it waits for the end alone.
 	Confirms bool `json:"confirms,omitempty"`
 }
 
@@ -227,7 +227,7 @@ func ApprovalWorkflow(ctx workflow.Context, in ApprovalInput) (ApprovalResult, e
 	// to it (issue 61). A card that cannot show everything takes no answer (answerable).
 	card := 0
 	_, answerable := in.card()
-	// confirmed: the phone's answer counts once the hook hands it over (issue 60); pending is
+	// confirmed: the phone's answer counts once the hook hands it over; pending is
 	// that answer meanwhile.
 	confirmed := in.Confirms && workflow.GetVersion(ctx, confirmedAnswersChange, workflow.DefaultVersion, 1) == 1
 	var pending *ApprovalResult
@@ -364,7 +364,7 @@ func ApprovalWorkflow(ctx workflow.Context, in ApprovalInput) (ApprovalResult, e
 	return *result, nil
 }
 
-// setHandOverHandlers sets the hook's two updates (issue 60): it takes the phone's answer once
+// setHandOverHandlers sets the hook's two updates: it takes the phone's answer once
 // there is one (or the approval's end), and it confirms handing it over; *result is then that
 // answer, unless the terminal's came first, which the hook is told instead.
 func setHandOverHandlers(ctx workflow.Context, result, pending **ApprovalResult) error {

@@ -10,8 +10,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 )
 
-// Issue 60: the card and the approval's record name the answer the CLI acted on. These run an
-// approval as a hook since issue 60 asks for it (Confirms): it takes the phone's answer and
+// The card and the approval's record name the answer the CLI acted on. These run an
+// approval as a hook that confirms its hand-over (Confirms): it takes the phone's answer and
 // confirms handing it over, or tells the approval the terminal answered.
 
 // confirmingInput is approvalInput from a hook that confirms its hand-over.
@@ -137,7 +137,7 @@ func TestApprovalAnswerNoHookTakesCountsForNothing(t *testing.T) {
 	require.NotContains(t, h.edits[0].Text, "Allowed")
 }
 
-// Issue 60's suspicion, two permission requests at once (the session tracks one approval):
+// The review's suspicion, two permission requests at once (the session tracks one approval):
 // settled here at the session. The second request's PermissionRequest is passed to the first
 // approval as "the terminal went on", so the first ends as the terminal's while its dialog may
 // still wait (a CLI that asks for two tools at once); its hook then takes that end and prints

@@ -14,7 +14,7 @@ import (
 )
 
 // The person's ways into the session, played by the exactly-once checker beside the agent and
-// the intents (issue 60): edits of a message before it reached the agent, take-backs (/cancel,
+// the intents: edits of a message before it reached the agent, take-backs (/cancel,
 // an ignore) before and after, /stop with its look at the screen slow, and the has-message
 // question a person's edit or take-back asks. After each schedule the checker asserts, besides
 // "each message once":

@@ -12,7 +12,7 @@ import (
 	"github.com/intentq/intentq/internal/hookapi"
 )
 
-// Resets the agent gets from elsewhere, played by the exactly-once checker (issue 60): the
+// Resets the agent gets from elsewhere, played by the exactly-once checker: the
 // person's /clear at an idle prompt, the CLI restarting, a compaction in the middle of a turn.
 // Each starts a new context: the agent's SessionStart hook runs intentq's real handler
 // (hooks.SessionStart) against the session workflow (its take at the desk, its `had` query) and

@@ -57,7 +57,7 @@ var (
 // continue-as-new. Issue 26's hook desk changed what each seed draws, so those seeds now play
 // other schedules; with the defects put back in the workflow's glue (issue 34), 98 finds a
 // settle that looks at the leases before it reads the commits that arrived, and 252 a take
-// that does not read them first. With the person's plays (issue 60): 83, an edit of a message
+// that does not read them first. With the person's plays: 83, an edit of a message
 // whose standing offer a hook took and never committed was dropped, and the message went back to
 // the queue as first sent; 162, an edit read before its message's request (the edit's own
 // reader ran while the request waited in its channel) was lost. With resets from elsewhere: 61,

@@ -1,6 +1,6 @@
 package workflows
 
-// What the agent had, for a new context (issue 60): after a reset intentq did not make (the
+// What the agent had, for a new context: after a reset intentq did not make (the
 // CLI restarting, the person's /clear, a compaction), the agent's SessionStart hook lists the
 // session's pending intents from their memos, and names the ones still on their way to the
 // agent without their text (they follow on their own). An intent's memo says it was delivered

@@ -84,7 +84,7 @@ func (b *resetHookBackend) Text(_ context.Context, id string) (string, error) {
 	return "", errors.New("no such intent")
 }
 
-// Issue 60: message 1 is typed and receipted while message 2 waits behind it, so message 1's
+// Message 1 is typed and receipted while message 2 waits behind it, so message 1's
 // result is held (results-after-backlog) and its intent's memo does not say it was delivered.
 // Then the agent's context is reset by something intentq did not do: the CLI restarting
 // (startup), the person's /clear, a compaction. The new context holds message 1 in full (the

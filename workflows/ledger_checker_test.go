@@ -55,7 +55,7 @@ var ledgerRegressions = []uint64{10, 15, 509, 592, 5808, 33335, 141039}
 var ledgerTakeBackRegressions = []uint64{28, 404}
 
 // ledgerPersonRegressions are seeds, played with the person's hand, that found a defect in the
-// v13 edits (issue 60; fixed in ledger.go, not gated: SessionVersion 13 is not released):
+// v13 edits (fixed in ledger.go, not gated: SessionVersion 13 is not released):
 //   - 3081: has-message said no for a message a hook printed whose commit the session had read
 //     and not settled (the standing offer's commit before the desk's word, or a late one): an
 //     edit went in as though the agent had not got it, a /cancel said "it never will";
@@ -195,7 +195,7 @@ type ledgerTopology struct {
 	// withdrawals: the person takes messages back now and then (issue 35), drawn from a stream
 	// of their own so that the schedules without them stay what they were.
 	withdrawals bool
-	// person: the person's hand plays too (issue 60, ledger_person in this file): edits and
+	// person: the person's hand plays too (ledger_person in this file): edits and
 	// take-backs before and after the message entered, read by the session's listener at once
 	// (a hook's take may race them), and the door's has-message question.
 	person bool
@@ -831,7 +831,7 @@ func TestLedgerCheckerFindsTheWrongDesk(t *testing.T) {
 	}
 }
 
-// The person's hand in the ledger checker (issue 60, topology.person), as the workflow checker
+// The person's hand in the ledger checker (topology.person), as the workflow checker
 // plays it (exactlyonce_person_test.go) but on the Ledger alone: the door's edits (Replace) and
 // take-backs (Withdraw) before and after the message entered, the has-message question the door
 // asks first, and a hook's take racing either. The session's listener reads an edit or a
@@ -978,7 +978,8 @@ func (w *ledgerWorld) personTakesBack(in *ledgerIntent) {
 }
 
 // sendPerson signals the session: its listener reads the signal at once, unless the worker is
-// away. A hook may take in that very instant, before the signal is read (the race of issue 60).
+// away. A hook may take in that very instant, before the signal is read (the race
+// the edits' own listener closes).
 func (w *ledgerWorld) sendPerson(s personSignal) {
 	if w.outage() {
 		w.lp.unread = append(w.lp.unread, s)

@@ -4,7 +4,7 @@ package workflows
 // key, pressed once, only while its hooks say it works and its screen shows no dialog and no
 // draft, never while intentq types; the screen confirms it (the CLI's busy marker gone). While
 // the stop looks, nothing is typed or offered, and the key goes only to the turn the stop was
-// asked for (issue 60, sessionStopHoldsTyping): never to one intentq's typing started.
+// asked for (sessionStopHoldsTyping): never to one intentq's typing started.
 
 import (
 	"strings"

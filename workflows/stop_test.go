@@ -43,7 +43,7 @@ func (h *sessionHarness) keysPressed() []string {
 	return keys
 }
 
-// Issue 60, defect 4: the person's /stop takes 10 s to read the screen (a loaded machine); meanwhile
+// The person's /stop takes 10 s to read the screen (a loaded machine); meanwhile
 // the turn it was asked for ends and a message waits. Nothing is typed while the stop looks, and
 // the stop presses nothing: the turn it was asked for has ended, and a key now would interrupt
 // the one the waiting message starts. The message goes in after the stop's answer. When a Stop
@@ -122,7 +122,7 @@ func TestStopNeverInterruptsATurnIntentqTyped(t *testing.T) {
 	})
 }
 
-// Issue 60: a /stop still looking at the screen when the session's history is long enough to
+// A /stop still looking at the screen when the session's history is long enough to
 // continue as new is answered by the run before it ends (the stop presses its key and the screen
 // confirms it); the next run carries what the stop left. Before, the run continued as new at once
 // and the stop's caller was never answered.

@@ -65,7 +65,7 @@ func (h *sessionHarness) historyOf(id string) []string {
 	return got
 }
 
-// Issue 60 (SessionVersion 13, edits-reach-the-desk): b stands offered at the desk behind a
+// edits-reach-the-desk (SessionVersion 13): b stands offered at the desk behind a
 // typed block while the session awaits the block's receipt; the person edits b then. The
 // session takes the offer back from the desk at once, so the receipt hook prints b as last
 // sent, once, and the history records that text. Before, nothing took the offer back while the
@@ -90,7 +90,7 @@ func TestEditWhileABlockIsTypedReachesTheHook(t *testing.T) {
 	require.True(t, h.results[b.ID].OK)
 }
 
-// Issue 60 (edits-reach-the-desk): the person takes b back (/cancel) while it stands at the desk
+// edits-reach-the-desk: the person takes b back (/cancel) while it stands at the desk
 // behind a typed block: the offer is taken back at once, and the block's receipt hook hands b
 // to no one. Before, the receipt hook took b from the desk after it was taken back.
 func TestTakeBackWhileABlockIsTypedReachesTheDesk(t *testing.T) {
@@ -108,7 +108,7 @@ func TestTakeBackWhileABlockIsTypedReachesTheDesk(t *testing.T) {
 	require.Empty(t, h.historyOf(b.ID))
 }
 
-// Issue 60, the review's suspicion "an edit in the instant a hook takes a standing offer": a
+// The review's suspicion "an edit in the instant a hook takes a standing offer": a
 // hook takes b at the desk, and the person's edit reaches the session before the desk's word.
 // The desk's answer to the session's withdrawal decides: the hook printed b as first sent, so
 // the agent has it in that text, the history records that text (not the edit), and
@@ -144,7 +144,7 @@ func TestEditAsAHookTakesTheOfferCountsAsTheAgents(t *testing.T) {
 	require.True(t, h.results[b.ID].OK)
 }
 
-// Issue 60 (edits-reach-the-desk): an edit of a message the standing offer reserves waits for
+// edits-reach-the-desk: an edit of a message the standing offer reserves waits for
 // the desk's word: the queue keeps the text the desk holds; a hook that took the offer printed
 // that text (its offer carries it, and the edit is dropped: the agent has the message); what
 // the hook did not take gets the edit. Before, the queue took the edit at once, and the hook's
@@ -184,7 +184,7 @@ func TestLedgerEditOfReservedWaitsForTheDesk(t *testing.T) {
 	require.Empty(t, l.Queue)
 }
 
-// Issue 60 (edits-reach-the-desk): an edit read before the request of its message (the edit's
+// edits-reach-the-desk: an edit read before the request of its message (the edit's
 // own reader ran while the request still waited in its channel: the main loop was busy) is not
 // lost: the request takes it when it is admitted. Found by the exactly-once checker, seed 162.
 func TestLedgerEditBeforeItsRequestIsKept(t *testing.T) {
@@ -203,7 +203,7 @@ func TestLedgerEditBeforeItsRequestIsKept(t *testing.T) {
 	require.Empty(t, l.EarlyEdits)
 }
 
-// Issue 60 (represent-after-reset): a hook printed a message into a context that a reset then
+// represent-after-reset: a hook printed a message into a context that a reset then
 // ended, and its commit came after the reset: the message is presented again in the new context
 // (a request of its own, typed or handed over once), and the intent's message still counts once.
 // An offer whose commit came before the reset, or that was taken after it, is not. Found by the

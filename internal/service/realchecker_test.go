@@ -11,7 +11,7 @@ package service_test
 // print and after (their output lost), a slow Telegram that outlives the reply tool's wait,
 // delays between everything.
 //
-// Several schedules play at once (issue 60: one at a time, three took 96 s), each on a lane of
+// Several schedules play at once (one at a time, three took 96 s), each on a lane of
 // its own: a session, its pane and its chat, against the one worker, which serves them all. A
 // fault of the worker is seen by every schedule playing then. Each session's history is kept
 // short, so that sessions continue as new in the middle of schedules.
@@ -70,7 +70,7 @@ var (
 	realVerbose = flag.Bool("realchecker.v", false, "print every schedule, not only a failing one")
 	realLanes   = flag.Int("realchecker.lanes", 12, "how many schedules the real-system checker plays at once")
 	realRaces   = flag.Bool("realchecker.resetraces", false, "let a reset come before the session has the commit of a hook that just handed the agent a message (fails today: see sessionStart)")
-	realPerson  = flag.Bool("realchecker.person", false, "let the person edit and /cancel their messages in the schedules (fails today: seed 10 on 12 lanes, see the report of issue 60)")
+	realPerson  = flag.Bool("realchecker.person", false, "let the person edit and /cancel their messages in the schedules (fails today: seed 10 on 12 lanes: an edit after entry answered in silence, a /cancel saying the agent had a message it never got)")
 )
 
 // checkerUser is the person who writes in every lane's chat.
@@ -1085,7 +1085,7 @@ type cancelPlay struct {
 	answer     string
 }
 
-// personPlays are the person's edits and take-backs (issue 60), drawn from a generator of their
+// personPlays are the person's edits and take-backs, drawn from a generator of their
 // own so that a seed's other plays stay as they were.
 type personPlays struct {
 	rnd      *rand.Rand

@@ -483,7 +483,7 @@ func (reader) Had(_ context.Context, session string, intents []string) ([]workfl
 	return had, nil
 }
 
-// Issue 60: a session-start hook asks, through the desk and the worker's client, what the
+// A session-start hook asks, through the desk and the worker's client, what the
 // session says its agent had; a session without a worker is the hook's error (its memos decide).
 func TestDeskAsksWhatTheAgentHad(t *testing.T) {
 	dir := t.TempDir()

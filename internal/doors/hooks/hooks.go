@@ -309,7 +309,7 @@ func SessionStart(ctx context.Context, b Backend, s Settings, in Input) (Answer,
 // context began, so it is printed in full). A memo lags behind its session: the session holds
 // the results of a typed block while more waits to be typed (results-after-backlog), and
 // visibility is eventually consistent; a message the agent had and its new context only names
-// as one that "follows on its own" never follows, the session has it as delivered (issue 60).
+// as one that "follows on its own" never follows, the session has it as delivered.
 // Without the session's word (no worker, or none in time) the memos decide.
 //
 // Every message the session delivers is asked about, also one whose memo says it was delivered:
@@ -687,7 +687,7 @@ func Stop(ctx context.Context, b Backend, s Settings, in Input) (Answer, error) 
 		if awaitsDelivery(p) {
 			// Not in the agent's context yet: the session hands it over itself (a later hook's
 			// take, or typed once the agent has stopped), so its text is not listed here. Listed,
-			// it reached the model twice (issue 60: Codex, whose Stop hook took nothing while
+			// it reached the model twice (Codex, whose Stop hook took nothing while
 			// the session's offer was not at the desk, listed the 5 newest, then typed).
 			continue
 		}

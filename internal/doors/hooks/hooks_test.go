@@ -260,7 +260,7 @@ func TestSessionStartNeverPrintsWhatIsTypedAfter(t *testing.T) {
 	}
 }
 
-// Issue 60: a message the agent had whose intent's memo does not say so yet (its result held
+// A message the agent had whose intent's memo does not say so yet (its result held
 // while more waits to be typed, or visibility behind) is listed in full after any reset, by the
 // session's own word (Backend.Had); only what the session does not have as delivered is named
 // as one that follows on its own. Asked only about what the memos say is on its way. Without the
@@ -884,7 +884,7 @@ func TestMessagesBlockNamesReminders(t *testing.T) {
 	}
 }
 
-// Issue 60: a session start that takes a reminder of a message the agent has not got yet (its
+// A session start that takes a reminder of a message the agent has not got yet (its
 // delivery failed and is retried; its memo and the session say so) prints the reminder, not the
 // message's text: the message's own delivery brings the text to the new context, once. A
 // reminder of a message the agent had is printed with the full text (the new context lacks it).
@@ -909,7 +909,7 @@ func TestSessionStartRemindsOfUndeliveredWithoutItsText(t *testing.T) {
 	}
 }
 
-// Issue 60 (represent-after-reset): a message whose memo says it was delivered, which the session
+// represent-after-reset: a message whose memo says it was delivered, which the session
 // presents again because a reset ended the context it went to (its hook's commit came after the
 // reset), is named as one that follows, not printed: it reaches the new context once, by the
 // session. Found by the exactly-once checker (seed 752: two resets in a row, the second listed in

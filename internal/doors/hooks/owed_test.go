@@ -22,7 +22,7 @@ func undelivered(first, n int) []intent.Summary {
 	return list
 }
 
-// Issue 60: the real Codex (its Stop hook hands messages over) on a loaded machine: a Stop hook
+// The real Codex (its Stop hook hands messages over) on a loaded machine: a Stop hook
 // whose take found no standing offer at the desk listed the 5 newest pending intents as owed
 // answers, their text with them, and the session then typed the same messages into the idle
 // pane: 5 of 20 reached the model twice. A message not handed over yet is the session's to

@@ -6,7 +6,7 @@ package hooktemporal
 // (hookSpecificOutput.decision); anything else (the terminal answered, the wait ran out,
 // Temporal down) prints nothing, and the CLI's own prompt decides, as without intentq.
 //
-// Issue 60: the phone's answer counts only if the CLI acts on it. The hook takes it from the
+// The phone's answer counts only if the CLI acts on it. The hook takes it from the
 // approval, hands it over only while it was not ended by its CLI and (Claude Code) the prompt is
 // still open, and confirms to the approval before it prints; otherwise it tells the approval the
 // terminal answered. Left open: the CLI ending the hook in the milliseconds between the
@@ -189,8 +189,8 @@ func Approve(ctx context.Context, stdin io.Reader, stdout io.Writer, s ApprovalS
 }
 
 // awaitAnswer waits for the phone's answer (Pending) or the approval's end; by the end alone
-// when the approval does not hand answers over (a worker before issue 60 runs it) or has ended.
-// ok is false when the approval is gone or ctx ends first.
+// when the approval does not hand answers over (a worker from before confirmed answers runs it)
+// or has ended. ok is false when the approval is gone or ctx ends first.
 func awaitAnswer(ctx context.Context, b Approver, id string, log *zap.Logger) (r workflows.ApprovalResult, ok bool) {
 	for ctx.Err() == nil {
 		r, err := b.TakeAnswer(ctx, id)

@@ -106,7 +106,7 @@ func approveWith(t *testing.T, f *fakeApprover, claudeDir string) string {
 	return out.String()
 }
 
-// Issue 60 (a): Yes at the terminal, then a long tool run; the phone's Deny comes meanwhile.
+// Case (a): Yes at the terminal, then a long tool run; the phone's Deny comes meanwhile.
 // Claude Code's registry shows the session busy, not at its prompt: the hook prints nothing,
 // tells the approval the prompt had closed, and never confirms the Deny.
 func TestPhoneAnswerAfterThePromptClosedIsNotHandedOver(t *testing.T) {
@@ -139,8 +139,8 @@ func TestPhoneAnswerTheTerminalBeatIsNotPrinted(t *testing.T) {
 }
 
 // A Claude Code with no registry entry for the session tells nothing: the answer is handed over
-// as before; an approval that does not hand over (run by a worker before issue 60) is waited
-// for to its end, and its decision printed.
+// as before; an approval that does not hand over (run by a worker from before confirmed
+// answers) is waited for to its end, and its decision printed.
 func TestPhoneAnswerWithoutRegistryOrHandOver(t *testing.T) {
 	f := &fakeApprover{taken: deny(true), handed: deny(false)}
 	if out := approveWith(t, f, registry(t, "", "")); !strings.Contains(out, `"behavior":"deny"`) || f.handOver != 1 {
@@ -148,6 +148,6 @@ func TestPhoneAnswerWithoutRegistryOrHandOver(t *testing.T) {
 	}
 	old := &fakeApprover{takeErr: errors.New("unknown update take-answer"), ended: deny(false)}
 	if out := approveWith(t, old, registry(t, "busy", "")); !strings.Contains(out, `"behavior":"deny"`) || old.handOver != 0 {
-		t.Errorf("an approval before issue 60: printed %q, handed over %d times", out, old.handOver)
+		t.Errorf("an approval from before confirmed answers: printed %q, handed over %d times", out, old.handOver)
 	}
 }

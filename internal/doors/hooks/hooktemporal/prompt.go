@@ -1,6 +1,6 @@
 package hooktemporal
 
-// Whether Claude Code's permission prompt is still open (issue 60). The terminal can answer
+// Whether Claude Code's permission prompt is still open. The terminal can answer
 // while the permission hook waits for the phone, and Claude Code then ignores what the hook
 // prints; the hook hands the phone's answer over only while Claude Code's own session registry
 // ($CLAUDE_CONFIG_DIR or ~/.claude, sessions/<pid>.json, written by Claude Code 2.1.330) says the
