@@ -75,6 +75,10 @@ type Desk struct {
 
 	// closed: the desk serves no hooks (Refuse).
 	closed atomic.Bool
+	// passing serializes passOn: Run's loop and a PassOn before a session is asked what its
+	// agent had would otherwise send one session's words in two batches at once, out of order,
+	// and write its journal of what went out from both.
+	passing sync.Mutex
 
 	// mu guards the map of sessions (not what each holds) and the words waiting to go out. A
 	// session's own lock guards its journal and the journal's file, held across the file's write:
@@ -655,6 +659,8 @@ func (d *Desk) PassOn(ctx context.Context) error { return d.Flush(ctx) }
 
 // passOn sends what waits for one session in one signal; it reports whether there was any.
 func (d *Desk) passOn(ctx context.Context) (bool, error) {
+	d.passing.Lock()
+	defer d.passing.Unlock()
 	d.mu.Lock()
 	var batch, rest []outgoing
 	most := d.most
